@@ -1,0 +1,49 @@
+# From KV Cache to KDA — every command a newcomer needs. Python 3.11, make and npm are assumed.
+PYTHON ?= python3.11
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: book lab test test-package test-site bench clean
+
+## book: set up (once), then build the website into _build/html (cached, never stale)
+book: $(STAMP) _offline/.lock-hash
+	$(BIN)/python tools/cache_key.py
+	ATTNLAB_WIDGETS=static $(BIN)/jupyter-book build . -W -n --keep-going
+	@echo "Open file://$(CURDIR)/_build/html/index.html"
+
+## lab: open the lessons in JupyterLab
+lab: $(STAMP)
+	$(BIN)/jupyter lab chapters/
+
+## test: set up, then every test: package, hygiene, a clean build that runs every notebook,
+## the built site in headless Chromium, and the Binder environment
+test: $(STAMP) _offline/.lock-hash chromium
+	$(BIN)/ruff check .
+	$(BIN)/python -m pytest -m "not site" -q
+	rm -rf _build
+	ATTNLAB_WIDGETS=static $(BIN)/jupyter-book build . -W -n --keep-going
+	$(BIN)/python tools/cache_key.py
+	$(BIN)/python -m pytest -m site -q
+
+## bench: time every notebook, slider and kernel on this machine; writes benchmarks/results/
+bench: $(STAMP)
+	$(BIN)/python benchmarks/run_all.py
+
+clean:
+	rm -rf _build _offline node_modules
+
+$(STAMP): requirements.txt requirements-dev.txt constraints.txt pyproject.toml
+	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -r requirements-dev.txt -c constraints.txt
+	touch $(STAMP)
+
+_offline/.lock-hash: package.json package-lock.json tools/vendor_js.sh
+	./tools/vendor_js.sh
+
+.PHONY: chromium
+chromium:
+	@command -v chromium >/dev/null || { command -v apt-get >/dev/null && \
+	  (apt-get update -qq && apt-get install -y -qq chromium >/dev/null) ; } || \
+	  { echo "Install Debian's chromium (apt-get install chromium) for the site tests"; exit 1; }

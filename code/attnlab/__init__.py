@@ -1,0 +1,1 @@
+"""attnlab: the tested code behind the course *From KV Cache to KDA*."""

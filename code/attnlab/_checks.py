@@ -1,0 +1,91 @@
+"""Input validation shared by every kernel and layer.
+
+Every public function checks its tensors here first, so a wrong shape, dtype or device fails
+with a ``ValueError`` that names the argument, what was expected and what came, instead of a
+bare shape error deep inside a matmul.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import torch
+
+FLOAT_DTYPES = (torch.float32, torch.float64)
+
+
+def check_tensor(
+    name: str,
+    x: object,
+    dims: Sequence[str],
+    sizes: dict[str, int] | None = None,
+    *,
+    dtype: torch.dtype | None = None,
+    device: torch.device | None = None,
+) -> dict[str, int]:
+    """Check that ``x`` is a float tensor whose shape matches the named ``dims``.
+
+    ``dims`` names each axis, e.g. ``("B", "H", "T", "Dk")``. ``sizes`` maps names already fixed
+    by earlier arguments to their size; new names are added to it, so calling this once per
+    argument checks that all arguments agree. Returns ``sizes``.
+
+    Raises ``ValueError`` naming ``name``, the expected shape and the shape given.
+    """
+    sizes = {} if sizes is None else sizes
+    if not isinstance(x, torch.Tensor):
+        raise ValueError(f"{name}: expected a torch.Tensor, got {type(x).__name__}")
+    expected = "[" + ", ".join(dims) + "]"
+    if x.dim() != len(dims):
+        raise ValueError(
+            f"{name}: expected a {len(dims)}-D tensor {expected}, got shape {tuple(x.shape)}"
+        )
+    if x.dtype not in FLOAT_DTYPES:
+        raise ValueError(f"{name}: expected dtype float32 or float64, got {x.dtype}")
+    if dtype is not None and x.dtype != dtype:
+        raise ValueError(f"{name}: expected dtype {dtype} (like q), got {x.dtype}")
+    if device is not None and x.device != device:
+        raise ValueError(f"{name}: expected device {device} (like q), got {x.device}")
+    for dim, size in zip(dims, x.shape, strict=True):
+        if dim in sizes and sizes[dim] != size:
+            want = ", ".join(f"{d}={sizes[d]}" if d in sizes else d for d in dims)
+            raise ValueError(
+                f"{name}: expected shape [{want}], got {tuple(x.shape)} ({dim} is {size}, "
+                f"expected {sizes[dim]})"
+            )
+        sizes[dim] = size
+    return sizes
+
+
+def check_same_dtype_device(reference: torch.Tensor, **tensors: torch.Tensor | None) -> None:
+    """Check that every given tensor has the dtype and device of ``reference`` (q)."""
+    for name, t in tensors.items():
+        if t is None:
+            continue
+        if t.dtype != reference.dtype:
+            raise ValueError(f"{name}: expected dtype {reference.dtype} (like q), got {t.dtype}")
+        if t.device != reference.device:
+            raise ValueError(f"{name}: expected device {reference.device} (like q), got {t.device}")
+
+
+def check_range(name: str, x: torch.Tensor, low: float | None, high: float | None) -> None:
+    """Check ``low <= x <= high`` elementwise (either bound may be None); NaN is rejected too."""
+    if torch.isnan(x).any():
+        raise ValueError(f"{name}: contains NaN")
+    if low is not None and (x < low).any():
+        raise ValueError(f"{name}: expected values >= {low}, got min {x.min().item():.4g}")
+    if high is not None and (x > high).any():
+        raise ValueError(f"{name}: expected values <= {high}, got max {x.max().item():.4g}")
+
+
+def check_positive_int(name: str, value: object) -> int:
+    """Check that ``value`` is an int >= 1 (bools rejected) and return it."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name}: expected a positive integer, got {value!r}")
+    return value
+
+
+def check_choice(name: str, value: object, choices: Sequence[object] | Mapping[object, object]):
+    """Check that ``value`` is one of ``choices`` and return it."""
+    if value not in choices:
+        raise ValueError(f"{name}: expected one of {list(choices)}, got {value!r}")
+    return value

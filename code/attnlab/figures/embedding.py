@@ -1,0 +1,128 @@
+"""Figures for Lesson 1 (token embeddings)."""
+
+from __future__ import annotations
+
+import math
+from functools import cache
+
+import torch
+from matplotlib.figure import Figure
+
+from ..embedding import (
+    WORD_GROUPS,
+    WordTokenizer,
+    cooccurrence_embeddings,
+    embedding_bytes,
+    nearest_neighbours,
+    project_2d,
+    toy_corpus,
+)
+from ..plotting import PALETTE, heatmap, style_axes
+
+MIB = 2**20
+
+
+@cache
+def toy_embeddings(dim: int = 16) -> tuple[WordTokenizer, torch.Tensor]:
+    """The toy corpus's tokenizer and its co-occurrence embedding table ``[V, dim]`` (cached)."""
+    corpus = toy_corpus()
+    tokenizer = WordTokenizer.from_texts(corpus)
+    return tokenizer, cooccurrence_embeddings(corpus, tokenizer, dim=dim)
+
+
+def group_of(word: str) -> str:
+    """The word's group in the toy corpus ("animal", "food", …) or "other"."""
+    return next((g for g, words in WORD_GROUPS.items() if word in words), "other")
+
+
+def _group_colour(word: str) -> str:
+    groups = list(WORD_GROUPS)
+    group = group_of(word)
+    return PALETTE[groups.index(group)] if group in groups else "#999999"
+
+
+def draw_one_hot_lookup(fig: Figure, token_id: int = 2, vocab_size: int = 6, d_model: int = 4) -> None:
+    """One-hot row vector × table = the table's row: the lookup drawn as a product."""
+    g = torch.Generator().manual_seed(1)
+    table = torch.randn(vocab_size, d_model, generator=g).round(decimals=1)
+    one_hot = torch.zeros(1, vocab_size)
+    one_hot[0, token_id] = 1.0
+    ax_hot, ax_table, ax_row = fig.subplots(1, 3, width_ratios=[vocab_size, d_model, d_model])
+    heatmap(ax_hot, one_hot, xlabel="token id", ylabel="", title="one-hot e (1 × V)",
+            xticklabels=[str(i) for i in range(vocab_size)], yticklabels=[""], cmap="Greys",
+            annotate=True)
+    heatmap(ax_table, table, xlabel="feature", ylabel="token id", title="table E (V × d)",
+            cmap="PuOr", vmin=-2.5, vmax=2.5, annotate=True)
+    ax_table.add_patch(_row_box(token_id, d_model))
+    heatmap(ax_row, table[token_id : token_id + 1], xlabel="feature", ylabel="",
+            title=f"eᵀE = row {token_id}", yticklabels=[""], cmap="PuOr", vmin=-2.5, vmax=2.5,
+            annotate=True)
+
+
+def _row_box(row: int, width: int):
+    from matplotlib.patches import Rectangle
+
+    return Rectangle((-0.5, row - 0.5), width, 1, fill=False, edgecolor=PALETTE[5], linewidth=2.5)
+
+
+def draw_table_memory(fig: Figure, vocab_size: int, d_model: int,
+                      marker: tuple[str, int, int] | None = None) -> None:
+    """Embedding-table memory (MiB, bf16) against vocabulary size, for the chosen width.
+
+    ``marker`` = (name, vocab_size, d_model) of a real model to mark on the plot.
+    """
+    ax = fig.subplots()
+    vocabs = [2**k for k in range(12, 19)]
+    for i, width in enumerate((512, 1024, 2048, 4096)):
+        ax.plot(vocabs, [embedding_bytes(v, width, "bf16") / MIB for v in vocabs], marker="o",
+                ms=3, color=PALETTE[i], label=f"d = {width}", alpha=0.35)
+    chosen = embedding_bytes(vocab_size, d_model, "bf16") / MIB
+    ax.plot([vocab_size], [chosen], marker="o", ms=11, color=PALETTE[5], zorder=5,
+            label=f"V = {vocab_size:,}, d = {d_model}: {chosen:,.1f} MiB")
+    if marker is not None:
+        name, v, d = marker
+        ax.plot([v], [embedding_bytes(v, d, "bf16") / MIB], marker="*", ms=14, color="black",
+                zorder=6, linestyle="none", label=f"{name} (V = {v:,}, d = {d})")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    style_axes(ax, "vocabulary size V (tokens, log scale)", "table memory in bf16 (MiB, log)",
+               f"V × d parameters = {vocab_size * d_model:,}")
+    ax.legend(loc="upper left")
+
+
+def draw_projection(fig: Figure, dim: int) -> None:
+    """The toy vocabulary's ``dim``-wide embeddings on their two principal axes, by group."""
+    tokenizer, table = toy_embeddings(dim)
+    points = project_2d(table)
+    ax = fig.subplots()
+    for group, words in WORD_GROUPS.items():
+        for k, word in enumerate(words):
+            x, y = points[tokenizer.vocab.index(word)].tolist()
+            ax.scatter(x, y, color=_group_colour(word), s=25)
+            angle = 2 * math.pi * k / len(words)  # fan the labels out around tight clusters
+            ax.annotate(word, (x, y), fontsize=7, ha="center", va="center",
+                        xytext=(28 * math.cos(angle), 16 * math.sin(angle)),
+                        textcoords="offset points",
+                        arrowprops={"arrowstyle": "-", "color": "#999999", "lw": 0.5})
+    for i, group in enumerate(WORD_GROUPS):
+        ax.scatter([], [], color=PALETTE[i], label=group)
+    ax.margins(0.15)
+    fig.legend(loc="outside lower center", ncols=5, fontsize=8)
+    style_axes(ax, "principal axis 1", "principal axis 2",
+               f"Embeddings of width d = {dim}, projected to 2-D")
+
+
+def draw_neighbours(fig: Figure, word: str, k: int = 8) -> None:
+    """Cosine similarity of ``word`` to its ``k`` nearest neighbours in the toy table."""
+    tokenizer, table = toy_embeddings()
+    if word not in tokenizer.vocab:
+        raise ValueError(f"word: {word!r} is not in the toy vocabulary")
+    neighbours = nearest_neighbours(table, tokenizer.vocab.index(word), k)
+    words = [tokenizer.vocab[i] for i, _ in neighbours][::-1]
+    sims = [s for _, s in neighbours][::-1]
+    ax = fig.subplots()
+    ax.barh(words, sims, color=[_group_colour(w) for w in words])
+    ax.set_xlim(-1, 1)
+    ax.axvline(0, color="black", linewidth=0.8)
+    style_axes(ax, "cosine similarity to the chosen word", "nearest tokens",
+               f"Nearest neighbours of “{word}” ({group_of(word)})")

@@ -1,0 +1,154 @@
+"""One figure style for the whole course.
+
+Figures are built on ``matplotlib.figure.Figure`` objects (not pyplot), so they are never shown
+twice, never leak into pyplot's list of open figures, and can be redrawn in place by a slider.
+The palette is Okabe & Ito's, which stays distinguishable with the common colour-vision
+deficiencies; sequential maps use viridis/cividis for the same reason.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+from collections.abc import Sequence
+
+import matplotlib
+import torch
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+#: Okabe–Ito colour-blind-safe palette, in the order lines are drawn.
+PALETTE: tuple[str, ...] = (
+    "#0072B2",  # blue
+    "#E69F00",  # orange
+    "#009E73",  # bluish green
+    "#CC79A7",  # reddish purple
+    "#56B4E9",  # sky blue
+    "#D55E00",  # vermillion
+    "#F0E442",  # yellow
+    "#000000",  # black
+)
+SEQUENTIAL_CMAP = "viridis"
+DIVERGING_CMAP = "PuOr"
+
+_RC = {
+    "axes.prop_cycle": matplotlib.cycler(color=PALETTE),
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+    "axes.titlesize": 11,
+    "axes.labelsize": 10,
+    "xtick.labelsize": 9,
+    "ytick.labelsize": 9,
+    "legend.fontsize": 9,
+    "legend.frameon": False,
+    "font.size": 10,
+}
+
+
+def course_style():
+    """Context manager applying the course style to axes and text created inside it."""
+    return matplotlib.rc_context(_RC)
+
+
+def new_figure(width: float = 6.4, height: float = 3.6, ncols: int = 0, nrows: int = 1) -> Figure:
+    """A figure in the course style; with ``ncols >= 1`` it already holds ``nrows × ncols`` axes."""
+    with course_style():
+        fig = Figure(figsize=(width, height), layout="constrained")
+        if ncols:
+            fig.subplots(nrows, ncols, squeeze=False)
+    return fig
+
+
+def style_axes(ax: Axes, xlabel: str, ylabel: str, title: str | None = None) -> Axes:
+    """Apply the course style to ``ax`` and label it (labels carry units, e.g. "bytes (MiB)")."""
+    for key in ("top", "right"):
+        ax.spines[key].set_visible(False)
+    ax.grid(True, alpha=0.3)
+    ax.set_prop_cycle(color=PALETTE)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if title:
+        ax.set_title(title)
+    return ax
+
+
+def heatmap(
+    ax: Axes,
+    matrix: torch.Tensor,
+    *,
+    xlabel: str,
+    ylabel: str,
+    title: str | None = None,
+    xticklabels: Sequence[str] | None = None,
+    yticklabels: Sequence[str] | None = None,
+    colorbar_label: str | None = None,
+    cmap: str = SEQUENTIAL_CMAP,
+    vmin: float | None = None,
+    vmax: float | None = None,
+    annotate: bool = False,
+) -> Axes:
+    """Draw a 2-D tensor ``[rows, cols]`` as a heat map (e.g. attention weights, a state ``S``)."""
+    data = torch.as_tensor(matrix).detach().to(torch.float64).cpu()
+    if data.dim() != 2:
+        raise ValueError(f"matrix: expected a 2-D tensor [rows, cols], got {tuple(data.shape)}")
+    image = ax.imshow(data.numpy(), cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto")
+    ax.grid(False)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if title:
+        ax.set_title(title)
+    if xticklabels is not None:
+        ax.set_xticks(range(len(xticklabels)), list(xticklabels), rotation=45, ha="right")
+    if yticklabels is not None:
+        ax.set_yticks(range(len(yticklabels)), list(yticklabels))
+    if colorbar_label is not None:
+        ax.figure.colorbar(image, ax=ax, label=colorbar_label, shrink=0.85)
+    if annotate:
+        mid = (data.max() + data.min()) / 2
+        for (i, j), value in _cells(data):
+            colour = "white" if value < mid else "black"
+            ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=7, color=colour)
+    return ax
+
+
+def _cells(data: torch.Tensor):
+    for i in range(data.shape[0]):
+        for j in range(data.shape[1]):
+            yield (i, j), float(data[i, j])
+
+
+def figure_png(fig: Figure, dpi: int = 80) -> bytes:
+    """Render ``fig`` to PNG bytes (the slow part of a slider update: keep ``dpi`` modest)."""
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=dpi)
+    return buffer.getvalue()
+
+
+def figure_html(fig: Figure, alt: str, dpi: int = 80) -> str:
+    """An ``<img>`` tag holding the figure as a data URI, with its alt text."""
+    if not alt or not alt.strip():
+        raise ValueError("alt: every figure needs alt text describing what it shows")
+    data = base64.b64encode(figure_png(fig, dpi)).decode("ascii")
+    return (
+        f'<img class="attnlab-figure" src="data:image/png;base64,{data}" '
+        f'alt="{html.escape(alt, quote=True)}" style="max-width:100%;height:auto">'
+    )
+
+
+class FigureDisplay:
+    """A rendered figure with alt text, displayed as an ``<img>`` in notebooks and the book."""
+
+    def __init__(self, fig: Figure, alt: str, dpi: int = 80) -> None:
+        self.alt = alt
+        self.html = figure_html(fig, alt, dpi)
+
+    def _repr_html_(self) -> str:
+        return self.html
+
+
+def show_figure(fig: Figure, alt: str, dpi: int = 80) -> FigureDisplay:
+    """Return ``fig`` as a displayable image with ``alt`` text (make it a cell's last line)."""
+    return FigureDisplay(fig, alt, dpi)

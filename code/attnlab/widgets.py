@@ -1,0 +1,223 @@
+"""Slider panels that bind a package function to a figure — live in Jupyter, and still working on
+the static website, where no kernel runs.
+
+One call, ``slider_panel(draw, controls)``, gives both behaviours:
+
+* Every slider moves over a small grid of values. Each combination of values has its own frame
+  (an ``<img>`` with alt text). Frames sit in nested ``ipywidgets.Stack`` s whose selected index is
+  ``jslink`` -ed to the sliders, so switching frames happens in the browser, with no kernel.
+* When the notebook is executed to build the website (``mode="static"``) every frame is rendered
+  up front, so the page holds them all. In JupyterLab or Binder (``mode="live"``) only the first
+  frame is rendered; the package function runs when a slider reaches a new combination, and the
+  frame is kept for the next visit.
+
+``draw(fig, **values)`` adds its axes (``fig.subplots(...)``) to a cleared figure that the panel
+reuses, in the course style, so nothing flickers and
+no figure leaks. If ``draw`` rejects a combination with ``ValueError``, the frame shows that
+message instead of a traceback, and the panel keeps working.
+"""
+
+from __future__ import annotations
+
+import html
+import itertools
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import ipywidgets as widgets
+from matplotlib.figure import Figure
+
+from .plotting import course_style, figure_html, new_figure
+
+DrawFunction = Callable[..., None]
+AltText = str | Callable[..., str]
+
+#: Frames beyond this many per panel make pages heavy (≈ 20–40 KB each): choose coarser grids.
+MAX_FRAMES = 40
+
+
+def widget_mode() -> str:
+    """"live" inside a Jupyter server session (JupyterLab, Binder), else "static".
+
+    ``ATTNLAB_WIDGETS=live|static`` overrides the guess. The book build executes notebooks with
+    no Jupyter server, so it gets "static" and renders every frame.
+    """
+    forced = os.environ.get("ATTNLAB_WIDGETS")
+    if forced in ("live", "static"):
+        return forced
+    return "live" if os.environ.get("JPY_SESSION_NAME") else "static"
+
+
+@dataclass
+class Control:
+    """One slider: its name (the keyword passed to ``draw``), grid of values and label."""
+
+    name: str
+    values: Sequence[Any]
+    label: str
+    default: Any
+    fmt: Callable[[Any], str] = str
+
+    def __post_init__(self) -> None:
+        self.values = list(self.values)
+        if not self.values:
+            raise ValueError(f"controls[{self.name!r}]: expected at least one value, got none")
+        if self.default not in self.values:
+            raise ValueError(
+                f"defaults[{self.name!r}]: expected one of {self.values}, got {self.default!r}"
+            )
+
+
+@dataclass
+class SliderPanel:
+    """The widgets of one panel; display it by making it a cell's last expression."""
+
+    draw: DrawFunction
+    controls: list[Control]
+    alt: AltText
+    mode: str
+    figure: Figure
+    dpi: int
+    sliders: list[widgets.SelectionSlider] = field(default_factory=list)
+    frames: dict[tuple[int, ...], widgets.HTML] = field(default_factory=dict)
+    widget: widgets.VBox | None = None
+    render_seconds: list[float] = field(default_factory=list)
+
+    def values_at(self, index: tuple[int, ...]) -> dict[str, Any]:
+        """The keyword arguments of ``draw`` for one combination of slider positions."""
+        return {c.name: c.values[i] for c, i in zip(self.controls, index, strict=True)}
+
+    def current_index(self) -> tuple[int, ...]:
+        return tuple(s.index for s in self.sliders)
+
+    def render(self, index: tuple[int, ...]) -> str:
+        """Run ``draw`` for one combination and return the frame's HTML (image or message)."""
+        start = time.perf_counter()
+        values = self.values_at(index)
+        self.figure.clf()
+        try:
+            with course_style():
+                self.draw(self.figure, **values)
+        except ValueError as error:
+            content = _message_html(str(error))
+        else:
+            alt = self.alt(**values) if callable(self.alt) else self.alt
+            content = figure_html(self.figure, alt, dpi=self.dpi)
+        self.render_seconds.append(time.perf_counter() - start)
+        return content
+
+    def fill(self, index: tuple[int, ...]) -> None:
+        """Render the frame at ``index`` unless it already holds its figure."""
+        frame = self.frames[index]
+        if not frame.value:
+            frame.value = self.render(index)
+
+    def _on_slider(self, _change: dict) -> None:
+        self.fill(self.current_index())
+
+    def _ipython_display_(self) -> None:
+        from IPython.display import display
+
+        display(self.widget)
+
+
+def slider_panel(
+    draw: DrawFunction,
+    controls: dict[str, Sequence[Any]],
+    *,
+    alt: AltText,
+    defaults: dict[str, Any] | None = None,
+    labels: dict[str, str] | None = None,
+    formats: dict[str, Callable[[Any], str]] | None = None,
+    width: float = 6.4,
+    height: float = 3.6,
+    dpi: int = 80,
+    mode: str | None = None,
+) -> SliderPanel:
+    """A panel of sliders, one per entry of ``controls`` (name → grid of values), and a figure.
+
+    ``draw(fig, **values)`` draws onto ``fig`` (cleared before each call). ``alt`` is the frames'
+    alt text, or a function of the values that returns it. ``defaults`` picks each slider's first
+    position (else the first value); that frame is always rendered, so even a page that never
+    runs JavaScript shows a meaningful figure.
+    """
+    defaults, labels, formats = defaults or {}, labels or {}, formats or {}
+    for name in list(defaults) + list(labels) + list(formats):
+        if name not in controls:
+            raise ValueError(f"{name!r}: not one of the controls {list(controls)}")
+    mode = mode or widget_mode()
+    if mode not in ("live", "static"):
+        raise ValueError(f"mode: expected 'live' or 'static', got {mode!r}")
+    parsed = [
+        Control(name, values, labels.get(name, name), defaults.get(name, list(values)[0]),
+                formats.get(name, _format_value))
+        for name, values in controls.items()
+    ]
+    n_frames = 1
+    for control in parsed:
+        n_frames *= len(control.values)
+    if n_frames > MAX_FRAMES:
+        raise ValueError(f"controls: {n_frames} combinations; at most {MAX_FRAMES} keep pages light")
+
+    panel = SliderPanel(draw, parsed, alt, mode, new_figure(width, height), dpi)
+    panel.sliders = [_make_slider(c) for c in parsed]
+    shape = [len(c.values) for c in parsed]
+    panel.frames = {
+        index: widgets.HTML(layout=widgets.Layout(min_height=f"{int(height * dpi)}px"))
+        for index in itertools.product(*(range(n) for n in shape))
+    }
+    stack = _nested_stack(panel, (), 0)
+    panel.widget = widgets.VBox([*panel.sliders, stack], layout=widgets.Layout(width="100%"))
+    panel.widget.add_class("attnlab-panel")
+
+    panel.fill(panel.current_index())
+    if mode == "static":
+        for index in panel.frames:
+            panel.fill(index)
+    else:
+        for slider in panel.sliders:
+            slider.observe(panel._on_slider, names="index")
+    return panel
+
+
+def _nested_stack(panel: SliderPanel, prefix: tuple[int, ...], depth: int) -> widgets.Widget:
+    """Stack for slider ``depth``: its pages are the frames (last slider) or deeper stacks."""
+    control = panel.controls[depth]
+    last = depth == len(panel.controls) - 1
+    pages = [
+        panel.frames[(*prefix, i)] if last else _nested_stack(panel, (*prefix, i), depth + 1)
+        for i in range(len(control.values))
+    ]
+    slider = panel.sliders[depth]
+    stack = widgets.Stack(pages, selected_index=slider.index)
+    widgets.jslink((slider, "index"), (stack, "selected_index"))
+    return stack
+
+
+def _make_slider(control: Control) -> widgets.SelectionSlider:
+    options = [(control.fmt(v), v) for v in control.values]
+    return widgets.SelectionSlider(
+        options=options,
+        value=control.default,
+        description=control.label,
+        continuous_update=False,
+        style={"description_width": "initial"},
+        layout=widgets.Layout(width="min(100%, 520px)"),
+    )
+
+
+def _format_value(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
+def _message_html(message: str) -> str:
+    return (
+        '<div class="attnlab-message" role="status" style="border-left:4px solid #D55E00;'
+        'padding:0.5em 1em;background:#fff4ec">'
+        f"<strong>Not a valid combination:</strong> {html.escape(message)}</div>"
+    )

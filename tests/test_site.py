@@ -1,0 +1,227 @@
+"""The built website, opened as a reader would: served on 127.0.0.1, in headless Chromium.
+
+Run after the book is built (``make test`` builds it first). A missing build or browser FAILS these
+tests: they are the only proof that the pages render offline.
+
+Checks on every page: no console error, no failed or external request, no HTTP error, math typeset
+by MathJax, every widget rendered, every image loaded, no broken internal link. On every lesson
+page: every slider moves its figure with no kernel behind the page. A screenshot of each page is
+saved under ``_build/screenshots/``.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import os
+import re
+import threading
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import unquote, urldefrag, urljoin, urlparse
+
+import pytest
+
+pytestmark = pytest.mark.site
+
+ROOT = Path(__file__).resolve().parents[1]
+HTML = ROOT / "_build" / "html"
+SHOTS = ROOT / "_build" / "screenshots"
+CHROMIUM = os.environ.get("ATTNLAB_CHROMIUM", "/usr/bin/chromium")
+# sphinx-thebe 0.3.1 (Jupyter Book 1.0.4) emits its inline config script twice on every page.
+KNOWN_HARMLESS = ("Identifier 'THEBE_JS_URL' has already been declared",)
+
+
+def site_pages() -> list[str]:
+    if not (HTML / "index.html").exists():
+        return []
+    skip = ("_static/", "_sources/", "_images/", "offline/")
+    return sorted(
+        p.relative_to(HTML).as_posix()
+        for p in HTML.rglob("*.html")
+        if not p.relative_to(HTML).as_posix().startswith(skip)
+    )
+
+
+PAGES = site_pages()
+LESSONS = [p for p in PAGES if p.startswith("chapters/")]
+
+
+def test_site_was_built():
+    assert (HTML / "index.html").exists(), "build the book first: make book"
+    assert LESSONS, "no lesson pages under _build/html/chapters"
+
+
+@pytest.fixture(scope="session")
+def base_url():
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(
+        ("127.0.0.1", 0), functools.partial(Quiet, directory=str(HTML))
+    )
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_port}"
+    server.shutdown()
+
+
+@pytest.fixture(scope="session")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(
+            executable_path=CHROMIUM,
+            args=["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update",
+                  "--disable-sync"],
+        )
+        yield b
+        b.close()
+
+
+def open_page(browser, url: str):
+    page = browser.new_page(viewport={"width": 1280, "height": 1600})
+    log: dict[str, list[str]] = {"errors": [], "failed": [], "external": [], "http": []}
+    page.on("console", lambda m: m.type == "error" and log["errors"].append(m.text))
+    page.on("pageerror", lambda e: log["errors"].append(str(e)))
+    page.on("requestfailed", lambda r: log["failed"].append(f"{r.url} {r.failure}"))
+    page.on("response", lambda r: r.status >= 400 and not r.url.endswith("favicon.ico")
+            and log["http"].append(f"{r.status} {r.url}"))
+
+    def local_only(route):
+        if route.request.url.startswith(("http://127.0.0.1", "data:", "blob:")):
+            return route.continue_()
+        log["external"].append(route.request.url)
+        return route.abort()
+
+    page.route("**/*", local_only)
+    page.goto(url, wait_until="load")
+    page.wait_for_load_state("networkidle")
+    return page, log
+
+
+def wait_for_rendering(page) -> None:
+    """Wait until MathJax has typeset and every widget view has rendered (or time out)."""
+    if page.locator(".math").count():
+        page.wait_for_selector("mjx-container", timeout=20000)
+        page.wait_for_function("() => !window.MathJax || !MathJax.startup || "
+                               "MathJax.startup.promise.then(() => true)", timeout=20000)
+    views = page.locator('script[type="application/vnd.jupyter.widget-view+json"]').count()
+    if views:
+        page.wait_for_function(
+            "n => document.querySelectorAll('.widget-slider').length > 0"
+            " && document.querySelectorAll('.widget-html img, .widget-html .attnlab-message')"
+            ".length > 0", arg=views, timeout=30000)
+        page.wait_for_timeout(300)
+
+
+@pytest.mark.parametrize("rel", PAGES)
+def test_page_renders_offline(browser, base_url, rel):
+    page, log = open_page(browser, f"{base_url}/{rel}")
+    try:
+        wait_for_rendering(page)
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(SHOTS / (rel.replace("/", "__") + ".png")), full_page=True)
+
+        unrendered_math = page.evaluate(
+            "() => [...document.querySelectorAll('div.math, span.math')]"
+            ".filter(e => !e.querySelector('mjx-container')).map(e => e.textContent.slice(0, 60))")
+        assert not unrendered_math, f"math not typeset: {unrendered_math[:3]}"
+
+        views = page.locator('script[type="application/vnd.jupyter.widget-view+json"]').count()
+        rendered = page.locator(".cell_output .jupyter-widgets.widget-vbox, "
+                                ".cell_output .jupyter-widgets.widget-box").count()
+        assert rendered >= views, f"{views} widget views on the page, {rendered} rendered"
+        assert page.locator(".jupyter-widgets .widget-error, .jupyter-widgets-error").count() == 0
+
+        broken = page.evaluate(
+            "() => [...document.images].filter(i => !(i.complete && i.naturalWidth > 0))"
+            ".map(i => i.src.slice(0, 80))")
+        assert not broken, f"images not loaded: {broken}"
+        missing_alt = page.evaluate(
+            "() => [...document.querySelectorAll('main img')].filter(i => !i.alt).length")
+        assert missing_alt == 0, f"{missing_alt} images without alt text"
+    finally:
+        page.close()
+    assert not log["external"], f"requests to other hosts: {log['external'][:5]}"
+    assert not log["failed"], f"failed requests: {log['failed'][:5]}"
+    assert not log["http"], f"HTTP errors: {log['http'][:5]}"
+    errors = [e for e in log["errors"] if not any(k in e for k in KNOWN_HARMLESS)]
+    assert not errors, f"console errors: {errors[:5]}"
+
+
+def visible_frame(panel) -> str:
+    """What the panel shows now: the visible image's data (or the visible message)."""
+    return panel.evaluate(
+        "el => [...el.querySelectorAll('.widget-html img, .widget-html .attnlab-message')]"
+        ".filter(x => x.offsetParent !== null).map(x => x.src || x.textContent).join('|')")
+
+
+@pytest.mark.parametrize("rel", LESSONS)
+def test_every_slider_moves_its_figure_without_a_kernel(browser, base_url, rel):
+    page, log = open_page(browser, f"{base_url}/{rel}")
+    try:
+        wait_for_rendering(page)
+        panels = page.locator(".attnlab-panel")
+        assert panels.count() > 0, "a lesson needs at least one slider panel"
+        for i in range(panels.count()):
+            panel = panels.nth(i)
+            panel.scroll_into_view_if_needed()
+            sliders = panel.locator(".widget-slider .noUi-handle")
+            assert sliders.count() > 0, f"panel {i} has no slider"
+            for j in range(sliders.count()):
+                before = visible_frame(panel)
+                assert before, f"panel {i} shows no figure"
+                handle = sliders.nth(j)
+                handle.focus()
+                key = "ArrowRight" if handle.get_attribute("aria-valuenow") != \
+                    handle.get_attribute("aria-valuemax") else "ArrowLeft"
+                page.keyboard.press(key)
+                page.wait_for_timeout(250)
+                after = visible_frame(panel)
+                assert after and after != before, f"panel {i}, slider {j}: figure did not change"
+                page.keyboard.press("ArrowLeft" if key == "ArrowRight" else "ArrowRight")
+                page.wait_for_timeout(150)
+                assert visible_frame(panel) == before, f"panel {i}, slider {j}: did not go back"
+    finally:
+        page.close()
+
+
+class _Links(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.links: list[str] = []
+        self.ids: set[str] = set()
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if a.get("id"):
+            self.ids.add(a["id"])
+        if tag == "a" and a.get("href"):
+            self.links.append(a["href"])
+
+
+@functools.cache
+def _parse(path: Path) -> _Links:
+    parser = _Links()
+    parser.feed(path.read_text(encoding="utf-8"))
+    return parser
+
+
+def test_no_broken_internal_links():
+    broken = []
+    for rel in PAGES:
+        for href in _parse(HTML / rel).links:
+            if re.match(r"^[a-z][a-z0-9+.-]*:", href) and not href.startswith("file:"):
+                continue  # external (http, mailto, …): not followed offline
+            url, anchor = urldefrag(urljoin(f"http://site/{rel}", href))
+            target = HTML / unquote(urlparse(url).path.lstrip("/"))
+            if target.is_dir():
+                target = target / "index.html"
+            if not target.exists():
+                broken.append(f"{rel}: {href}")
+            elif anchor and target.suffix == ".html" and anchor not in _parse(target).ids:
+                broken.append(f"{rel}: {href} (no #{anchor})")
+    assert not broken, "broken internal links:\n" + "\n".join(broken[:20])

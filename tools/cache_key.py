@@ -1,0 +1,39 @@
+"""Empty the notebook execution cache when the package under code/ has changed.
+
+Jupyter Book's cache keys a notebook on its own code cells only, so a change to ``attnlab`` would
+leave stale outputs. ``make book`` calls this first: it hashes every file under code/ and removes
+``_build/.jupyter_cache`` when the hash differs from the one stored at the last build.
+"""
+
+import hashlib
+import shutil
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CACHE = ROOT / "_build" / ".jupyter_cache"
+STAMP = ROOT / "_build" / ".code-hash"
+
+
+def code_hash() -> str:
+    digest = hashlib.sha256()
+    for path in sorted((ROOT / "code").rglob("*.py")):
+        digest.update(path.relative_to(ROOT).as_posix().encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def main() -> int:
+    current = code_hash()
+    if STAMP.exists() and STAMP.read_text() == current:
+        return 0
+    if CACHE.exists():
+        shutil.rmtree(CACHE)
+        print("code/ changed since the last build: notebook cache emptied")
+    STAMP.parent.mkdir(parents=True, exist_ok=True)
+    STAMP.write_text(current)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
