@@ -28,7 +28,7 @@ test: $(STAMP) _offline/.lock-hash chromium
 
 ## bench: time every notebook, slider and kernel on this machine; writes benchmarks/results/
 bench: $(STAMP)
-	$(BIN)/python benchmarks/run_all.py
+	cd benchmarks && ../$(BIN)/python run_all.py
 
 clean:
 	rm -rf _build _offline node_modules

@@ -25,8 +25,9 @@ import pytest
 pytestmark = pytest.mark.site
 
 ROOT = Path(__file__).resolve().parents[1]
-HTML = ROOT / "_build" / "html"
-SHOTS = ROOT / "_build" / "screenshots"
+BUILD = Path(os.environ.get("ATTNLAB_SITE", ROOT / "_build"))  # tools/preview.sh sets it
+HTML = BUILD / "html"
+SHOTS = BUILD / "screenshots"
 CHROMIUM = os.environ.get("ATTNLAB_CHROMIUM", "/usr/bin/chromium")
 # sphinx-thebe 0.3.1 (Jupyter Book 1.0.4) emits its inline config script twice on every page.
 KNOWN_HARMLESS = ("Identifier 'THEBE_JS_URL' has already been declared",)

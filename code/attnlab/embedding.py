@@ -22,8 +22,6 @@ from ._checks import check_positive_int
 
 UNK = "<unk>"
 
-BYTES_PER_ELEMENT = {"fp32": 4, "fp16": 2, "bf16": 2, "fp8": 1}
-
 
 @dataclass(frozen=True)
 class WordTokenizer:
@@ -87,11 +85,11 @@ def embedding_parameters(vocab_size: int, d_model: int) -> int:
     return check_positive_int("vocab_size", vocab_size) * check_positive_int("d_model", d_model)
 
 
-def embedding_bytes(vocab_size: int, d_model: int, dtype: str = "bf16") -> int:
-    """Bytes of an embedding table: V · d · bytes per element (``dtype`` in fp32/fp16/bf16/fp8)."""
-    if dtype not in BYTES_PER_ELEMENT:
-        raise ValueError(f"dtype: expected one of {list(BYTES_PER_ELEMENT)}, got {dtype!r}")
-    return embedding_parameters(vocab_size, d_model) * BYTES_PER_ELEMENT[dtype]
+def embedding_bytes(vocab_size: int, d_model: int, dtype: str | torch.dtype = "bf16") -> int:
+    """Bytes of an embedding table: V · d · bytes per element (``dtype``: "bf16", "fp32", …)."""
+    from .memory import bytes_per_element
+
+    return embedding_parameters(vocab_size, d_model) * bytes_per_element(dtype)
 
 
 def cosine_similarity_matrix(table: torch.Tensor) -> torch.Tensor:

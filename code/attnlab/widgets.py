@@ -23,6 +23,7 @@ import html
 import itertools
 import os
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,6 +38,9 @@ AltText = str | Callable[..., str]
 
 #: Frames beyond this many per panel make pages heavy (≈ 20–40 KB each): choose coarser grids.
 MAX_FRAMES = 40
+
+#: (panel name, seconds) of the latest frame renders in this process — read by ``make bench``.
+RENDER_LOG: deque[tuple[str, float]] = deque(maxlen=10_000)
 
 
 def widget_mode() -> str:
@@ -106,7 +110,9 @@ class SliderPanel:
         else:
             alt = self.alt(**values) if callable(self.alt) else self.alt
             content = figure_html(self.figure, alt, dpi=self.dpi)
-        self.render_seconds.append(time.perf_counter() - start)
+        seconds = time.perf_counter() - start
+        self.render_seconds.append(seconds)
+        RENDER_LOG.append((getattr(self.draw, "__name__", "panel"), seconds))
         return content
 
     def fill(self, index: tuple[int, ...]) -> None:
@@ -152,7 +158,8 @@ def slider_panel(
     if mode not in ("live", "static"):
         raise ValueError(f"mode: expected 'live' or 'static', got {mode!r}")
     parsed = [
-        Control(name, values, labels.get(name, name), defaults.get(name, list(values)[0]),
+        Control(name, list(values), labels.get(name, name),
+                defaults.get(name, list(values)[0] if len(values) else None),
                 formats.get(name, _format_value))
         for name, values in controls.items()
     ]

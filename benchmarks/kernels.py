@@ -1,0 +1,91 @@
+"""Chunkwise kernels against their token-by-token recurrences, on this CPU.
+
+B = 1, H = 4, Dk = Dv = 64, float32, T in {256, 1024, 4096}, one thread. For each kernel: time
+of the recurrent and chunkwise forms (best of a few runs), the speed-up, the largest difference
+between their outputs, and the achieved GFLOP/s for the *nominal* work of the recurrence
+(the multiply-adds of its update and read-out, counted the same for both forms), next to this
+machine's measured float32 matmul GFLOP/s.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import torch
+
+import attnlab as al
+
+B, H, D = 1, 4, 64
+LENGTHS = (256, 1024, 4096)
+
+#: multiply-adds × 2 per token per head, per unit Dk·Dv, of each recurrence
+#: (update k vᵀ, read-out Sᵀq, plus the decay and the delta rule's retrieval Sᵀk)
+NOMINAL_FLOPS_PER_DKDV = {"linear": 4, "gla": 5, "delta": 6, "gated_delta": 7, "kda": 7}
+
+
+def inputs(t: int, seed: int = 0) -> dict[str, torch.Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    q, k, v = (torch.randn(B, H, t, D, generator=g) for _ in range(3))
+    k = k / k.norm(dim=-1, keepdim=True)
+    return {
+        "q": q, "k": k, "v": v,
+        "g_channel": -torch.rand(B, H, t, D, generator=g) * 0.1,
+        "g_scalar": -torch.rand(B, H, t, generator=g) * 0.1,
+        "beta": torch.rand(B, H, t, generator=g),
+    }
+
+
+def kernels(x: dict[str, torch.Tensor]) -> dict[str, tuple[Callable, Callable]]:
+    q, k, v = x["q"], x["k"], x["v"]
+    gc, gs, beta = x["g_channel"], x["g_scalar"], x["beta"]
+    return {
+        "linear": (lambda: al.linear_attention_recurrent(q, k, v),
+                   lambda: al.linear_attention_chunk(q, k, v)),
+        "gla": (lambda: al.gla_recurrent(q, k, v, g=gc), lambda: al.gla_chunk(q, k, v, g=gc)),
+        "delta": (lambda: al.delta_rule_recurrent(q, k, v, beta=beta),
+                  lambda: al.delta_rule_chunk(q, k, v, beta=beta)),
+        "gated_delta": (lambda: al.gated_delta_rule_recurrent(q, k, v, g=gs, beta=beta),
+                        lambda: al.gated_delta_rule_chunk(q, k, v, g=gs, beta=beta)),
+        "kda": (lambda: al.kda_recurrent(q, k, v, g=gc, beta=beta),
+                lambda: al.kda_chunk(q, k, v, g=gc, beta=beta)),
+    }
+
+
+def best_time(fn: Callable, repeats: int) -> tuple[float, torch.Tensor]:
+    best, out = float("inf"), None
+    for _ in range(repeats):
+        start = time.perf_counter()
+        with torch.no_grad():
+            out = fn()[0]
+        best = min(best, time.perf_counter() - start)
+    return best, out
+
+
+def matmul_gflops(n: int = 512, repeats: int = 10) -> float:
+    a, b = torch.randn(n, n), torch.randn(n, n)
+    seconds, _ = best_time(lambda: (a @ b,), repeats)
+    return 2 * n**3 / seconds / 1e9
+
+
+def main() -> list[dict]:
+    torch.set_num_threads(1)
+    rows = []
+    for t in LENGTHS:
+        for name, (recurrent, chunk) in kernels(inputs(t)).items():
+            t_rec, o_rec = best_time(recurrent, 1 if t >= 4096 else 2)
+            t_chunk, o_chunk = best_time(chunk, 3)
+            flops = NOMINAL_FLOPS_PER_DKDV[name] * B * H * t * D * D
+            rows.append({
+                "kernel": name, "T": t, "recurrent_ms": t_rec * 1000, "chunk_ms": t_chunk * 1000,
+                "speedup": t_rec / t_chunk,
+                "max_abs_diff": float((o_rec - o_chunk).abs().max()),
+                "chunk_gflops": flops / t_chunk / 1e9,
+            })
+    return rows
+
+
+if __name__ == "__main__":
+    print(f"matmul float32, 1 thread: {matmul_gflops():.1f} GFLOP/s")
+    for row in main():
+        print(row)

@@ -1,0 +1,228 @@
+"""The KV cache: the growing memory of softmax attention while decoding (MATH.md §1).
+
+At step t the cache holds every past key and value, K_{1:t} and V_{1:t}; decoding appends
+one row and reads
+
+    o_t = V_{1:t}ᵀ softmax(s · K_{1:t} q_t).
+
+Row t of the parallel causal form depends only on k_{<=t}, v_{<=t}, so this reproduces the
+full pass exactly, at the price of a cache that grows linearly with the context.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import dataclass
+
+import torch
+
+from . import attention
+from ._checks import check_positive_int, check_tensor
+
+
+@dataclass
+class KVCache:
+    """Keys and values of every past token of one layer.
+
+    k ``[B, H_kv, T, D]``, v ``[B, H_kv, T, Dv]``.
+
+    With GQA/MQA the cache keeps only the H_kv key/value heads, not the query heads.
+    """
+
+    k: torch.Tensor
+    v: torch.Tensor
+
+    def __post_init__(self) -> None:
+        sizes = check_tensor("k", self.k, ("B", "H_kv", "T", "D"))
+        check_tensor("v", self.v, ("B", "H_kv", "T", "Dv"), sizes, dtype=self.k.dtype,
+                     device=self.k.device)
+
+    @property
+    def length(self) -> int:
+        """Number of cached tokens T (the absolute position of the next token)."""
+        return self.k.shape[2]
+
+    def append(self, k_new: torch.Tensor, v_new: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """K ← [K; k_new], V ← [V; v_new] along time (in place); returns the full (K, V).
+
+        k_new ``[B, H_kv, T_new, D]``, v_new ``[B, H_kv, T_new, Dv]``.
+        """
+        b, h, _, d = self.k.shape
+        sizes = check_tensor("k_new", k_new, ("B", "H_kv", "T_new", "D"),
+                             {"B": b, "H_kv": h, "D": d}, dtype=self.k.dtype, device=self.k.device)
+        sizes["Dv"] = self.v.shape[3]
+        check_tensor("v_new", v_new, ("B", "H_kv", "T_new", "Dv"), sizes, dtype=self.k.dtype,
+                     device=self.k.device)
+        self.k = torch.cat([self.k, k_new], dim=2)
+        self.v = torch.cat([self.v, v_new], dim=2)
+        return self.k, self.v
+
+    def num_bytes(self) -> int:
+        """Bytes held: (numel(K) + numel(V)) · bytes per element; grows linearly with T."""
+        return self.k.numel() * self.k.element_size() + self.v.numel() * self.v.element_size()
+
+
+def kv_cache_bytes(
+    n_layers: int, n_kv_heads: int, head_dim: int, context: int, bytes_per_element: float
+) -> float:
+    """KV cache size of one sequence: 2 (K and V) · L · H_kv · D · T · bytes per element."""
+    for name, value in [("n_layers", n_layers), ("n_kv_heads", n_kv_heads),
+                        ("head_dim", head_dim), ("context", context)]:
+        check_positive_int(name, value)
+    if not isinstance(bytes_per_element, int | float) or bytes_per_element <= 0:
+        raise ValueError(f"bytes_per_element: expected a positive number, "
+                         f"got {bytes_per_element!r}")
+    return 2 * n_layers * n_kv_heads * head_dim * context * bytes_per_element
+
+
+def _check_sequence(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
+    """Check q, k ``[B, H, T, Dk]`` and v ``[B, H, T, Dv]`` of one sequence, T >= 1."""
+    sizes = check_tensor("q", q, ("B", "H", "T", "Dk"))
+    check_tensor("k", k, ("B", "H", "T", "Dk"), sizes, dtype=q.dtype, device=q.device)
+    check_tensor("v", v, ("B", "H", "T", "Dv"), sizes, dtype=q.dtype, device=q.device)
+    check_positive_int("T", sizes["T"])
+
+
+def decode_with_cache(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, scale: float | None = None
+) -> torch.Tensor:
+    """Causal attention token by token with a KV cache: append (k_t, v_t), then
+    o_t = V_{1:t}ᵀ softmax(s · K_{1:t} q_t). One new row of scores per step: O(t) work.
+
+    q, k ``[B, H, T, Dk]``, v ``[B, H, T, Dv]`` -> o ``[B, H, T, Dv]``, equal to
+    ``softmax_attention(q, k, v, causal=True)``.
+    """
+    _check_sequence(q, k, v)
+    cache = KVCache(k[:, :, :0], v[:, :, :0])
+    outputs = []
+    for t in range(q.shape[2]):
+        keys, values = cache.append(k[:, :, t : t + 1], v[:, :, t : t + 1])
+        # The cache holds only the past and the present token, so no mask is needed.
+        o_t, _ = attention.softmax_attention(q[:, :, t : t + 1], keys, values, causal=False,
+                                             scale=scale)
+        outputs.append(o_t)
+    return torch.cat(outputs, dim=2)
+
+
+def decode_without_cache(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, scale: float | None = None
+) -> torch.Tensor:
+    """Token by token without a cache: at each step rerun causal attention over the whole
+    prefix (every query row 1..t, as a model without a cache recomputes it) and keep the last
+    row. O(t²) work per step instead of O(t); same result as ``decode_with_cache``.
+
+    q, k ``[B, H, T, Dk]``, v ``[B, H, T, Dv]`` -> o ``[B, H, T, Dv]``.
+    """
+    _check_sequence(q, k, v)
+    outputs = []
+    for t in range(q.shape[2]):
+        o_prefix, _ = attention.softmax_attention(q[:, :, : t + 1], k[:, :, : t + 1],
+                                                  v[:, :, : t + 1], causal=True, scale=scale)
+        outputs.append(o_prefix[:, :, -1:])
+    return torch.cat(outputs, dim=2)
+
+
+def _check_cached(cached: object) -> None:
+    if not isinstance(cached, bool):
+        raise ValueError(f"cached: expected True or False, got {cached!r}")
+
+
+def decode_step_work(t: int, *, cached: bool) -> tuple[int, int]:
+    """Work of generating token t (1-based) in one attention layer and head: ``(kv_rows, scores)``.
+
+    kv_rows counts key/value rows projected, scores counts dot products q_i · k_j:
+
+    - cached: kv_rows = 1 (only k_t, v_t; K_{1:t-1}, V_{1:t-1} are read from the cache) and
+      scores = t (q_t against k_1 … k_t);
+    - not cached: kv_rows = t (the whole prefix again) and scores = t(t+1)/2 (the causal pass:
+      query i against keys 1 … i, for i = 1 … t), as ``decode_without_cache`` does.
+    """
+    check_positive_int("t", t)
+    _check_cached(cached)
+    if cached:
+        return 1, t
+    return t, t * (t + 1) // 2
+
+
+def decode_total_work(n_tokens: int, *, cached: bool) -> tuple[int, int]:
+    """``decode_step_work`` summed over steps t = 1 … T (T = ``n_tokens``): ``(kv_rows, scores)``.
+
+    cached: (T, T(T+1)/2), linear and quadratic in T;
+    not cached: (T(T+1)/2, T(T+1)(T+2)/6), quadratic and cubic in T.
+    """
+    check_positive_int("n_tokens", n_tokens)
+    _check_cached(cached)
+    n = n_tokens
+    if cached:
+        return n, n * (n + 1) // 2
+    return n * (n + 1) // 2, n * (n + 1) * (n + 2) // 6
+
+
+def max_cached_tokens(bytes_per_token: int, budget_bytes: int) -> int:
+    """The longest context whose cache fits a memory budget: the largest T with
+    T · bytes_per_token <= budget_bytes, i.e. ⌊budget / bytes per token⌋. Token T + 1 exceeds it.
+    """
+    check_positive_int("bytes_per_token", bytes_per_token)
+    check_positive_int("budget_bytes", budget_bytes)
+    return budget_bytes // bytes_per_token
+
+
+def time_decode_step(
+    context: int,
+    *,
+    cached: bool,
+    n_heads: int = 2,
+    head_dim: int = 64,
+    repeats: int = 3,
+    seed: int = 0,
+) -> float:
+    """Measured wall-clock seconds (median of ``repeats`` runs, after one warm-up) of generating
+    the token at position ``context`` in one attention layer, batch 1, float32.
+
+    The layer has width d = n_heads · head_dim and random projections W_Q, W_K, W_V ``[d, d]``;
+    the hidden states of the prefix are x ``[1, context, d]``, its last row the new token x_t.
+
+    - cached: project x_t only, append k_t, v_t to a ``KVCache`` holding the context − 1 earlier
+      rows, and compute o_t = V_{1:t}ᵀ softmax(s · K_{1:t} q_t): O(context · d) work.
+    - not cached: project all context rows to Q, K, V ``[1, H, context, head_dim]``, run the
+      causal pass and keep its last row, as ``decode_without_cache`` does: O(context² · d).
+
+    Timings depend on the machine and on ``torch.get_num_threads()``; set it before measuring.
+    """
+    for name, value in [("context", context), ("n_heads", n_heads), ("head_dim", head_dim),
+                        ("repeats", repeats)]:
+        check_positive_int(name, value)
+    _check_cached(cached)
+    d = n_heads * head_dim
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(1, context, d, generator=g)
+    w_q, w_k, w_v = (torch.randn(d, d, generator=g) * d**-0.5 for _ in range(3))
+
+    def heads(y: torch.Tensor) -> torch.Tensor:  # [1, T, H·D] -> [1, H, T, D]
+        return y.view(1, y.shape[1], n_heads, head_dim).transpose(1, 2).contiguous()
+
+    if cached:
+        past = x[:, :-1]
+        k_past, v_past = heads(past @ w_k), heads(past @ w_v)  # written by the earlier steps
+
+        def step() -> torch.Tensor:
+            cache = KVCache(k_past, v_past)
+            x_t = x[:, -1:]
+            keys, values = cache.append(heads(x_t @ w_k), heads(x_t @ w_v))
+            o_t, _ = attention.softmax_attention(heads(x_t @ w_q), keys, values, causal=False)
+            return o_t
+    else:
+
+        def step() -> torch.Tensor:
+            o, _ = attention.softmax_attention(heads(x @ w_q), heads(x @ w_k), heads(x @ w_v),
+                                               causal=True)
+            return o[:, :, -1:]
+
+    step()  # warm-up
+    seconds = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        step()
+        seconds.append(time.perf_counter() - start)
+    return statistics.median(seconds)

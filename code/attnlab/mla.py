@@ -1,0 +1,205 @@
+"""Multi-head latent attention (MLA, DeepSeek-V2 §2.1 and App. C; MATH.md §7).
+
+Instead of per-head keys and values, MLA caches one small latent per token, shared by all heads:
+
+    c_t = RMSNorm(W^DKV h_t) ∈ R^{d_c},   k^R_t = RoPE(W^KR h_t) ∈ R^{d_h^R},
+    k_{t,i} = [W^UK_i c_t ; k^R_t],   v_{t,i} = W^UV_i c_t,
+    q_{t,i} = [q^C_{t,i} ; RoPE(q^R_{t,i})]   with [q^C_t ; q^R_t] = W^Q h_t (or W^UQ W^DQ h_t),
+    o_{t,i} = Σ_{j<=t} softmax_j(q_{t,i}·k_{j,i} / sqrt(d_h + d_h^R)) v_{j,i},
+    u_t = W^O [o_{t,1}; …; o_{t,n_h}].
+
+The cache holds (c_t, k^R_t): d_c + d_h^R numbers per token per layer instead of 2·n_h·d_h.
+With ``rope=False`` (NoPE, as in Kimi Linear's MLA layers) the k^R / q^R parts are still
+projected and cached but never rotated.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from ._checks import check_positive_int, check_tensor
+from .attention import (
+    _check_layer_input,
+    apply_rope,
+    merge_heads,
+    softmax_attention,
+    split_heads,
+)
+from .blocks import HeadRMSNorm
+
+
+@dataclass
+class LatentCache:
+    """What an MLA layer caches: c_kv ``[B, T, d_c]`` (after RMSNorm) and k_rope ``[B, T, d_h^R]``
+    (already rotated, or unrotated under NoPE). Shared by all heads."""
+
+    c_kv: torch.Tensor
+    k_rope: torch.Tensor
+
+    def __post_init__(self) -> None:
+        sizes = check_tensor("c_kv", self.c_kv, ("B", "T", "d_c"))
+        check_tensor("k_rope", self.k_rope, ("B", "T", "d_R"), sizes, dtype=self.c_kv.dtype,
+                     device=self.c_kv.device)
+
+    @property
+    def length(self) -> int:
+        """Number of cached tokens T (the absolute position of the next token)."""
+        return self.c_kv.shape[1]
+
+    def append(
+        self, c_kv_new: torch.Tensor, k_rope_new: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """c ← [c; c_new], k^R ← [k^R; k^R_new] along time (in place); returns the full pair.
+
+        c_kv_new ``[B, T_new, d_c]``, k_rope_new ``[B, T_new, d_h^R]``.
+        """
+        (b, _, d_c), d_r = self.c_kv.shape, self.k_rope.shape[2]
+        sizes = check_tensor("c_kv_new", c_kv_new, ("B", "T_new", "d_c"), {"B": b, "d_c": d_c},
+                             dtype=self.c_kv.dtype, device=self.c_kv.device)
+        sizes["d_R"] = d_r
+        check_tensor("k_rope_new", k_rope_new, ("B", "T_new", "d_R"), sizes,
+                     dtype=self.c_kv.dtype, device=self.c_kv.device)
+        self.c_kv = torch.cat([self.c_kv, c_kv_new], dim=1)
+        self.k_rope = torch.cat([self.k_rope, k_rope_new], dim=1)
+        return self.c_kv, self.k_rope
+
+    def num_bytes(self) -> int:
+        """Bytes held: B · T · (d_c + d_h^R) · bytes per element."""
+        return sum(t.numel() * t.element_size() for t in (self.c_kv, self.k_rope))
+
+
+def mla_cache_elements_per_token(kv_lora_rank: int, qk_rope_head_dim: int) -> int:
+    """Numbers MLA caches per token per layer: d_c + d_h^R (DeepSeek-V3: 512 + 64 = 576)."""
+    return check_positive_int("kv_lora_rank", kv_lora_rank) + check_positive_int(
+        "qk_rope_head_dim", qk_rope_head_dim
+    )
+
+
+class MultiHeadLatentAttention(nn.Module):
+    """Causal MLA layer with a latent KV cache (``LatentCache``) and decoupled RoPE.
+
+    ``head_dim`` is d_h, the no-RoPE part of each query/key head (``qk_nope_head_dim``);
+    ``kv_lora_rank`` is d_c; ``qk_rope_head_dim`` is d_h^R; ``v_head_dim`` defaults to d_h.
+    ``q_lora_rank`` None is a full-rank W^Q (Kimi Linear), else queries go through a d_c'
+    bottleneck with RMSNorm (DeepSeek). ``rope=False`` is NoPE. Scale 1/sqrt(d_h + d_h^R).
+
+    ``forward(x, cache, use_cache, absorb=False)``: ``absorb=False`` up-projects the latent to
+    per-head keys and values (``attend_naive``); ``absorb=True`` attends in the latent space
+    (``attend_absorbed``), the decode-time path. Both give the same output.
+    x ``[B, T, d_model]`` -> ``(y [B, T, d_model], LatentCache or None)``.
+    """
+
+    def __init__(
+        self,
+        d_model: int,
+        n_heads: int,
+        head_dim: int,
+        *,
+        kv_lora_rank: int,
+        qk_rope_head_dim: int,
+        v_head_dim: int | None = None,
+        q_lora_rank: int | None = None,
+        rope: bool = True,
+        rope_base: float = 10000.0,
+    ) -> None:
+        super().__init__()
+        self.d_model = check_positive_int("d_model", d_model)
+        self.n_heads = check_positive_int("n_heads", n_heads)
+        self.head_dim = check_positive_int("head_dim", head_dim)
+        self.kv_lora_rank = check_positive_int("kv_lora_rank", kv_lora_rank)
+        self.qk_rope_head_dim = check_positive_int("qk_rope_head_dim", qk_rope_head_dim)
+        self.v_head_dim = check_positive_int("v_head_dim", head_dim if v_head_dim is None
+                                             else v_head_dim)
+        if rope and qk_rope_head_dim % 2:
+            raise ValueError(f"qk_rope_head_dim: RoPE rotates pairs, expected an even size, "
+                             f"got {qk_rope_head_dim}")
+        self.rope = rope
+        self.rope_base = rope_base
+        self.scale = (head_dim + qk_rope_head_dim) ** -0.5
+        q_width = n_heads * (head_dim + qk_rope_head_dim)
+        if q_lora_rank is None:
+            self.w_q = nn.Linear(d_model, q_width, bias=False)
+        else:
+            check_positive_int("q_lora_rank", q_lora_rank)
+            self.w_q = nn.Sequential(nn.Linear(d_model, q_lora_rank, bias=False),  # W^DQ
+                                     HeadRMSNorm(q_lora_rank),
+                                     nn.Linear(q_lora_rank, q_width, bias=False))  # W^UQ
+        self.w_dkv = nn.Linear(d_model, kv_lora_rank, bias=False)
+        self.kv_norm = HeadRMSNorm(kv_lora_rank)
+        self.w_kr = nn.Linear(d_model, qk_rope_head_dim, bias=False)
+        self.w_uk = nn.Linear(kv_lora_rank, n_heads * head_dim, bias=False)
+        self.w_uv = nn.Linear(kv_lora_rank, n_heads * self.v_head_dim, bias=False)
+        self.w_o = nn.Linear(n_heads * self.v_head_dim, d_model, bias=False)
+
+    def forward(
+        self,
+        x: torch.Tensor,
+        cache: LatentCache | None = None,
+        use_cache: bool = False,
+        *,
+        absorb: bool = False,
+    ) -> tuple[torch.Tensor, LatentCache | None]:
+        """Attend over the cached prefix and x; the cache (if any, or new if ``use_cache``) grows
+        by T tokens in place and is returned, so passing it back continues the sequence."""
+        _, t = _check_layer_input(x, self.d_model, self.w_o.weight)
+        if cache is not None and not isinstance(cache, LatentCache):
+            raise ValueError(f"cache: expected a LatentCache or None, got {type(cache).__name__}")
+        start = 0 if cache is None else cache.length
+        positions = torch.arange(start, start + t, device=x.device)
+        q = split_heads(self.w_q(x), self.n_heads)  # [B, H, T, d_h + d_h^R]
+        q_nope, q_rope = q.split([self.head_dim, self.qk_rope_head_dim], dim=-1)
+        c_kv = self.kv_norm(self.w_dkv(x))  # [B, T, d_c]
+        k_rope = self.w_kr(x)  # [B, T, d_h^R]
+        if self.rope:
+            q_rope = apply_rope(q_rope, positions, self.rope_base)
+            k_rope = apply_rope(k_rope[:, None], positions, self.rope_base)[:, 0]
+        if cache is not None:
+            c_kv, k_rope = cache.append(c_kv, k_rope)
+        elif use_cache:
+            cache = LatentCache(c_kv, k_rope)
+        attend = self.attend_absorbed if absorb else self.attend_naive
+        o = attend(q_nope, q_rope, c_kv, k_rope)
+        return self.w_o(merge_heads(o)), cache
+
+    def attend_naive(
+        self, q_nope: torch.Tensor, q_rope: torch.Tensor, c_kv: torch.Tensor, k_rope: torch.Tensor
+    ) -> torch.Tensor:
+        """Up-project the latent to per-head keys and values, then ordinary attention:
+
+            k_{j,i} = [W^UK_i c_j ; k^R_j],   v_{j,i} = W^UV_i c_j,
+            o_i = softmax(q_i·k_i / sqrt(d_h + d_h^R)) v_i.
+
+        q_nope ``[B, H, Tq, d_h]``, q_rope ``[B, H, Tq, d_h^R]``, c_kv ``[B, Tk, d_c]``,
+        k_rope ``[B, Tk, d_h^R]`` -> o ``[B, H, Tq, d_v]``.
+        """
+        h = self.n_heads
+        k_nope = split_heads(self.w_uk(c_kv), h)  # [B, H, Tk, d_h]
+        v = split_heads(self.w_uv(c_kv), h)  # [B, H, Tk, d_v]
+        k_rope_heads = k_rope[:, None].expand(-1, h, -1, -1)  # one RoPE key shared by all heads
+        q = torch.cat([q_nope, q_rope], dim=-1)
+        k = torch.cat([k_nope, k_rope_heads], dim=-1)
+        o, _ = softmax_attention(q, k, v, scale=self.scale)
+        return o
+
+    def attend_absorbed(
+        self, q_nope: torch.Tensor, q_rope: torch.Tensor, c_kv: torch.Tensor, k_rope: torch.Tensor
+    ) -> torch.Tensor:
+        """Attention in the latent space: fold W^UK into the query, apply W^UV afterwards.
+
+            q^C_i · (W^UK_i c_j) = (W^UK_iᵀ q^C_i) · c_j,     o_i = W^UV_i Σ_j p_ij c_j.
+
+        Every head attends over the one shared cache [c ; k^R]: MQA with key size d_c + d_h^R
+        and value size d_c. Same shapes and result as ``attend_naive``.
+        """
+        h, d_c = self.n_heads, self.kv_lora_rank
+        w_uk = self.w_uk.weight.view(h, self.head_dim, d_c)  # W^UK_i: [d_h, d_c] per head
+        w_uv = self.w_uv.weight.view(h, self.v_head_dim, d_c)  # W^UV_i: [d_v, d_c] per head
+        q_latent = torch.einsum("bhtd,hdc->bhtc", q_nope, w_uk)  # W^UK_iᵀ q^C_i: [B, H, Tq, d_c]
+        q = torch.cat([q_latent, q_rope], dim=-1)
+        k = torch.cat([c_kv, k_rope], dim=-1)[:, None].expand(-1, h, -1, -1)  # [B, H, Tk, d_c+d_R]
+        v = c_kv[:, None].expand(-1, h, -1, -1)  # [B, H, Tk, d_c]
+        o_latent, _ = softmax_attention(q, k, v, scale=self.scale)  # [B, H, Tq, d_c]
+        return torch.einsum("bhtc,hvc->bhtv", o_latent, w_uv)

@@ -1,0 +1,132 @@
+"""attnlab.widgets and attnlab.plotting: the slider panel's two modes, its frames, its errors."""
+
+import matplotlib.pyplot as plt
+import pytest
+
+from attnlab import plotting
+from attnlab.figures import embedding as figs
+from attnlab.widgets import slider_panel, widget_mode
+
+
+def draw_line(fig, slope, intercept=0):
+    if slope == 3 and intercept == 2:
+        raise ValueError("slope: 3 is not allowed with intercept 2")
+    ax = fig.subplots()
+    ax.plot([0, 1, 2], [intercept, intercept + slope, intercept + 2 * slope])
+    plotting.style_axes(ax, "x (units)", "y (units)")
+
+
+def alt(slope, intercept=0):
+    return f"a line of slope {slope}"
+
+
+def test_static_mode_renders_every_frame_with_alt_text():
+    panel = slider_panel(draw_line, {"slope": [1, 2, 3], "intercept": [0, 2]}, alt=alt,
+                         mode="static")
+    assert len(panel.frames) == 6
+    for index, frame in panel.frames.items():
+        assert frame.value, index
+    assert 'alt="a line of slope 2"' in panel.frames[(1, 0)].value
+    assert panel.frames[(0, 0)].value != panel.frames[(1, 0)].value
+
+
+def test_live_mode_renders_on_demand_and_the_figure_changes():
+    panel = slider_panel(draw_line, {"slope": [1, 2, 3]}, alt=alt, defaults={"slope": 2},
+                         mode="live")
+    assert panel.current_index() == (1,)
+    assert panel.frames[(1,)].value and not panel.frames[(0,)].value
+    before = panel.frames[(1,)].value
+    panel.sliders[0].value = 1  # what a reader's drag does in JupyterLab
+    assert panel.frames[(0,)].value and panel.frames[(0,)].value != before
+
+
+def test_rejected_values_show_the_message_and_the_panel_keeps_working():
+    panel = slider_panel(draw_line, {"slope": [1, 3], "intercept": [0, 2]}, alt=alt, mode="live")
+    panel.sliders[0].value = 3
+    panel.sliders[1].value = 2
+    message = panel.frames[(1, 1)].value
+    assert "not allowed" in message and "Traceback" not in message and "<img" not in message
+    panel.sliders[0].value = 1
+    assert "<img" in panel.frames[(0, 1)].value
+
+
+def test_panel_reuses_one_figure_and_leaks_none():
+    open_before = len(plt.get_fignums())
+    panel = slider_panel(draw_line, {"slope": [1, 2, 3]}, alt=alt, mode="static")
+    assert len(plt.get_fignums()) == open_before
+    assert len(panel.render_seconds) == 3
+
+
+def test_sliders_are_linked_to_the_stacks_in_the_browser():
+    import ipywidgets as widgets
+    from ipywidgets.widgets.widget_link import Link
+
+    panel = slider_panel(draw_line, {"slope": [1, 2], "intercept": [0, 2]}, alt=alt,
+                         mode="static")
+    outer = panel.widget.children[-1]
+    assert isinstance(outer, widgets.Stack) and len(outer.children) == 2
+    assert all(isinstance(child, widgets.Stack) for child in outer.children)
+    links = [w for w in widgets.Widget.widgets.values() if isinstance(w, Link)]
+    targets = {(id(link.source[0]), id(link.target[0])) for link in links}
+    assert (id(panel.sliders[0]), id(outer)) in targets
+    for inner in outer.children:
+        assert (id(panel.sliders[1]), id(inner)) in targets
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "argument"),
+    [
+        ({"controls": {"slope": []}}, "slope"),
+        ({"controls": {"slope": [1]}, "defaults": {"slope": 5}}, "slope"),
+        ({"controls": {"slope": [1]}, "labels": {"nope": "x"}}, "nope"),
+        ({"controls": {"slope": list(range(50))}}, "controls"),
+        ({"controls": {"slope": [1]}, "mode": "fast"}, "mode"),
+    ],
+)
+def test_bad_panels_are_rejected(kwargs, argument):
+    with pytest.raises(ValueError, match=argument):
+        slider_panel(draw_line, alt=alt, **kwargs)
+
+
+def test_mode_follows_the_environment(monkeypatch):
+    monkeypatch.delenv("ATTNLAB_WIDGETS", raising=False)
+    monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
+    assert widget_mode() == "static"
+    monkeypatch.setenv("JPY_SESSION_NAME", "chapters/01.ipynb")
+    assert widget_mode() == "live"
+    monkeypatch.setenv("ATTNLAB_WIDGETS", "static")
+    assert widget_mode() == "static"
+
+
+def test_figures_need_alt_text():
+    fig = plotting.new_figure(ncols=1)
+    with pytest.raises(ValueError, match="alt"):
+        plotting.show_figure(fig, alt=" ")
+    html = plotting.show_figure(fig, alt="an empty plot")._repr_html_()
+    assert html.startswith("<img") and 'alt="an empty plot"' in html
+
+
+def test_heatmap_rejects_non_matrices():
+    fig = plotting.new_figure(ncols=1)
+    with pytest.raises(ValueError, match="matrix"):
+        plotting.heatmap(fig.axes[0], [1.0, 2.0], xlabel="x", ylabel="y")
+
+
+@pytest.mark.parametrize(
+    ("draw", "values"),
+    [
+        (figs.draw_one_hot_lookup, {"token_id": 1}),
+        (figs.draw_table_memory, {"vocab_size": 32768, "d_model": 1536}),
+        (figs.draw_projection, {"dim": 4}),
+        (figs.draw_neighbours, {"word": "cat"}),
+    ],
+)
+def test_lesson_1_figures_draw(draw, values):
+    fig = plotting.new_figure()
+    draw(fig, **values)
+    assert fig.axes and plotting.figure_png(fig)[:4] == b"\x89PNG"
+
+
+def test_neighbours_figure_rejects_unknown_words():
+    with pytest.raises(ValueError, match="word"):
+        figs.draw_neighbours(plotting.new_figure(), word="zebra")
