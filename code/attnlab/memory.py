@@ -1,0 +1,269 @@
+"""Exact bytes of what a model keeps while decoding: KV caches, MLA latents, recurrent states.
+
+Per layer and per sequence (batch 1), with T the context length in tokens:
+
+=========================  ====================================================  ===============
+layer kind                 numbers kept                                          grows with T?
+=========================  ====================================================  ===============
+``"attn"`` (MHA/GQA)       2 · n_kv_heads · head_dim · T   (K and V)             yes
+``"mla"``                  (kv_lora_rank + qk_rope_head_dim) · T                 yes
+recurrent state            n_heads · Dk · Dv      (Dk = Dv = head_dim)           no
+  (linear attention)       + n_heads · Dk         (the normaliser z)              no
+short-conv inputs          (conv_size − 1) · 3 · n_heads · head_dim  (q, k, v)   no
+=========================  ====================================================  ===============
+
+Every recurrent layer of the course (KDA, GDN, DeltaNet, GLA, linear attention) passes q, k and v
+through a short convolution (KL eq. 10; FLA's DeltaNet, GDN and KDA layers), hence the factor 3.
+
+Bytes = numbers · bytes per element, times the batch size. The KV cache, MLA latents and
+convolution inputs are activations, stored in ``dtype``. The recurrent state is an accumulator:
+in practice it is usually kept in fp32 even when the model runs in bf16 (FLA's kernels do), so
+it has its own ``state_dtype``; by default it is the same as ``dtype``, which is what a model
+run entirely in one dtype (like :class:`attnlab.model.HybridLM`) holds.
+
+MB means 10⁶ bytes and MiB 2²⁰ bytes; :func:`format_bytes` shows both.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import torch
+
+from ._checks import check_choice, check_positive_int
+from .model import RECURRENT_KINDS, ModelConfig
+
+BYTES_PER_ELEMENT = {"fp64": 8, "fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
+"""Bytes per number for each dtype name."""
+
+_DTYPE_ALIASES = {
+    "float64": "fp64", "double": "fp64",
+    "float32": "fp32", "float": "fp32",
+    "bfloat16": "bf16",
+    "float16": "fp16", "half": "fp16",
+    "float8": "fp8",
+}
+
+_TORCH_DTYPES = {
+    torch.float64: "fp64", torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16",
+}
+
+NORMALISED_KINDS = ("linear",)
+"""Kinds that also keep the running key sum z ``[H, Dk]`` of normalised linear attention (the
+course's ``LinearAttentionLayer`` with its default ``normalize=True``), counted with the state:
+n_heads · head_dim more numbers."""
+
+
+def dtype_name(dtype: str | torch.dtype) -> str:
+    """The short name (``"bf16"``, ``"fp16"``, ``"fp32"``, ``"fp64"``, ``"fp8"``) of a dtype given
+    by name or as a ``torch.dtype``."""
+    if isinstance(dtype, torch.dtype):
+        if str(dtype).startswith("torch.float8"):
+            return "fp8"
+        if dtype not in _TORCH_DTYPES:
+            raise ValueError(
+                f"dtype: expected float64, float32, bfloat16, float16 or a float8 dtype, "
+                f"got {dtype}"
+            )
+        return _TORCH_DTYPES[dtype]
+    if isinstance(dtype, str):
+        name = _DTYPE_ALIASES.get(dtype.lower(), dtype.lower())
+        return check_choice("dtype", name, BYTES_PER_ELEMENT)
+    raise ValueError(f"dtype: expected a dtype name or a torch.dtype, got {dtype!r}")
+
+
+def bytes_per_element(dtype: str | torch.dtype) -> int:
+    """Bytes per number: bf16/fp16 → 2, fp32 → 4, fp64 → 8, fp8 → 1."""
+    return BYTES_PER_ELEMENT[dtype_name(dtype)]
+
+
+def _check_config(config: object) -> None:
+    if not isinstance(config, ModelConfig):
+        raise ValueError(f"config: expected a ModelConfig, got {type(config).__name__}")
+
+
+@dataclass(frozen=True)
+class LayerNumbers:
+    """How many numbers one layer keeps for one sequence of ``T`` tokens.
+
+    ``cache`` grows with T (attention's K and V, MLA's latent and rope key); ``state`` (the
+    recurrent memory S, ``[H, Dk, Dv]``) and ``conv`` (the last conv_size − 1 inputs of each
+    short convolution) do not.
+    """
+
+    cache: int
+    state: int
+    conv: int
+
+
+def layer_numbers(kind: str, config: ModelConfig, context: int) -> LayerNumbers:
+    """Numbers kept by one layer of ``kind`` of ``config`` after ``context`` tokens (batch 1).
+
+    attn:  cache = 2 · n_kv_heads · head_dim · T
+    mla:   cache = (kv_lora_rank + qk_rope_head_dim) · T
+    recurrent: state = n_heads · head_dim · head_dim   (+ n_heads · head_dim for z, "linear")
+               conv  = (conv_size − 1) · 3 · n_heads · head_dim   (q, k and v)
+    """
+    _check_config(config)
+    check_positive_int("context", context)
+    check_choice("kind", kind, ("attn", "mla", *RECURRENT_KINDS))
+    if kind == "attn":
+        return LayerNumbers(cache=2 * config.n_kv_heads * config.head_dim * context, state=0,
+                            conv=0)
+    if kind == "mla":
+        if config.mla is None:
+            raise ValueError(f"config: {config.name} has no MLA dimensions (config.mla is None)")
+        return LayerNumbers(cache=config.mla.cache_dim * context, state=0, conv=0)
+    width = config.n_heads * config.head_dim
+    normaliser = width if kind in NORMALISED_KINDS else 0
+    return LayerNumbers(
+        cache=0,
+        state=width * config.head_dim + normaliser,
+        conv=(config.conv_size - 1) * 3 * width,
+    )
+
+
+@dataclass(frozen=True)
+class LayerBytes:
+    """Bytes kept by layer ``index`` (0-based) of kind ``kind``, for the whole batch."""
+
+    index: int
+    kind: str
+    cache_bytes: int
+    state_bytes: int
+    conv_bytes: int
+
+    @property
+    def total(self) -> int:
+        """cache + state + conv bytes."""
+        return self.cache_bytes + self.state_bytes + self.conv_bytes
+
+
+@dataclass(frozen=True)
+class CacheBreakdown:
+    """What a model keeps while decoding, layer by layer, for one context, batch and dtype."""
+
+    model: str
+    context: int
+    batch: int
+    dtype: str
+    state_dtype: str
+    layers: tuple[LayerBytes, ...]
+
+    @property
+    def cache_bytes(self) -> int:
+        """Bytes that grow with the context (KV caches and MLA latents)."""
+        return sum(layer.cache_bytes for layer in self.layers)
+
+    @property
+    def state_bytes(self) -> int:
+        """Bytes of the recurrent states (constant in the context)."""
+        return sum(layer.state_bytes for layer in self.layers)
+
+    @property
+    def conv_bytes(self) -> int:
+        """Bytes of the short-convolution inputs (constant in the context)."""
+        return sum(layer.conv_bytes for layer in self.layers)
+
+    @property
+    def total_bytes(self) -> int:
+        """Everything: cache + state + conv bytes."""
+        return self.cache_bytes + self.state_bytes + self.conv_bytes
+
+    def bytes_by_layer(self) -> list[int]:
+        """Total bytes of each layer, in layer order (like ``HybridCache.bytes_by_layer``)."""
+        return [layer.total for layer in self.layers]
+
+    def bytes_by_kind(self) -> dict[str, int]:
+        """Total bytes summed over the layers of each kind (kinds in order of first appearance)."""
+        totals: dict[str, int] = {}
+        for layer in self.layers:
+            totals[layer.kind] = totals.get(layer.kind, 0) + layer.total
+        return totals
+
+    def __str__(self) -> str:
+        head = (f"{self.model}: {self.context} tokens, batch {self.batch}, {self.dtype} "
+                f"(state {self.state_dtype})")
+        rows = [head, f"  {'kind':<9}{'layers':>7}  {'cache':>22}  {'state':>22}  {'conv':>22}"]
+        for kind in self.bytes_by_kind():
+            group = [layer for layer in self.layers if layer.kind == kind]
+            rows.append(
+                f"  {kind:<9}{len(group):>7}  "
+                f"{format_bytes(sum(x.cache_bytes for x in group)):>22}  "
+                f"{format_bytes(sum(x.state_bytes for x in group)):>22}  "
+                f"{format_bytes(sum(x.conv_bytes for x in group)):>22}"
+            )
+        rows.append(f"  total: {format_bytes(self.total_bytes)}")
+        return "\n".join(rows)
+
+
+def cache_breakdown(
+    config: ModelConfig,
+    context: int,
+    batch: int = 1,
+    dtype: str | torch.dtype = "bf16",
+    state_dtype: str | torch.dtype | None = None,
+) -> CacheBreakdown:
+    """Exact bytes kept by every layer of ``config`` after ``context`` tokens.
+
+    bytes = batch · (cache + conv numbers) · bytes(dtype) + batch · state numbers ·
+    bytes(state_dtype), per layer, with the numbers of :func:`layer_numbers`.
+    ``state_dtype=None`` means the same as ``dtype``.
+    """
+    _check_config(config)
+    check_positive_int("batch", batch)
+    act = dtype_name(dtype)
+    state = act if state_dtype is None else dtype_name(state_dtype)
+    layers = []
+    for i, kind in enumerate(config.layer_pattern):
+        n = layer_numbers(kind, config, context)
+        layers.append(LayerBytes(
+            index=i,
+            kind=kind,
+            cache_bytes=batch * n.cache * BYTES_PER_ELEMENT[act],
+            state_bytes=batch * n.state * BYTES_PER_ELEMENT[state],
+            conv_bytes=batch * n.conv * BYTES_PER_ELEMENT[act],
+        ))
+    return CacheBreakdown(config.name, context, batch, act, state, tuple(layers))
+
+
+def cache_bytes_per_token(config: ModelConfig, dtype: str | torch.dtype = "bf16") -> int:
+    """Bytes added to the cache by each new token of one sequence, summed over all layers.
+
+    Llama-3-8B: 2 · 32 layers · 8 KV heads · 128 · 2 B = 131,072 B in bf16.
+    """
+    return cache_breakdown(config, 1, dtype=dtype).cache_bytes
+
+
+def as_all_attention(config: ModelConfig) -> ModelConfig:
+    """The same model with every layer as standard multi-head attention (n_heads × head_dim,
+    one K/V head per query head): the "all layers standard attention" baseline."""
+    _check_config(config)
+    return dataclasses.replace(
+        config,
+        name=f"{config.name} (all attention)",
+        layer_pattern=("attn",) * config.n_layers,
+        n_kv_heads=config.n_heads,
+        mla=None,
+        notes=(f"Baseline: every one of the {config.n_layers} layers of {config.name} as "
+               f"multi-head attention with {config.n_heads} heads x {config.head_dim}."),
+    )
+
+
+_DECIMAL_UNITS = ("B", "kB", "MB", "GB", "TB", "PB")
+_BINARY_UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
+
+
+def format_bytes(n: int) -> str:
+    """``n`` bytes in decimal and binary units of the same order, e.g. 704,643,072 →
+    ``"704.6 MB (672.0 MiB)"`` (MB = 10⁶ B, MiB = 2²⁰ B). Below 1000: ``"512 B"``."""
+    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+        raise ValueError(f"n: expected a number of bytes (an integer >= 0), got {n!r}")
+    order = 0
+    while order + 1 < len(_DECIMAL_UNITS) and n >= 1000 ** (order + 1):
+        order += 1
+    if order == 0:
+        return f"{n} B"
+    return (f"{n / 1000**order:.1f} {_DECIMAL_UNITS[order]} "
+            f"({n / 1024**order:.1f} {_BINARY_UNITS[order]})")

@@ -1,0 +1,368 @@
+"""Configs, presets and the hybrid LM: shapes, cached decoding = full pass, generation, and the
+cache bytes of a running model = the arithmetic of attnlab.memory."""
+
+from __future__ import annotations
+
+import dataclasses
+from functools import cache
+
+import pytest
+import torch
+from attnlab.memory import cache_breakdown
+from attnlab.model import (
+    DEEPSEEK_V3,
+    KIMI_LINEAR_48B_A3B,
+    LAYER_KINDS,
+    LLAMA3_8B,
+    PRESETS,
+    SOPHIA,
+    SOPHIA_NANO,
+    HybridCache,
+    HybridLM,
+    MLAConfig,
+    ModelConfig,
+    make_mixer,
+    next_token,
+    pattern_from_full_attn_layers,
+)
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+ZOO = ModelConfig(
+    name="zoo",
+    vocab_size=50,
+    d_model=32,
+    layer_pattern=("attn", "mla", "kda", "gdn", "deltanet", "gla", "linear"),
+    n_heads=2,
+    head_dim=16,
+    n_kv_heads=1,
+    mla=MLAConfig(n_heads=2, qk_nope_head_dim=16, qk_rope_head_dim=8, v_head_dim=12,
+                  kv_lora_rank=16, q_lora_rank=24, rope=True),
+    mlp_hidden=64,
+    source="test",
+)
+"""Every layer kind once, RoPE on, GQA and a low-rank query path: exercises every mixer."""
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """Tiny models on a shared 2-core machine run 10-30x faster on one thread than on two."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@cache
+def model_for(name: str, dtype: torch.dtype) -> HybridLM:
+    config = {"nano": SOPHIA_NANO, "zoo": ZOO}[name]
+    torch.manual_seed(0)
+    model = HybridLM(config).to(dtype)
+    model.eval()
+    return model
+
+
+def random_ids(config: ModelConfig, batch: int, length: int, seed: int) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    return torch.randint(0, config.vocab_size, (batch, length), generator=g)
+
+
+# --- presets -----------------------------------------------------------------------------------
+
+
+def test_sophia_is_the_source_layout_with_the_course_mla_choice():
+    assert SOPHIA.layer_pattern == ("kda", "kda", "kda", "mla") * 7
+    assert (SOPHIA.n_layers, SOPHIA.n_heads, SOPHIA.head_dim) == (28, 16, 96)
+    assert SOPHIA.d_model == 16 * 96 == 1536 and SOPHIA.vocab_size == 32000
+    assert SOPHIA.conv_size == 4
+    m = SOPHIA.mla
+    assert (m.n_heads, m.qk_nope_head_dim, m.v_head_dim) == (16, 96, 96)
+    assert m.kv_lora_rank == 4 * 96 and m.qk_rope_head_dim == 96 // 2
+    assert m.q_lora_rank is None and m.rope is False
+    assert "688" in SOPHIA.notes and "704,643,072" in SOPHIA.notes
+    assert "Kimi Delta Attention" in SOPHIA.notes
+
+
+def test_sophia_nano_is_a_tiny_sophia():
+    c = SOPHIA_NANO
+    assert c.layer_pattern == ("kda", "kda", "kda", "mla") * 2
+    assert (c.vocab_size, c.d_model, c.n_heads, c.head_dim, c.mlp_hidden) == (256, 64, 2, 32, 128)
+    assert c.mla.kv_lora_rank == 32 and c.mla.qk_rope_head_dim == 16
+    assert sum(p.numel() for p in model_for("nano", torch.float32).parameters()) < 500_000
+
+
+def test_real_model_presets_match_their_configs():
+    kimi = KIMI_LINEAR_48B_A3B
+    assert (kimi.n_layers, kimi.d_model, kimi.vocab_size) == (27, 2304, 163840)
+    assert (kimi.count("kda"), kimi.count("mla")) == (20, 7)
+    assert kimi.layer_pattern[:4] == ("kda", "kda", "kda", "mla")
+    assert kimi.layer_pattern[-4:] == ("mla", "kda", "kda", "mla")  # layers 24 … 27
+    assert (kimi.n_heads, kimi.head_dim, kimi.conv_size) == (32, 128, 4)
+    assert kimi.mla == MLAConfig(n_heads=32, qk_nope_head_dim=128, qk_rope_head_dim=64,
+                                 v_head_dim=128, kv_lora_rank=512, q_lora_rank=None, rope=False)
+    assert "unconfirmed" in kimi.notes
+    ds = DEEPSEEK_V3
+    assert ds.layer_pattern == ("mla",) * 61 and (ds.d_model, ds.vocab_size) == (7168, 129280)
+    assert (ds.mla.n_heads, ds.mla.kv_lora_rank, ds.mla.q_lora_rank) == (128, 512, 1536)
+    assert (ds.mla.qk_nope_head_dim, ds.mla.qk_rope_head_dim, ds.mla.v_head_dim) == (128, 64, 128)
+    assert ds.mla.rope is True
+    llama = LLAMA3_8B
+    assert llama.layer_pattern == ("attn",) * 32
+    assert (llama.d_model, llama.n_heads, llama.n_kv_heads, llama.head_dim) == (4096, 32, 8, 128)
+    assert llama.vocab_size == 128256
+    assert set(PRESETS) == {c.name for c in (SOPHIA, SOPHIA_NANO, kimi, ds, llama)}
+    assert all(PRESETS[name].name == name and PRESETS[name].source for name in PRESETS)
+
+
+def test_full_attn_layers_are_one_based():
+    assert pattern_from_full_attn_layers(5, (2, 5)) == ("kda", "mla", "kda", "kda", "mla")
+    assert pattern_from_full_attn_layers(3, (1,), full="attn", linear="gdn") == (
+        "attn", "gdn", "gdn"
+    )
+    with pytest.raises(ValueError, match=r"full_attn_layers: expected 1-based .* got 0"):
+        pattern_from_full_attn_layers(5, (0, 4))
+    with pytest.raises(ValueError, match=r"full_attn_layers: .* got 6"):
+        pattern_from_full_attn_layers(5, (6,))
+
+
+# --- config validation -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"layer_pattern": ("kda", "rnn")}, r"layer_pattern\[1\]: expected one of"),
+        ({"layer_pattern": ()}, "layer_pattern: expected a non-empty tuple"),
+        ({"layer_pattern": "kda"}, "layer_pattern: expected a non-empty tuple"),
+        ({"mla": None}, "ModelConfig.mla: the layer pattern has 'mla' layers"),
+        ({"n_kv_heads": 3}, "n_kv_heads: expected a divisor of n_heads=2, got 3"),
+        ({"n_kv_heads": 0}, "n_kv_heads: expected a positive integer"),
+        ({"d_model": 0}, "ModelConfig.d_model: expected a positive integer"),
+        ({"head_dim": 32.0}, "ModelConfig.head_dim: expected a positive integer"),
+        ({"vocab_size": True}, "ModelConfig.vocab_size: expected a positive integer"),
+        ({"conv_size": -1}, "ModelConfig.conv_size: expected a positive integer"),
+        ({"name": ""}, "ModelConfig.name: expected a non-empty string"),
+        ({"rope": 1}, "ModelConfig.rope: expected True or False"),
+    ],
+)
+def test_bad_model_configs_raise_clear_errors(changes, message):
+    with pytest.raises(ValueError, match=message):
+        dataclasses.replace(SOPHIA_NANO, **changes)
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"kv_lora_rank": 0}, "MLAConfig.kv_lora_rank: expected a positive integer"),
+        ({"q_lora_rank": 0}, "MLAConfig.q_lora_rank: expected a positive integer"),
+        ({"n_heads": 2.5}, "MLAConfig.n_heads: expected a positive integer"),
+        ({"rope": "no"}, "MLAConfig.rope: expected True or False"),
+    ],
+)
+def test_bad_mla_configs_raise_clear_errors(changes, message):
+    with pytest.raises(ValueError, match=message):
+        dataclasses.replace(SOPHIA.mla, **changes)
+
+
+def test_configs_are_frozen_and_counted():
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        SOPHIA.n_heads = 8
+    listed = dataclasses.replace(SOPHIA_NANO, layer_pattern=["kda", "mla"])
+    assert listed.layer_pattern == ("kda", "mla")
+    assert LLAMA3_8B.count("attn") == 32 and LLAMA3_8B.count("kda") == 0
+    assert SOPHIA_NANO.n_kv_heads == SOPHIA_NANO.n_heads
+    with pytest.raises(ValueError, match="kind: expected one of"):
+        SOPHIA.count("KDA")
+
+
+def test_make_mixer_builds_every_kind():
+    for kind in LAYER_KINDS:
+        mixer = make_mixer(kind, ZOO)
+        x = torch.randn(2, 5, ZOO.d_model)
+        y, layer_cache = mixer(x, use_cache=True)
+        assert y.shape == x.shape and layer_cache.num_bytes() > 0
+    with pytest.raises(ValueError, match="kind: expected one of"):
+        make_mixer("transformer", ZOO)
+
+
+# --- the hybrid LM -----------------------------------------------------------------------------
+
+
+def test_forward_shapes_for_sophia_nano():
+    model = model_for("nano", torch.float32)
+    ids = random_ids(SOPHIA_NANO, 3, 17, seed=1)
+    logits, no_cache = model(ids)
+    assert logits.shape == (3, 17, 256) and logits.dtype == torch.float32
+    assert no_cache is None and torch.isfinite(logits).all()
+    logits_c, layer_caches = model(ids, use_cache=True)
+    assert isinstance(layer_caches, HybridCache) and layer_caches.seen_tokens == 17
+    assert len(layer_caches.layers) == 8
+    torch.testing.assert_close(logits_c, logits, rtol=1e-4, atol=1e-6)
+
+
+def test_embeddings_are_tied_when_configured():
+    nano = model_for("nano", torch.float32)
+    assert nano.lm_head.weight is nano.embed.weight
+    zoo = model_for("zoo", torch.float32)
+    assert zoo.lm_head.weight is not zoo.embed.weight
+
+
+def test_every_parameter_gets_a_gradient():
+    torch.manual_seed(0)
+    model = HybridLM(ZOO)
+    ids = random_ids(ZOO, 2, 9, seed=2)
+    logits, _ = model(ids)
+    torch.nn.functional.cross_entropy(logits.flatten(0, 1), ids.flatten()).backward()
+    for name, p in model.named_parameters():
+        assert p.grad is not None and torch.isfinite(p.grad).all(), name
+        assert p.grad.abs().sum() > 0, name
+
+
+def decode_in_pieces(model: HybridLM, ids: torch.Tensor, prefill: int) -> torch.Tensor:
+    """Prefill ``prefill`` tokens in one pass, then one token at a time with the cache."""
+    logits, layer_caches = model(ids[:, :prefill], use_cache=True)
+    pieces = [logits]
+    for t in range(prefill, ids.shape[1]):
+        logits, layer_caches = model(ids[:, t : t + 1], cache=layer_caches, use_cache=True)
+        pieces.append(logits)
+    assert layer_caches.seen_tokens == ids.shape[1]
+    return torch.cat(pieces, dim=1)
+
+
+@settings(max_examples=10, deadline=None)
+@given(
+    name=st.sampled_from(["nano", "zoo"]),
+    length=st.integers(1, 24),
+    batch=st.integers(1, 2),
+    data=st.data(),
+)
+def test_cached_decoding_equals_the_full_pass_in_float64(name, length, batch, data):
+    prefill = data.draw(st.integers(1, length), label="prefill")
+    model = model_for(name, torch.float64)
+    ids = random_ids(model.config, batch, length, seed=length)
+    full, _ = model(ids)
+    with torch.no_grad():
+        pieces = decode_in_pieces(model, ids, prefill)
+    torch.testing.assert_close(pieces, full.detach(), rtol=0, atol=1e-10)
+
+
+def test_cached_decoding_equals_the_full_pass_across_chunks_in_float64():
+    # 70 tokens: the chunkwise prefill crosses a 64-token chunk boundary; then 5 decode steps
+    model = model_for("nano", torch.float64)
+    ids = random_ids(SOPHIA_NANO, 1, 75, seed=3)
+    with torch.no_grad():
+        full, _ = model(ids)
+        pieces = decode_in_pieces(model, ids, 70)
+    torch.testing.assert_close(pieces, full, rtol=0, atol=1e-10)
+
+
+def test_a_wrong_cache_changes_the_result():
+    # the cache really carries the past: continuing from another prefix gives other logits
+    model = model_for("nano", torch.float64)
+    ids = random_ids(SOPHIA_NANO, 1, 12, seed=4)
+    other = random_ids(SOPHIA_NANO, 1, 11, seed=5)
+    with torch.no_grad():
+        full, _ = model(ids)
+        _, other_cache = model(other, use_cache=True)
+        wrong, _ = model(ids[:, 11:], cache=other_cache)
+    assert (wrong[:, -1] - full[:, -1]).abs().max() > 1e-3
+
+
+@pytest.mark.parametrize(("name", "length", "batch"), [("nano", 1, 1), ("nano", 23, 3),
+                                                       ("zoo", 9, 2)])
+def test_cache_bytes_of_a_running_model_equal_the_memory_arithmetic(name, length, batch):
+    model = model_for(name, torch.float32)
+    ids = random_ids(model.config, batch, length, seed=6)
+    with torch.no_grad():
+        _, layer_caches = model(ids, use_cache=True)
+        expected = cache_breakdown(model.config, length, batch=batch, dtype="fp32")
+        assert layer_caches.bytes_by_layer() == expected.bytes_by_layer()
+        assert layer_caches.num_bytes() == expected.total_bytes
+        assert layer_caches.bytes_by_kind() == expected.bytes_by_kind()
+        _, layer_caches = model(ids[:, :1], cache=layer_caches)
+    assert layer_caches.num_bytes() == cache_breakdown(
+        model.config, length + 1, batch=batch, dtype=torch.float32
+    ).total_bytes
+
+
+def test_generate_greedy_is_deterministic_and_matches_uncached_argmax():
+    model = model_for("nano", torch.float64)
+    prompt = random_ids(SOPHIA_NANO, 2, 5, seed=7)
+    out = model.generate(prompt, 6)
+    assert out.shape == (2, 11) and torch.equal(out[:, :5], prompt)
+    assert torch.equal(model.generate(prompt, 6), out)
+    # the same continuation, recomputed without any cache, one full pass per token
+    ids = prompt
+    with torch.no_grad():
+        for _ in range(6):
+            logits, _ = model(ids)
+            ids = torch.cat([ids, logits[:, -1].argmax(-1, keepdim=True)], dim=1)
+    assert torch.equal(ids, out)
+    assert torch.equal(model.generate(prompt, 0), prompt)
+
+
+def test_generate_samples_reproducibly_with_a_generator():
+    model = model_for("nano", torch.float32)
+    prompt = random_ids(SOPHIA_NANO, 1, 4, seed=8)
+    a = model.generate(prompt, 20, temperature=1.0, generator=torch.Generator().manual_seed(1))
+    b = model.generate(prompt, 20, temperature=1.0, generator=torch.Generator().manual_seed(1))
+    c = model.generate(prompt, 20, temperature=1.0, generator=torch.Generator().manual_seed(2))
+    assert torch.equal(a, b) and not torch.equal(a, c)
+    assert a.min() >= 0 and a.max() < 256
+
+
+def test_generate_reports_the_cache_after_every_step():
+    model = model_for("nano", torch.float32)
+    seen, kda_bytes, mla_bytes = [], [], []
+
+    def record(layer_caches: HybridCache) -> None:
+        seen.append(layer_caches.seen_tokens)
+        per_kind = layer_caches.bytes_by_kind()
+        kda_bytes.append(per_kind["kda"])
+        mla_bytes.append(per_kind["mla"])
+
+    model.generate(random_ids(SOPHIA_NANO, 1, 3, seed=9), 4, on_step=record)
+    assert seen == [3, 4, 5, 6]
+    assert len(set(kda_bytes)) == 1  # fixed-size states
+    per_token = 2 * (32 + 16) * 4  # 2 MLA layers × (d_c + d_R) × fp32
+    assert [b - mla_bytes[0] for b in mla_bytes] == [0, per_token, 2 * per_token, 3 * per_token]
+
+
+def test_next_token_greedy_and_sampled():
+    logits = torch.tensor([[0.0, 5.0, 1.0], [3.0, 0.0, -1.0]])
+    assert next_token(logits, 0).tolist() == [[1], [0]]
+    peaked = next_token(logits * 100, 1.0, torch.Generator().manual_seed(0))
+    assert peaked.tolist() == [[1], [0]]
+
+
+@pytest.mark.parametrize(
+    ("ids", "message"),
+    [
+        (torch.zeros(2, 3), "input_ids: expected an integer dtype"),
+        (torch.zeros(3, dtype=torch.long), r"input_ids: expected a 2-D tensor \[B, T\]"),
+        (torch.zeros(2, 0, dtype=torch.long), r"input_ids: expected a 2-D tensor \[B, T\]"),
+        (torch.full((1, 2), 256), r"input_ids: expected token ids in \[0, 256\)"),
+        (torch.full((1, 2), -1), r"input_ids: expected token ids in \[0, 256\)"),
+        ([[1, 2]], "input_ids: expected a torch.Tensor"),
+    ],
+)
+def test_bad_input_ids_raise_clear_errors(ids, message):
+    with pytest.raises(ValueError, match=message):
+        model_for("nano", torch.float32)(ids)
+
+
+def test_bad_caches_and_generation_arguments_raise_clear_errors():
+    nano = model_for("nano", torch.float32)
+    ids = random_ids(SOPHIA_NANO, 1, 3, seed=10)
+    with pytest.raises(ValueError, match="cache: expected a HybridCache"):
+        nano(ids, cache=[None] * 8)
+    _, zoo_cache = model_for("zoo", torch.float32)(random_ids(ZOO, 1, 3, seed=10),
+                                                   use_cache=True)
+    with pytest.raises(ValueError, match="cache: expected layer kinds"):
+        nano(ids, cache=zoo_cache)
+    with pytest.raises(ValueError, match="max_new_tokens: expected an integer >= 0"):
+        nano.generate(ids, -1)
+    with pytest.raises(ValueError, match="temperature: expected a number >= 0"):
+        nano.generate(ids, 2, temperature=-0.5)
+    with pytest.raises(ValueError, match="config: expected a ModelConfig"):
+        HybridLM({"d_model": 64})
