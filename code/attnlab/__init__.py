@@ -1,1 +1,63 @@
-"""attnlab: the tested code behind the course *From KV Cache to KDA*."""
+"""attnlab: the tested code behind the course *From KV Cache to KDA*.
+
+Every sequence kernel takes tensors ``[B, H, T, D]``, keeps a state ``[B, H, Dk, Dv]`` read as
+``o_t = S_tᵀ q_t``, takes gates in log space (``g = log α ≤ 0``) and betas by keyword, and returns
+``(o, final_state_or_None)``. The recurrent form of each is its readable definition; the parallel
+and chunkwise forms compute the same numbers faster (the tests prove it).
+"""
+
+from .attention import (
+    MultiHeadAttention,
+    apply_rope,
+    attention_scores,
+    causal_mask,
+    merge_heads,
+    rope_angles,
+    softmax_attention,
+    softmax_attention_online,
+    split_heads,
+    stable_softmax,
+)
+from .delta import (
+    DeltaNetLayer,
+    GatedDeltaNetLayer,
+    delta_rule_chunk,
+    delta_rule_parallel,
+    delta_rule_recurrent,
+    gated_delta_rule_chunk,
+    gated_delta_rule_recurrent,
+)
+from .gated import GLALayer, gla_chunk, gla_recurrent
+from .kda import KDALayer, kda_chunk, kda_recurrent, kda_step
+from .kv_cache import KVCache, kv_cache_bytes
+from .linear import (
+    LinearAttentionLayer,
+    linear_attention_chunk,
+    linear_attention_parallel,
+    linear_attention_recurrent,
+)
+from .memory import cache_breakdown, format_bytes
+from .mla import LatentCache, MultiHeadLatentAttention
+from .model import (
+    DEEPSEEK_V3,
+    KIMI_LINEAR_48B_A3B,
+    LLAMA3_8B,
+    PRESETS,
+    SOPHIA,
+    SOPHIA_NANO,
+    HybridLM,
+    ModelConfig,
+)
+
+__all__ = [
+    "DEEPSEEK_V3", "KIMI_LINEAR_48B_A3B", "LLAMA3_8B", "PRESETS", "SOPHIA", "SOPHIA_NANO",
+    "DeltaNetLayer", "GLALayer", "GatedDeltaNetLayer", "HybridLM", "KDALayer", "KVCache",
+    "LatentCache", "LinearAttentionLayer", "ModelConfig", "MultiHeadAttention",
+    "MultiHeadLatentAttention", "apply_rope", "attention_scores", "cache_breakdown",
+    "causal_mask", "delta_rule_chunk", "delta_rule_parallel", "delta_rule_recurrent",
+    "format_bytes", "gated_delta_rule_chunk", "gated_delta_rule_recurrent", "gla_chunk",
+    "gla_recurrent", "kda_chunk", "kda_recurrent", "kda_step", "kv_cache_bytes",
+    "linear_attention_chunk", "linear_attention_parallel", "linear_attention_recurrent",
+    "merge_heads", "rope_angles", "softmax_attention", "softmax_attention_online",
+    "split_heads", "stable_softmax",
+]

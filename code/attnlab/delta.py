@@ -1,0 +1,455 @@
+"""The delta rule (DeltaNet) and the gated delta rule (Gated DeltaNet): recurrent and chunkwise.
+
+Linear attention only ever *adds* to its memory, ``S_t = S_{t-1} + k_t v_tᵀ``. The delta rule
+first reads what the memory already stores under the key, ``S_{t-1}ᵀ k_t``, and writes only the
+correction, a fraction ``β_t`` of the error::
+
+    S_t = S_{t-1} + β_t k_t (v_t − S_{t-1}ᵀ k_t)ᵀ = (I − β_t k_t k_tᵀ) S_{t-1} + β_t k_t v_tᵀ
+    o_t = S_tᵀ q_t
+
+This is one gradient step with learning rate ``β_t`` on ``½‖Sᵀk_t − v_t‖²``. The gated delta
+rule decays the memory by a scalar ``α_t = exp(g_t)`` per head before writing.
+
+The chunkwise forms (the WY / UT transform of Yang et al. 2024) turn the product of the
+``(I − β_i k_i k_iᵀ)`` factors inside a chunk into one triangular solve per chunk, so a sequence
+of ``T`` tokens needs ``T / C`` sequential steps instead of ``T``.
+
+Shapes: q, k ``[B, H, T, Dk]``; v ``[B, H, T, Dv]``; beta ``[B, H, T]``; scalar log-gates g
+``[B, H, T]``; states ``[B, H, Dk, Dv]``, read as ``o = Sᵀ q``. The layers ``DeltaNetLayer`` and
+``GatedDeltaNetLayer`` (and ``kda.KDALayer``) wrap the kernels with projections, short
+convolutions, L2-normalised q and k, a per-head β and a per-head RMSNorm on the output.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ._checks import check_positive_int, check_range, check_tensor
+from .attention import _check_layer_input, _resolve_scale, merge_heads, split_heads
+from .blocks import HeadRMSNorm, RecurrentCache
+from .gated import check_gate, init_softplus_decay, segment_decay, softplus_decay_gate
+from .linear import ConvQKV, check_qkv, check_recurrent_cache, merge_chunks, split_chunks
+
+SCALAR_GATE_DIMS = ("B", "H", "T")
+CHANNEL_GATE_DIMS = ("B", "H", "T", "Dk")
+
+
+# ----------------------------------------------------------------------------------------------
+# Validation and the pieces shared by the delta-rule kernels (kda.py imports these too)
+# ----------------------------------------------------------------------------------------------
+
+
+def _check_kernel_inputs(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    *,
+    beta: torch.Tensor,
+    g: torch.Tensor | None = None,
+    gate_dims: Sequence[str] = (),
+    initial_state: torch.Tensor | None = None,
+) -> dict[str, int]:
+    """Check every input of a delta-rule kernel; return the sizes ``B, H, T, Dk, Dv``.
+
+    beta must be ``[B, H, T]`` in [0, 2]; the log-gates g, if given, must have ``gate_dims``
+    and be finite and ≤ 0 (decays α = exp(g) in (0, 1]).
+    """
+    sizes = check_qkv(q, k, v, initial_state)
+    for name, size in sizes.items():
+        if size == 0:
+            raise ValueError(f"q: expected non-empty axes, got {name}=0 (q {tuple(q.shape)})")
+    check_tensor("beta", beta, ("B", "H", "T"), sizes, dtype=q.dtype, device=q.device)
+    check_range("beta", beta, 0.0, 2.0)
+    if g is not None:
+        check_tensor("g", g, gate_dims, sizes, dtype=q.dtype, device=q.device)
+        check_gate(g, sizes, q)
+    return sizes
+
+
+def _start_state(initial_state: torch.Tensor | None, sizes: dict[str, int], like: torch.Tensor):
+    """S_0: the given initial state, or zeros ``[B, H, Dk, Dv]``."""
+    if initial_state is not None:
+        return initial_state
+    return like.new_zeros(sizes["B"], sizes["H"], sizes["Dk"], sizes["Dv"])
+
+
+def _read(state: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
+    """o = Sᵀ q.  state [B, H, Dk, Dv], q [B, H, Dk] -> o [B, H, Dv]."""
+    return torch.einsum("bhkv,bhk->bhv", state, q)
+
+
+def _delta_write(
+    state: torch.Tensor, k: torch.Tensor, v: torch.Tensor, beta: torch.Tensor
+) -> torch.Tensor:
+    """S + β k (v − Sᵀk)ᵀ: move what S stores under key k a fraction β of the way to v.
+
+    state [B, H, Dk, Dv], k [B, H, Dk], v [B, H, Dv], beta [B, H] -> [B, H, Dk, Dv].
+    """
+    error = v - _read(state, k)
+    return state + beta[..., None, None] * k[..., :, None] * error[..., None, :]
+
+
+def _ut_matrix(a_kk: torch.Tensor, beta: torch.Tensor) -> torch.Tensor:
+    """L = I + StrictTril(diag(β) A_kk), whose inverse 𝒯 = L⁻¹ is the UT transform.
+
+    a_kk [..., C, C] (only its strictly lower triangle is read), beta [..., C] -> L [..., C, C].
+    """
+    eye = torch.eye(a_kk.shape[-1], dtype=a_kk.dtype, device=a_kk.device)
+    return eye + (beta[..., :, None] * a_kk).tril(-1)
+
+
+def _solve_unit_lower(lower: torch.Tensor, rhs: torch.Tensor) -> torch.Tensor:
+    """X = L⁻¹ R for unit lower-triangular L [..., C, C] and R [..., C, D]: one triangular solve.
+
+    Solved as Xᵀ Lᵀ = Rᵀ: the transposed views are column-major, which LAPACK takes without a
+    copy (about 1.5x faster on a CPU than the row-major form).
+    """
+    return torch.linalg.solve_triangular(
+        lower.mT, rhs.mT, upper=True, left=False, unitriangular=True
+    ).mT
+
+
+def _chunk_recurrence(
+    q_in: torch.Tensor,
+    k_in: torch.Tensor,
+    v: torch.Tensor,
+    beta: torch.Tensor,
+    k_out: torch.Tensor,
+    lower: torch.Tensor,
+    a_qk: torch.Tensor,
+    decay: torch.Tensor | None,
+    state: torch.Tensor,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The sequential part of every chunkwise delta rule: one step per chunk, S entering it.
+
+        V_new = L⁻¹ diag(β) (V − K_in S)      (one triangular solve per chunk)
+        S     ← Diag(decay) S + K_outᵀ V_new
+    then, for all chunks at once,
+        O     = Q_in S + A_qk V_new
+
+    V − K_in S is what the entering state gets wrong about the chunk's values; solving with
+    L = I + StrictTril(diag(β) A_kk) adds the interference of the chunk's own writes. So
+    V_new = U − W S for the U = L⁻¹ diag(β) V and W = L⁻¹ diag(β) K_in of the WY / UT form
+    (MATH.md §4–§6), without forming U and W.
+
+    Shapes (N chunks of C): q_in, k_in, k_out [B, H, N, C, Dk]; v [B, H, N, C, Dv]; beta
+    [B, H, N, C]; lower, a_qk [B, H, N, C, C]; decay [B, H, N, 1] (scalar gate), [B, H, N, Dk]
+    (per channel) or None; state [B, H, Dk, Dv]. Returns O [B, H, N, C, Dv] and the final state.
+    """
+    batch, heads, n_chunks, size = lower.shape[:4]
+    # fold B and H into one batch axis for baddbmm: out = input + batch1 @ batch2 in one call
+    q_in, k_in, v, beta, k_out, lower, a_qk, state = (
+        x.flatten(0, 1) for x in (q_in, k_in, v, beta, k_out, lower, a_qk, state)
+    )
+    decay = None if decay is None else decay.flatten(0, 1)
+    k_out_t = k_out.transpose(-1, -2)
+    entering_states, new_values = [], []
+    for n in range(n_chunks):
+        entering_states.append(state)
+        error = torch.baddbmm(v[:, n], k_in[:, n], state, alpha=-1)  # V − K_in S
+        v_new = _solve_unit_lower(lower[:, n], beta[:, n, :, None] * error)
+        new_values.append(v_new)
+        if decay is not None:
+            state = decay[:, n, :, None] * state
+        state = torch.baddbmm(state, k_out_t[:, n], v_new)  # + K_outᵀ V_new
+    states = torch.stack(entering_states, dim=1)  # [B·H, N, Dk, Dv]
+    v_new = torch.stack(new_values, dim=1)  # [B·H, N, C, Dv]
+    o = torch.baddbmm((q_in @ states).flatten(0, 1), a_qk.flatten(0, 1), v_new.flatten(0, 1))
+    return o.view(batch, heads, n_chunks, size, -1), state.unflatten(0, (batch, heads))
+
+
+# ----------------------------------------------------------------------------------------------
+# The delta rule (DeltaNet)
+# ----------------------------------------------------------------------------------------------
+
+
+def delta_rule_recurrent(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    *,
+    beta: torch.Tensor,
+    scale: float | None = None,
+    initial_state: torch.Tensor | None = None,
+    output_final_state: bool = False,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """The delta rule, one token at a time (the definition).
+
+        S_t = S_{t-1} + β_t k_t (v_t − S_{t-1}ᵀ k_t)ᵀ        o_t = S_tᵀ (scale · q_t)
+
+    q, k [B, H, T, Dk]; v [B, H, T, Dv]; beta [B, H, T] in [0, 2]; initial_state S_0
+    [B, H, Dk, Dv] (zeros if None). Returns o [B, H, T, Dv] and S_T (or None).
+    """
+    sizes = _check_kernel_inputs(q, k, v, beta=beta, initial_state=initial_state)
+    q = q * _resolve_scale(scale, sizes["Dk"])
+    state = _start_state(initial_state, sizes, q)
+    outputs = []
+    for t in range(sizes["T"]):
+        state = _delta_write(state, k[:, :, t], v[:, :, t], beta[:, :, t])
+        outputs.append(_read(state, q[:, :, t]))
+    return torch.stack(outputs, dim=2), (state if output_final_state else None)
+
+
+def delta_rule_parallel(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    *,
+    beta: torch.Tensor,
+    scale: float | None = None,
+) -> tuple[torch.Tensor, None]:
+    """The delta rule for a whole sequence at once, starting from S_0 = 0 (the UT form).
+
+        O = (Q Kᵀ ⊙ M) (I + M⁻ ⊙ diag(β) K Kᵀ)⁻¹ diag(β) V
+
+    M is the causal mask with the diagonal, M⁻ without. U = (I + …)⁻¹ diag(β) V are the
+    "pseudo-values": u_t = β_t (v_t − Σ_{i<t} u_i k_iᵀ k_t), and S_t = Σ_{i≤t} k_i u_iᵀ.
+    q, k [B, H, T, Dk]; v [B, H, T, Dv]; beta [B, H, T]. Returns (o [B, H, T, Dv], None).
+    Costs [T, T] matrices: use it to see the structure, not for long sequences.
+    """
+    sizes = _check_kernel_inputs(q, k, v, beta=beta)
+    q = q * _resolve_scale(scale, sizes["Dk"])
+    lower = _ut_matrix(k @ k.transpose(-1, -2), beta)
+    pseudo_values = _solve_unit_lower(lower, beta[..., None] * v)
+    return (q @ k.transpose(-1, -2)).tril() @ pseudo_values, None
+
+
+def delta_rule_chunk(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    *,
+    beta: torch.Tensor,
+    scale: float | None = None,
+    initial_state: torch.Tensor | None = None,
+    output_final_state: bool = False,
+    chunk_size: int = 64,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """The delta rule chunk by chunk (WY / UT form, MATH.md §4).
+
+    Within each chunk of C tokens (computed for all chunks at once):
+
+        L = I + StrictTril(diag(β) K Kᵀ)           (𝒯 = L⁻¹ is the UT transform)
+
+    then sequentially over chunks, with S the state entering the chunk:
+
+        V_new = L⁻¹ diag(β) (V − K S)              (one triangular solve per chunk)
+        O = Q S + (Q Kᵀ ⊙ M) V_new,                S ← S + Kᵀ V_new
+
+    V_new = U − W S with the W = 𝒯 diag(β) K and U = 𝒯 diag(β) V of the WY form: the same
+    numbers, without forming W and U. Same arguments as :func:`delta_rule_recurrent`, plus
+    ``chunk_size`` (any T is accepted: the last chunk is padded).
+    """
+    sizes = _check_kernel_inputs(q, k, v, beta=beta, initial_state=initial_state)
+    chunk_size = check_positive_int("chunk_size", chunk_size)
+    q = q * _resolve_scale(scale, sizes["Dk"])
+    qc, kc, vc = (split_chunks(x, chunk_size) for x in (q, k, v))  # [B, H, N, C, D]
+    bc = split_chunks(beta.unsqueeze(-1), chunk_size).squeeze(-1)  # [B, H, N, C]
+    lower = _ut_matrix(kc @ kc.transpose(-1, -2), bc)
+    a_qk = (qc @ kc.transpose(-1, -2)).tril()
+    state = _start_state(initial_state, sizes, q)
+    o, state = _chunk_recurrence(qc, kc, vc, bc, kc, lower, a_qk, None, state)
+    return merge_chunks(o, sizes["T"]), (state if output_final_state else None)
+
+
+# ----------------------------------------------------------------------------------------------
+# The gated delta rule (Gated DeltaNet): a scalar decay α_t = exp(g_t) per head and token
+# ----------------------------------------------------------------------------------------------
+
+
+def gated_delta_rule_recurrent(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    *,
+    g: torch.Tensor,
+    beta: torch.Tensor,
+    scale: float | None = None,
+    initial_state: torch.Tensor | None = None,
+    output_final_state: bool = False,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """The gated delta rule, one token at a time (the definition).
+
+        S_t = α_t (I − β_t k_t k_tᵀ) S_{t-1} + β_t k_t v_tᵀ,   α_t = exp(g_t)   o_t = S_tᵀ q_t
+
+    computed as "decay, then write": S' = α_t S_{t-1}; S_t = S' + β_t k_t (v_t − S'ᵀ k_t)ᵀ
+    (the same thing, because a scalar α commutes with everything).
+    q, k [B, H, T, Dk]; v [B, H, T, Dv]; g [B, H, T] ≤ 0; beta [B, H, T] in [0, 2];
+    initial_state [B, H, Dk, Dv]. Returns o [B, H, T, Dv] and S_T (or None).
+    """
+    sizes = _check_kernel_inputs(
+        q, k, v, beta=beta, g=g, gate_dims=SCALAR_GATE_DIMS, initial_state=initial_state
+    )
+    q = q * _resolve_scale(scale, sizes["Dk"])
+    state = _start_state(initial_state, sizes, q)
+    outputs = []
+    for t in range(sizes["T"]):
+        state = g[:, :, t].exp()[..., None, None] * state
+        state = _delta_write(state, k[:, :, t], v[:, :, t], beta[:, :, t])
+        outputs.append(_read(state, q[:, :, t]))
+    return torch.stack(outputs, dim=2), (state if output_final_state else None)
+
+
+def gated_delta_rule_chunk(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    *,
+    g: torch.Tensor,
+    beta: torch.Tensor,
+    scale: float | None = None,
+    initial_state: torch.Tensor | None = None,
+    output_final_state: bool = False,
+    chunk_size: int = 64,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """The gated delta rule chunk by chunk (MATH.md §5).
+
+    With b the within-chunk cumulative sum of g (b_C its last entry) and the decay between two
+    positions Γ_ij = exp(b_i − b_j) for i ≥ j (formed pairwise, never as exp(b_i)·exp(−b_j)):
+
+        L = I + StrictTril(diag(β) (K Kᵀ ⊙ Γ))
+        V_new = L⁻¹ diag(β) (V − (K ⊙ e^b) S)       (one triangular solve per chunk)
+        O = (Q ⊙ e^b) S + (Q Kᵀ ⊙ Γ) V_new
+        S ← e^{b_C} S + (K ⊙ e^{b_C − b})ᵀ V_new
+
+    V_new = U − W S with W = 𝒯̃ (K ⊙ e^b), U = 𝒯̃ V, 𝒯̃ = L⁻¹ diag(β) (MATH.md §5). Every
+    exponent is ≤ 0, so gates of −20 per step stay finite in float32.
+    Same arguments as :func:`gated_delta_rule_recurrent`, plus ``chunk_size`` (any T).
+    """
+    sizes = _check_kernel_inputs(
+        q, k, v, beta=beta, g=g, gate_dims=SCALAR_GATE_DIMS, initial_state=initial_state
+    )
+    chunk_size = check_positive_int("chunk_size", chunk_size)
+    q = q * _resolve_scale(scale, sizes["Dk"])
+    qc, kc, vc = (split_chunks(x, chunk_size) for x in (q, k, v))  # [B, H, N, C, D]
+    bc, gc = (split_chunks(x.unsqueeze(-1), chunk_size).squeeze(-1) for x in (beta, g))
+    b = gc.cumsum(dim=-1)  # [B, H, N, C]
+    b_last = b[..., -1:]  # b_C  [B, H, N, 1]
+    gamma = segment_decay(b)  # Γ  [B, H, N, C, C]
+    lower = _ut_matrix((kc @ kc.transpose(-1, -2)) * gamma, bc)
+    a_qk = (qc @ kc.transpose(-1, -2)) * gamma
+    from_start, to_end = b.exp()[..., None], (b_last - b).exp()[..., None]  # e^b, e^{b_C − b}
+    state = _start_state(initial_state, sizes, q)
+    o, state = _chunk_recurrence(qc * from_start, kc * from_start, vc, bc, kc * to_end, lower,
+                                 a_qk, b_last.exp(), state)
+    return merge_chunks(o, sizes["T"]), (state if output_final_state else None)
+
+
+# ----------------------------------------------------------------------------------------------
+# Layers
+# ----------------------------------------------------------------------------------------------
+
+
+class _DeltaLayerBase(nn.Module):
+    """What DeltaNet, Gated DeltaNet and KDA layers share (MATH.md §4–§6, Parameterisation):
+
+        q, k = L2Norm(SiLU(ShortConv(x W_{q,k})))     v = SiLU(ShortConv(x W_v))   (per head)
+        β = sigmoid(x W_β), one per head and token
+        y = merge_heads(gate ⊙ RMSNorm_head(o)) W_o    (gate = 1 when the layer has none)
+
+    Subclasses give the kernel call (``_mix``) and may give an output gate (``_output_gate``).
+    x ``[B, T, d_model]`` -> ``(y [B, T, d_model], RecurrentCache or None)``. The cache holds
+    the state ``S [B, H, head_dim, head_dim]`` and the three convolution inputs; its size does
+    not depend on T, and passing it back with the next tokens continues the sequence exactly.
+    """
+
+    def __init__(self, d_model: int, n_heads: int, head_dim: int, conv_size: int = 4) -> None:
+        super().__init__()
+        self.d_model = check_positive_int("d_model", d_model)
+        self.n_heads = check_positive_int("n_heads", n_heads)
+        self.head_dim = check_positive_int("head_dim", head_dim)
+        self.qkv = ConvQKV(d_model, n_heads, head_dim, conv_size)
+        self.beta_proj = nn.Linear(d_model, n_heads, bias=False)
+        self.norm = HeadRMSNorm(head_dim)
+        self.out = nn.Linear(n_heads * head_dim, d_model, bias=False)
+
+    def _mix(
+        self,
+        q: torch.Tensor,
+        k: torch.Tensor,
+        v: torch.Tensor,
+        beta: torch.Tensor,
+        x: torch.Tensor,
+        state: torch.Tensor | None,
+        use_cache: bool,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Run the kernel on q, k, v ``[B, H, T, D]``, beta ``[B, H, T]`` (x gives the gates);
+        return ``(o [B, H, T, D], final state or None)``."""
+        raise NotImplementedError
+
+    def _output_gate(self, x: torch.Tensor) -> torch.Tensor | None:
+        """The gate multiplying the normalised output, ``[B, H, T, D]``, or None (no gate)."""
+        return None
+
+    def forward(
+        self, x: torch.Tensor, cache: RecurrentCache | None = None, use_cache: bool = False
+    ) -> tuple[torch.Tensor, RecurrentCache | None]:
+        """Mix x over time; pass the returned cache back with the next tokens to continue."""
+        _check_layer_input(x, self.d_model, self.out.weight)
+        sizes = dict(B=x.shape[0], T=x.shape[1], H=self.n_heads, Dk=self.head_dim,
+                     Dv=self.head_dim)
+        cache = check_recurrent_cache(cache, sizes)
+        q, k, v, conv = self.qkv(x, cache.conv if cache is not None else ())
+        q = F.normalize(F.silu(q), dim=-1, eps=1e-6)
+        k = F.normalize(F.silu(k), dim=-1, eps=1e-6)
+        v = F.silu(v)
+        beta = torch.sigmoid(self.beta_proj(x)).transpose(1, 2)  # [B, H, T]
+        state = None if cache is None else cache.state
+        o, state = self._mix(q, k, v, beta, x, state, use_cache)
+        o = self.norm(o)
+        gate = self._output_gate(x)
+        if gate is not None:
+            o = gate * o
+        y = self.out(merge_heads(o))
+        return y, (RecurrentCache(state=state, conv=conv) if use_cache else None)
+
+
+class DeltaNetLayer(_DeltaLayerBase):
+    """DeltaNet (MATH.md §4): the delta rule with short convolutions and L2-normalised q, k.
+
+        y = merge_heads(RMSNorm_head(delta_rule(q, k, v, β))) W_o     (no output gate, as FLA)
+
+    Prefill uses :func:`delta_rule_chunk`; a one-token decode step :func:`delta_rule_recurrent`.
+    """
+
+    def _mix(self, q, k, v, beta, x, state, use_cache):
+        kernel = delta_rule_recurrent if q.shape[2] == 1 else delta_rule_chunk
+        return kernel(q, k, v, beta=beta, initial_state=state, output_final_state=use_cache)
+
+
+class GatedDeltaNetLayer(_DeltaLayerBase):
+    """Gated DeltaNet (MATH.md §5): the delta rule with a data-dependent scalar decay per head.
+
+        g = −exp(A_log) · softplus(x W_a + dt_bias)                     [B, H, T]
+        y = merge_heads(sigmoid(x W_g) ⊙ RMSNorm_head(gated_delta_rule(q, k, v, g, β))) W_o
+
+    Output gate: a sigmoid, not the swish of FLA's GDN layer, because Kimi Linear found sigmoid
+    better (KL Table 1) and used it for its GDN-H baseline (KL §5.2); GDN and KDA then differ
+    only in the decay. A = exp(A_log) ~ U(1, 16) and softplus(dt_bias) log-uniform in
+    [1e-3, 1e-1] (``init_softplus_decay``): at x = 0 the decay α = exp(−A·Δ) is in [0.2, 0.999],
+    mostly close to 1, so the layer starts out remembering.
+    Prefill uses :func:`gated_delta_rule_chunk`; a one-token step the recurrent form.
+    """
+
+    def __init__(self, d_model: int, n_heads: int, head_dim: int, conv_size: int = 4) -> None:
+        super().__init__(d_model, n_heads, head_dim, conv_size)
+        self.decay_proj = nn.Linear(d_model, n_heads, bias=False)
+        a_log, dt_bias = init_softplus_decay(n_heads, n_heads)
+        self.A_log, self.dt_bias = nn.Parameter(a_log), nn.Parameter(dt_bias)
+        self.gate_proj = nn.Linear(d_model, n_heads * head_dim, bias=False)
+
+    def log_gate(self, x: torch.Tensor) -> torch.Tensor:
+        """g = −exp(A_log) · softplus(x W_a + dt_bias): x ``[B, T, d_model]`` -> ``[B, H, T]``."""
+        return softplus_decay_gate(self.decay_proj(x), self.A_log, self.dt_bias).transpose(1, 2)
+
+    def _mix(self, q, k, v, beta, x, state, use_cache):
+        kernel = gated_delta_rule_recurrent if q.shape[2] == 1 else gated_delta_rule_chunk
+        return kernel(q, k, v, g=self.log_gate(x), beta=beta, initial_state=state,
+                      output_final_state=use_cache)
+
+    def _output_gate(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.sigmoid(split_heads(self.gate_proj(x), self.n_heads))

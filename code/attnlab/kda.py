@@ -1,0 +1,215 @@
+"""Kimi Delta Attention (KDA): the delta rule with one decay per key channel.
+
+KDA (Kimi Linear, KL §3) replaces the scalar decay of the gated delta rule by a diagonal one,
+``Diag(α_t)`` with ``α_t = exp(g_t) ∈ (0, 1]^{Dk}``, so each key channel forgets at its own,
+data-dependent rate::
+
+    S_t = (I − β_t k_t k_tᵀ) Diag(α_t) S_{t-1} + β_t k_t v_tᵀ        o_t = S_tᵀ q_t
+
+i.e. first decay, S' = Diag(α_t) S_{t-1}, then the delta-rule write on the decayed state,
+S_t = S' + β_t k_t (v_t − S'ᵀ k_t)ᵀ. The order matters: Diag(α) and k kᵀ do not commute.
+
+Shapes: q, k ``[B, H, T, Dk]``; v ``[B, H, T, Dv]``; per-channel log-gates g ``[B, H, T, Dk]``
+(≤ 0); beta ``[B, H, T]``; states ``[B, H, Dk, Dv]``, read as ``o = Sᵀ q``.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from ._checks import check_positive_int, check_range, check_tensor
+from .attention import _resolve_scale, split_heads
+from .delta import (
+    CHANNEL_GATE_DIMS,
+    _check_kernel_inputs,
+    _chunk_recurrence,
+    _delta_write,
+    _DeltaLayerBase,
+    _read,
+    _start_state,
+    _ut_matrix,
+)
+from .gated import channel_decay_scores, init_softplus_decay, softplus_decay_gate
+from .linear import merge_chunks, split_chunks
+
+
+def _kda_step(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    g: torch.Tensor,
+    beta: torch.Tensor,
+    state: torch.Tensor,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """One KDA token (q already scaled; no checks):
+
+        S' = Diag(exp(g)) S        S_new = S' + β k (v − S'ᵀ k)ᵀ        o = S_newᵀ q
+
+    q, k, g [B, H, Dk]; v [B, H, Dv]; beta [B, H]; state [B, H, Dk, Dv] -> (o [B, H, Dv], S_new).
+    """
+    decayed = g.exp()[..., :, None] * state
+    state = _delta_write(decayed, k, v, beta)
+    return _read(state, q), state
+
+
+def kda_step(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    *,
+    g: torch.Tensor,
+    beta: torch.Tensor,
+    state: torch.Tensor,
+    scale: float | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """One decoding step of KDA: read the new token into the state, then answer its query.
+
+        S' = Diag(α) S,  α = exp(g)     S_new = S' + β k (v − S'ᵀ k)ᵀ     o = S_newᵀ (scale · q)
+
+    q, k [B, H, Dk]; v [B, H, Dv]; g [B, H, Dk] ≤ 0; beta [B, H] in [0, 2];
+    state [B, H, Dk, Dv]. Returns (o [B, H, Dv], new state [B, H, Dk, Dv]).
+    """
+    sizes = check_tensor("q", q, ("B", "H", "Dk"))
+    like_q = {"dtype": q.dtype, "device": q.device}
+    check_tensor("k", k, ("B", "H", "Dk"), sizes, **like_q)
+    check_tensor("v", v, ("B", "H", "Dv"), sizes, **like_q)
+    check_tensor("g", g, ("B", "H", "Dk"), sizes, **like_q)
+    check_tensor("beta", beta, ("B", "H"), sizes, **like_q)
+    check_tensor("state", state, ("B", "H", "Dk", "Dv"), sizes, **like_q)
+    check_range("beta", beta, 0.0, 2.0)
+    check_range("g", g, None, 0.0)
+    if torch.isinf(g).any():
+        raise ValueError("g: expected finite log-gates (g = log α, α > 0), got -inf")
+    q = q * _resolve_scale(scale, sizes["Dk"])
+    return _kda_step(q, k, v, g, beta, state)
+
+
+def kda_recurrent(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    *,
+    g: torch.Tensor,
+    beta: torch.Tensor,
+    scale: float | None = None,
+    initial_state: torch.Tensor | None = None,
+    output_final_state: bool = False,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """KDA one token at a time (the definition): the step of :func:`kda_step`, T times.
+
+        S'  = Diag(α_t) S_{t-1},   α_t = exp(g_t)
+        S_t = S' + β_t k_t (v_t − S'ᵀ k_t)ᵀ          o_t = S_tᵀ (scale · q_t)
+
+    q, k [B, H, T, Dk]; v [B, H, T, Dv]; g [B, H, T, Dk] ≤ 0; beta [B, H, T] in [0, 2];
+    initial_state [B, H, Dk, Dv] (zeros if None). Returns o [B, H, T, Dv] and S_T (or None).
+    """
+    sizes = _check_kernel_inputs(
+        q, k, v, beta=beta, g=g, gate_dims=CHANNEL_GATE_DIMS, initial_state=initial_state
+    )
+    q = q * _resolve_scale(scale, sizes["Dk"])
+    state = _start_state(initial_state, sizes, q)
+    outputs = []
+    for t in range(sizes["T"]):
+        o_t, state = _kda_step(q[:, :, t], k[:, :, t], v[:, :, t], g[:, :, t], beta[:, :, t], state)
+        outputs.append(o_t)
+    return torch.stack(outputs, dim=2), (state if output_final_state else None)
+
+
+def kda_chunk(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    *,
+    g: torch.Tensor,
+    beta: torch.Tensor,
+    scale: float | None = None,
+    initial_state: torch.Tensor | None = None,
+    output_final_state: bool = False,
+    chunk_size: int = 64,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """KDA chunk by chunk (KL eqs. 6–9, MATH.md §6), with the index erratum fixed.
+
+    Within a chunk, B is the cumulative sum of g over positions [C, Dk], b_C its last row, and
+    the decay from position j to i excludes j: γ_(j,i] = Π_{s=j+1..i} α_s = exp(B_i − B_j).
+
+        A_kk[i, j] = k_iᵀ Diag(γ_(j,i]) k_j (i > j),    A_qk[i, j] = q_iᵀ Diag(γ_(j,i]) k_j (i ≥ j)
+        L = I + StrictTril(diag(β) A_kk)
+        V_new = L⁻¹ diag(β) (V − (e^B ⊙ K) S)         (one triangular solve per chunk)
+        O = (e^B ⊙ Q) S + A_qk V_new
+        S ← Diag(e^{b_C}) S + (e^{b_C − B} ⊙ K)ᵀ V_new
+
+    V_new = U − W S with KL's W = 𝓜 (e^B ⊙ K), U = 𝓜 V, 𝓜 = L⁻¹ diag(β) (KL eqs. 6–9).
+
+    A_kk and A_qk come from ``channel_decay_scores`` (the per-channel decayed scores GLA uses
+    too), which never forms exp(−B) alone; every other exponent here is ≤ 0. So gates of −20
+    per step stay finite in float32, and so do the gradients.
+    Same arguments as :func:`kda_recurrent`, plus ``chunk_size`` (any T is accepted).
+    """
+    sizes = _check_kernel_inputs(
+        q, k, v, beta=beta, g=g, gate_dims=CHANNEL_GATE_DIMS, initial_state=initial_state
+    )
+    chunk_size = check_positive_int("chunk_size", chunk_size)
+    q = q * _resolve_scale(scale, sizes["Dk"])
+    qc, kc, vc, gc = (split_chunks(x, chunk_size) for x in (q, k, v, g))  # [B, H, N, C, D]
+    bc = split_chunks(beta.unsqueeze(-1), chunk_size).squeeze(-1)  # [B, H, N, C]
+    b = gc.cumsum(dim=-2)  # B  [B, H, N, C, Dk]
+    b_last = b[..., -1:, :]  # b_C  [B, H, N, 1, Dk]
+    a_qk = channel_decay_scores(qc, kc, b)  # q_iᵀ Diag(γ_(j,i]) k_j, j ≤ i
+    a_kk = channel_decay_scores(kc, kc, b)  # k_iᵀ Diag(γ_(j,i]) k_j (the solve reads j < i)
+    lower = _ut_matrix(a_kk, bc)
+    from_start, to_end = b.exp(), (b_last - b).exp()  # e^B, e^{b_C − B}
+    state = _start_state(initial_state, sizes, q)
+    o, state = _chunk_recurrence(qc * from_start, kc * from_start, vc, bc, kc * to_end, lower,
+                                 a_qk, b_last.exp()[..., 0, :], state)
+    return merge_chunks(o, sizes["T"]), (state if output_final_state else None)
+
+
+class KDALayer(_DeltaLayerBase):
+    """The KDA layer of Kimi Linear (KL §4, eq. 10; MATH.md §6 Parameterisation):
+
+        q, k = L2Norm(SiLU(ShortConv(x W_{q,k})))      v = SiLU(ShortConv(x W_v))   (per head)
+        g = −exp(A_log) ⊙ softplus(x W↓_α W↑_α + dt_bias)    [B, H, T, Dk], rank head_dim
+        β = sigmoid(x W_β), one per head
+        y = merge_heads(sigmoid(x W↓_g W↑_g) ⊙ RMSNorm_head(kda(q, k, v, g, β))) W_o
+
+    Both gates are low-rank with rank head_dim (FLA's ``f_proj`` and ``g_proj``), and the output
+    gate is a sigmoid (KL Table 1: better than no gate and than swish). A = exp(A_log) ~ U(1, 16)
+    per head, and softplus(dt_bias) is log-uniform in [1e-3, 1e-1] per channel
+    (``init_softplus_decay``): at x = 0 the decay α = exp(−A·Δ) lies in [0.2, 0.999], mostly
+    close to 1, so the layer starts out remembering and a few channels forget fast.
+    Prefill uses :func:`kda_chunk`; a one-token decode step :func:`kda_step`.
+    """
+
+    def __init__(self, d_model: int, n_heads: int, head_dim: int, conv_size: int = 4) -> None:
+        super().__init__(d_model, n_heads, head_dim, conv_size)
+        width = n_heads * head_dim
+        self.decay_proj = nn.Sequential(
+            nn.Linear(d_model, head_dim, bias=False), nn.Linear(head_dim, width, bias=False)
+        )
+        a_log, dt_bias = init_softplus_decay(n_heads, width)
+        self.A_log, self.dt_bias = nn.Parameter(a_log), nn.Parameter(dt_bias)
+        self.gate_proj = nn.Sequential(
+            nn.Linear(d_model, head_dim, bias=False), nn.Linear(head_dim, width, bias=True)
+        )
+
+    def log_gate(self, x: torch.Tensor) -> torch.Tensor:
+        """g = −exp(A_log) ⊙ softplus(x W↓ W↑ + dt_bias): x [B, T, d_model] -> g [B, H, T, Dk]."""
+        b, t, _ = x.shape
+        raw = self.decay_proj(x).view(b, t, self.n_heads, self.head_dim)
+        dt_bias = self.dt_bias.view(self.n_heads, self.head_dim)
+        return softplus_decay_gate(raw, self.A_log[:, None], dt_bias).transpose(1, 2)
+
+    def _mix(self, q, k, v, beta, x, state, use_cache):
+        g = self.log_gate(x)
+        if q.shape[2] > 1:
+            return kda_chunk(q, k, v, g=g, beta=beta, initial_state=state,
+                             output_final_state=use_cache)
+        if state is None:
+            state = q.new_zeros(*q.shape[:2], self.head_dim, self.head_dim)
+        o, state = kda_step(q[:, :, 0], k[:, :, 0], v[:, :, 0], g=g[:, :, 0], beta=beta[:, :, 0],
+                            state=state)
+        return o.unsqueeze(2), state
+
+    def _output_gate(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.sigmoid(split_heads(self.gate_proj(x), self.n_heads))

@@ -1,0 +1,354 @@
+"""The delta rule and the gated delta rule: chunkwise (WY / UT) equals the recurrence for outputs,
+final states and gradients; the special cases (β = 0, β = 1, g = 0) do what the equations say;
+extreme gates stay finite; bad inputs are refused; the layers decode token by token exactly."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+from attnlab.blocks import RecurrentCache
+from attnlab.delta import (
+    DeltaNetLayer,
+    GatedDeltaNetLayer,
+    delta_rule_chunk,
+    delta_rule_parallel,
+    delta_rule_recurrent,
+    gated_delta_rule_chunk,
+    gated_delta_rule_recurrent,
+)
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+shapes = st.tuples(
+    st.integers(1, 2),  # B
+    st.integers(1, 2),  # H
+    st.integers(1, 70),  # T
+    st.integers(1, 8),  # Dk
+    st.integers(1, 8),  # Dv
+)
+seeds = st.integers(0, 2**31 - 1)
+chunk_sizes = st.integers(1, 64)
+# β: the usual (0, 1), the ends 0 and 1 exactly, a mix of both ends, and up to 2 (negative
+# eigenvalues 1 - β of the transition along k)
+beta_kinds = st.sampled_from(["uniform", "zeros", "ones", "ends", "upto2"])
+# typical magnitude of -g per step: exactly 0, near 0 (α ≈ 1), moderate, very fast decay
+gate_scales = st.sampled_from([0.0, 1e-6, 0.5, 30.0])
+
+
+def random_inputs(seed, shape, beta_kind="uniform", gate_scale=0.5, dtype=torch.float64):
+    """q, k (unit-norm keys, as the layers give), v, beta, a scalar log-gate g ≤ 0 and S_0."""
+    b, h, t, dk, dv = shape
+    gen = torch.Generator().manual_seed(seed)
+    q = torch.randn(b, h, t, dk, generator=gen, dtype=dtype)
+    k = F.normalize(torch.randn(b, h, t, dk, generator=gen, dtype=dtype), dim=-1)
+    v = torch.randn(b, h, t, dv, generator=gen, dtype=dtype)
+    u = torch.rand(b, h, t, generator=gen, dtype=dtype)
+    beta = {
+        "uniform": u,
+        "zeros": torch.zeros_like(u),
+        "ones": torch.ones_like(u),
+        "ends": (u > 0.5).to(dtype),
+        "upto2": 2 * u,
+    }[beta_kind]
+    g = -gate_scale * torch.rand(b, h, t, generator=gen, dtype=dtype)
+    s0 = torch.randn(b, h, dk, dv, generator=gen, dtype=dtype)
+    return q, k, v, beta, g, s0
+
+
+def assert_close(actual, expected):
+    """float64: 1e-10 absolute on O(1) values (relative to the largest entry when it exceeds 1);
+    float32: 1e-4 relative to the largest entry."""
+    assert actual.shape == expected.shape and actual.dtype == expected.dtype
+    assert torch.isfinite(actual).all()
+    magnitude = max(1.0, expected.abs().max().item())
+    tol = 1e-10 if expected.dtype == torch.float64 else 1e-4
+    error = (actual - expected).abs().max().item()
+    assert error <= tol * magnitude, f"max error {error:.3g} > {tol * magnitude:.3g}"
+
+
+def run_both(recurrent, chunk, args, chunk_size, **kw):
+    o_r, s_r = recurrent(*args, output_final_state=True, **kw)
+    o_c, s_c = chunk(*args, output_final_state=True, chunk_size=chunk_size, **kw)
+    return (o_r, s_r), (o_c, s_c)
+
+
+# ------------------------------------------------------------------------- equivalent forms
+@given(seed=seeds, shape=shapes, chunk_size=chunk_sizes, beta_kind=beta_kinds,
+       with_state=st.booleans())
+@example(seed=0, shape=(1, 1, 1, 3, 5), chunk_size=64, beta_kind="uniform", with_state=True)
+@example(seed=1, shape=(2, 1, 65, 4, 3), chunk_size=64, beta_kind="upto2", with_state=True)
+@example(seed=2, shape=(1, 2, 64, 8, 2), chunk_size=16, beta_kind="ends", with_state=False)
+def test_delta_chunk_equals_recurrent(seed, shape, chunk_size, beta_kind, with_state):
+    q, k, v, beta, _, s0 = random_inputs(seed, shape, beta_kind)
+    s0 = s0 if with_state else None
+    (o_r, s_r), (o_c, s_c) = run_both(delta_rule_recurrent, delta_rule_chunk, (q, k, v),
+                                      chunk_size, beta=beta, initial_state=s0)
+    assert_close(o_c, o_r)
+    assert_close(s_c, s_r)
+
+
+@given(seed=seeds, shape=shapes, chunk_size=chunk_sizes, beta_kind=beta_kinds,
+       gate_scale=gate_scales, with_state=st.booleans())
+@example(seed=0, shape=(1, 1, 1, 3, 5), chunk_size=64, beta_kind="uniform", gate_scale=0.5,
+         with_state=True)
+@example(seed=1, shape=(2, 1, 65, 4, 3), chunk_size=64, beta_kind="upto2", gate_scale=30.0,
+         with_state=True)
+def test_gated_chunk_equals_recurrent(seed, shape, chunk_size, beta_kind, gate_scale,
+                                      with_state):
+    q, k, v, beta, g, s0 = random_inputs(seed, shape, beta_kind, gate_scale)
+    s0 = s0 if with_state else None
+    (o_r, s_r), (o_c, s_c) = run_both(gated_delta_rule_recurrent, gated_delta_rule_chunk,
+                                      (q, k, v), chunk_size, g=g, beta=beta, initial_state=s0)
+    assert_close(o_c, o_r)
+    assert_close(s_c, s_r)
+
+
+def gradients(kernel, q, k, v, beta, g, s0, **kw):
+    """d(loss)/d(q, k, v, beta, g, S_0) for a loss that weighs every output and state entry."""
+    leaves = [x.clone().requires_grad_() for x in (q, k, v, beta, g, s0)]
+    q, k, v, beta, g, s0 = leaves
+    gate = {} if kw.pop("no_gate", False) else {"g": g}
+    o, s = kernel(q, k, v, beta=beta, initial_state=s0, output_final_state=True, **gate, **kw)
+    gen = torch.Generator().manual_seed(0)
+    loss = (o * torch.randn(o.shape, generator=gen, dtype=o.dtype)).sum() + (
+        s * torch.randn(s.shape, generator=gen, dtype=s.dtype)).sum()
+    grads = torch.autograd.grad(loss, leaves, allow_unused=True)
+    return [torch.zeros_like(x) if gr is None else gr for x, gr in zip(leaves, grads, strict=True)]
+
+
+@settings(max_examples=12)
+@given(seed=seeds, shape=shapes, chunk_size=chunk_sizes, gate_scale=gate_scales)
+def test_gradients_chunk_equal_recurrent(seed, shape, chunk_size, gate_scale):
+    q, k, v, beta, g, s0 = random_inputs(seed, shape, "uniform", gate_scale)
+    for recurrent, chunk, gate in ((delta_rule_recurrent, delta_rule_chunk, False),
+                                   (gated_delta_rule_recurrent, gated_delta_rule_chunk, True)):
+        expected = gradients(recurrent, q, k, v, beta, g, s0, no_gate=not gate)
+        actual = gradients(chunk, q, k, v, beta, g, s0, no_gate=not gate, chunk_size=chunk_size)
+        for a, e in zip(actual, expected, strict=True):
+            assert_close(a, e)
+
+
+@settings(max_examples=8)
+@given(seed=seeds, shape=shapes, chunk_size=chunk_sizes, beta_kind=beta_kinds)
+def test_float32_chunk_equals_recurrent(seed, shape, chunk_size, beta_kind):
+    q, k, v, beta, g, s0 = random_inputs(seed, shape, beta_kind, 0.5, dtype=torch.float32)
+    for recurrent, chunk, gate in ((delta_rule_recurrent, delta_rule_chunk, {}),
+                                   (gated_delta_rule_recurrent, gated_delta_rule_chunk,
+                                    {"g": g})):
+        (o_r, s_r), (o_c, s_c) = run_both(recurrent, chunk, (q, k, v), chunk_size, beta=beta,
+                                          initial_state=s0, **gate)
+        assert o_c.dtype == torch.float32
+        assert_close(o_c, o_r)
+        assert_close(s_c, s_r)
+
+
+@given(seed=seeds, shape=shapes, beta_kind=beta_kinds)
+def test_parallel_equals_recurrent(seed, shape, beta_kind):
+    q, k, v, beta, _, _ = random_inputs(seed, shape, beta_kind)
+    o_p, none = delta_rule_parallel(q, k, v, beta=beta)
+    o_r, _ = delta_rule_recurrent(q, k, v, beta=beta)
+    assert none is None
+    assert_close(o_p, o_r)
+
+
+@settings(max_examples=15)
+@given(seed=seeds, shape=shapes, chunk_size=chunk_sizes, split=st.floats(0.0, 1.0),
+       gated=st.booleans())
+def test_split_sequence_with_carried_state_equals_whole(seed, shape, chunk_size, split, gated):
+    q, k, v, beta, g, s0 = random_inputs(seed, shape)
+    t = shape[2]
+    cut = min(max(1, round(split * t)), t - 1) if t > 1 else 1
+    kernel = gated_delta_rule_chunk if gated else delta_rule_chunk
+
+    def run(sl, state):
+        gate = {"g": g[:, :, sl]} if gated else {}
+        return kernel(q[:, :, sl], k[:, :, sl], v[:, :, sl], beta=beta[:, :, sl],
+                      initial_state=state, output_final_state=True, chunk_size=chunk_size,
+                      **gate)
+
+    o_all, s_all = run(slice(0, t), s0)
+    o_1, s_1 = run(slice(0, cut), s0)
+    if cut < t:
+        o_2, s_2 = run(slice(cut, t), s_1)
+        o_1, s_1 = torch.cat([o_1, o_2], dim=2), s_2
+    assert_close(o_1, o_all)
+    assert_close(s_1, s_all)
+
+
+# ------------------------------------------------------------------------- special cases
+@given(seed=seeds, shape=shapes, chunk_size=chunk_sizes, beta_kind=beta_kinds)
+def test_gated_with_zero_gate_is_the_delta_rule(seed, shape, chunk_size, beta_kind):
+    q, k, v, beta, g, s0 = random_inputs(seed, shape, beta_kind)
+    zero = torch.zeros_like(g)
+    for gated, plain in ((gated_delta_rule_recurrent, delta_rule_recurrent),
+                         (gated_delta_rule_chunk, delta_rule_chunk)):
+        extra = {"chunk_size": chunk_size} if plain is delta_rule_chunk else {}
+        o_g, s_g = gated(q, k, v, g=zero, beta=beta, initial_state=s0, output_final_state=True,
+                         **extra)
+        o_d, s_d = plain(q, k, v, beta=beta, initial_state=s0, output_final_state=True, **extra)
+        assert_close(o_g, o_d)
+        assert_close(s_g, s_d)
+
+
+@pytest.mark.parametrize("kernel", [delta_rule_recurrent, delta_rule_chunk])
+def test_beta_zero_leaves_the_state_unchanged(kernel):
+    q, k, v, beta, _, s0 = random_inputs(3, (2, 2, 19, 5, 4), "zeros")
+    o, s = kernel(q, k, v, beta=beta, initial_state=s0, output_final_state=True)
+    assert_close(s, s0)
+    # o_t = S_0ᵀ (q_t / sqrt(Dk)) for every t
+    assert_close(o, torch.einsum("bhkv,bhtk->bhtv", s0, q) / 5**0.5)
+
+
+@pytest.mark.parametrize("kernel", [delta_rule_recurrent, delta_rule_chunk])
+def test_one_step_with_beta_one_and_a_unit_key_writes_v_exactly(kernel):
+    q, k, v, beta, _, s0 = random_inputs(4, (2, 3, 1, 6, 5), "ones")
+    _, s = kernel(q, k, v, beta=beta, initial_state=s0, output_final_state=True)
+    read = torch.einsum("bhkv,bhk->bhv", s, k[:, :, 0])  # S_1ᵀ k_1
+    assert_close(read, v[:, :, 0])
+    # ... and the old state is unchanged orthogonally to k: S_1 (I - k kᵀ) = S_0 (I - k kᵀ)
+    proj = torch.eye(6, dtype=k.dtype) - k[:, :, 0, :, None] * k[:, :, 0, None, :]
+    assert_close(proj @ s, proj @ s0)
+
+
+@pytest.mark.parametrize("chunk_size", [64, 50])
+def test_extreme_gates_stay_finite_and_match_in_float32(chunk_size):
+    """g down to -20 per step over T = 1024: exp(-b) alone would overflow float32 after ~5 steps."""
+    q, k, v, beta, g, s0 = random_inputs(5, (1, 2, 1024, 16, 16), dtype=torch.float32)
+    g = -20 * torch.rand(g.shape, generator=torch.Generator().manual_seed(1))
+    o_r, s_r = gated_delta_rule_recurrent(q, k, v, g=g, beta=beta, initial_state=s0,
+                                          output_final_state=True)
+    leaves = [x.clone().requires_grad_() for x in (q, k, v, g, beta)]
+    o_c, s_c = gated_delta_rule_chunk(*leaves[:3], g=leaves[3], beta=leaves[4], initial_state=s0,
+                                      output_final_state=True, chunk_size=chunk_size)
+    assert_close(o_c.detach(), o_r)
+    assert_close(s_c.detach(), s_r)
+    (o_c.sum() + s_c.sum()).backward()
+    assert all(torch.isfinite(x.grad).all() for x in leaves)
+
+
+# ------------------------------------------------------------------------- bad inputs
+KERNELS = [
+    (delta_rule_recurrent, False),
+    (delta_rule_chunk, False),
+    (delta_rule_parallel, False),
+    (gated_delta_rule_recurrent, True),
+    (gated_delta_rule_chunk, True),
+]
+
+
+def valid_args(dtype=torch.float32):
+    q, k, v, beta, g, s0 = random_inputs(0, (2, 3, 10, 4, 5), dtype=dtype)
+    return dict(q=q, k=k, v=v, beta=beta, g=g, initial_state=s0)
+
+
+def call(kernel, gated, args):
+    args = dict(args)
+    q, k, v = args.pop("q"), args.pop("k"), args.pop("v")
+    g = args.pop("g")
+    if gated:
+        args["g"] = g
+    if kernel is delta_rule_parallel:
+        args.pop("initial_state")
+    return kernel(q, k, v, **args)
+
+
+BAD = {
+    "q": lambda a: a["q"][0],  # wrong rank
+    "k": lambda a: a["k"][:, :, :7],  # T mismatch
+    "v": lambda a: a["v"][:1],  # B mismatch
+    "beta": lambda a: a["beta"][:, :2],  # H mismatch
+    "initial_state": lambda a: a["initial_state"][..., :3, :],  # Dk mismatch
+}
+
+
+@pytest.mark.parametrize("kernel,gated,name", [
+    (kernel, gated, name) for kernel, gated in KERNELS for name in BAD
+    if not (kernel is delta_rule_parallel and name == "initial_state")  # it has none
+])
+def test_bad_shapes_are_refused_naming_the_argument(kernel, gated, name):
+    args = valid_args()
+    args[name] = BAD[name](args)
+    with pytest.raises(ValueError, match=name):
+        call(kernel, gated, args)
+
+
+@pytest.mark.parametrize("kernel,gated", KERNELS)
+def test_bad_dtypes_and_values_are_refused(kernel, gated):
+    args = valid_args()
+    for name, value in [("k", args["k"].double()), ("v", args["v"].half()),
+                        ("beta", args["beta"] + 2.5), ("beta", args["beta"] - 0.1),
+                        ("q", args["q"].to(torch.int64)), ("beta", args["beta"] * float("nan"))]:
+        with pytest.raises(ValueError, match=name):
+            call(kernel, gated, {**args, name: value})
+    if gated:
+        for value in (args["g"] + 0.5, args["g"][..., None], args["g"] * float("inf")):
+            with pytest.raises(ValueError, match="g"):
+                call(kernel, gated, {**args, "g": value})
+
+
+def test_bad_chunk_size_is_refused():
+    args = valid_args()
+    for chunk_size in (0, -3, 2.5):
+        with pytest.raises(ValueError, match="chunk_size"):
+            delta_rule_chunk(args["q"], args["k"], args["v"], beta=args["beta"],
+                             chunk_size=chunk_size)
+
+
+# ------------------------------------------------------------------------- layers
+@pytest.mark.parametrize("layer_cls", [DeltaNetLayer, GatedDeltaNetLayer])
+@pytest.mark.parametrize("prefill", [1, 5, 17])
+def test_layer_prefill_then_decode_equals_full_pass(layer_cls, prefill):
+    torch.manual_seed(0)
+    layer = layer_cls(d_model=12, n_heads=2, head_dim=6).double()
+    x = torch.randn(2, 23, 12, dtype=torch.float64)
+    y_full, none = layer(x)
+    assert none is None
+    y, cache = layer(x[:, :prefill], use_cache=True)
+    outputs, sizes = [y], [cache.num_bytes()]
+    for t in range(prefill, x.shape[1]):
+        y, cache = layer(x[:, t : t + 1], cache=cache, use_cache=True)
+        outputs.append(y)
+        sizes.append(cache.num_bytes())
+    assert_close(torch.cat(outputs, dim=1), y_full)
+    assert isinstance(cache, RecurrentCache)
+    assert len(set(sizes)) == 1  # the cache does not grow with T
+    assert cache.state.shape == (2, 2, 6, 6)
+
+
+@pytest.mark.parametrize("layer_cls", [DeltaNetLayer, GatedDeltaNetLayer])
+def test_layer_any_split_continues_the_sequence(layer_cls):
+    torch.manual_seed(1)
+    layer = layer_cls(d_model=8, n_heads=2, head_dim=4, conv_size=3).double()
+    x = torch.randn(1, 40, 8, dtype=torch.float64)
+    y_full, _ = layer(x)
+    cache, outputs = None, []
+    for a, b in [(0, 7), (7, 8), (8, 30), (30, 40)]:
+        y, cache = layer(x[:, a:b], cache=cache, use_cache=True)
+        outputs.append(y)
+    assert_close(torch.cat(outputs, dim=1), y_full)
+
+
+def test_layer_gates_and_shapes():
+    torch.manual_seed(2)
+    layer = GatedDeltaNetLayer(d_model=16, n_heads=4, head_dim=8)
+    x = torch.randn(3, 9, 16)
+    g = layer.log_gate(x)
+    assert g.shape == (3, 4, 9) and (g <= 0).all()
+    alpha0 = torch.exp(layer.log_gate(torch.zeros(1, 1, 16)))  # decay at x = 0
+    assert ((alpha0 > 0.15) & (alpha0 < 1)).all()
+    y, _ = layer(x)
+    assert y.shape == x.shape and y.dtype == torch.float32
+
+
+def test_layer_refuses_bad_inputs():
+    layer = DeltaNetLayer(d_model=8, n_heads=2, head_dim=4)
+    with pytest.raises(ValueError, match="x"):
+        layer(torch.randn(2, 5, 7))
+    with pytest.raises(ValueError, match="x"):
+        layer(torch.randn(2, 5, 8, dtype=torch.float64))
+    with pytest.raises(ValueError, match="cache"):
+        layer(torch.randn(2, 5, 8), cache=torch.zeros(2, 2, 4, 4))
+    _, cache = layer(torch.randn(2, 5, 8), use_cache=True)
+    with pytest.raises(ValueError, match="cache"):
+        layer(torch.randn(3, 1, 8), cache=cache)
