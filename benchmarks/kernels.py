@@ -12,9 +12,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-import torch
-
 import attnlab as al
+import torch
 
 B, H, D = 1, 4, 64
 LENGTHS = (256, 1024, 4096)

@@ -32,7 +32,8 @@ def notebook_table(rows: list[dict]) -> list[str]:
 
 
 def slider_table(rows: list[dict]) -> list[str]:
-    lines = ["| notebook | panel (draw function) | frames | median (ms) | p95 (ms) | within budget |",
+    lines = ["| notebook | panel (draw function) | frames | median (ms) | p95 (ms) "
+             "| within budget |",
              "|---|---|---:|---:|---:|---|"]
     for r in rows:
         for name, s in r["panels"].items():

@@ -2,10 +2,9 @@
 
 import pytest
 import torch
+from attnlab import embedding as emb
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from attnlab import embedding as emb
 
 
 @settings(max_examples=25, deadline=None)

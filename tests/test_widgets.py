@@ -2,7 +2,6 @@
 
 import matplotlib.pyplot as plt
 import pytest
-
 from attnlab import plotting
 from attnlab.figures import embedding as figs
 from attnlab.widgets import slider_panel, widget_mode

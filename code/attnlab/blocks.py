@@ -21,7 +21,8 @@ class ShortConvolution(nn.Module):
 
     y[t, c] = sum_{j=0}^{K-1} w[c, j] * x[t - (K-1) + j, c], with x[<0] = 0 (or the cache).
 
-    Shapes: x ``[B, T, C]`` -> y ``[B, T, C]``; the cache is the last ``K-1`` inputs ``[B, K-1, C]``.
+    Shapes: x ``[B, T, C]`` -> y ``[B, T, C]``; the cache holds the last ``K-1`` inputs
+    ``[B, K-1, C]``.
     Implemented as K shifted multiply-adds (faster than ``nn.Conv1d`` on a CPU for K = 4).
     Initialised like ``nn.Conv1d``: uniform in ±1/sqrt(K) (a near-identity init makes recurrent
     models fail to learn recall; see the course's experiment notes).
@@ -37,7 +38,7 @@ class ShortConvolution(nn.Module):
     def forward(
         self, x: torch.Tensor, cache: torch.Tensor | None = None
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Return ``(y, new_cache)``; pass ``cache`` from the previous call to continue a sequence."""
+        """Return ``(y, new_cache)``; pass the previous call's cache to continue a sequence."""
         sizes = check_tensor("x", x, ("B", "T", "C"), {"C": self.channels})
         k = self.kernel_size
         if cache is None:
@@ -66,7 +67,9 @@ class HeadRMSNorm(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if x.shape[-1] != self.dim:
-            raise ValueError(f"x: expected last axis of size {self.dim}, got shape {tuple(x.shape)}")
+            raise ValueError(
+                f"x: expected last axis of size {self.dim}, got shape {tuple(x.shape)}"
+            )
         return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
 
 
@@ -86,5 +89,6 @@ class RecurrentCache:
 
     def num_bytes(self) -> int:
         """Bytes held by this cache (state, conv inputs and normaliser)."""
-        tensors = [self.state, *self.conv] + ([self.normaliser] if self.normaliser is not None else [])
+        extra = [self.normaliser] if self.normaliser is not None else []
+        tensors = [self.state, *self.conv, *extra]
         return sum(t.numel() * t.element_size() for t in tensors)

@@ -167,7 +167,9 @@ def slider_panel(
     for control in parsed:
         n_frames *= len(control.values)
     if n_frames > MAX_FRAMES:
-        raise ValueError(f"controls: {n_frames} combinations; at most {MAX_FRAMES} keep pages light")
+        raise ValueError(
+            f"controls: {n_frames} combinations; at most {MAX_FRAMES} keep pages light"
+        )
 
     panel = SliderPanel(draw, parsed, alt, mode, new_figure(width, height), dpi)
     panel.sliders = [_make_slider(c) for c in parsed]

@@ -41,7 +41,9 @@ def _group_colour(word: str) -> str:
     return PALETTE[groups.index(group)] if group in groups else "#999999"
 
 
-def draw_one_hot_lookup(fig: Figure, token_id: int = 2, vocab_size: int = 6, d_model: int = 4) -> None:
+def draw_one_hot_lookup(
+    fig: Figure, token_id: int = 2, vocab_size: int = 6, d_model: int = 4
+) -> None:
     """One-hot row vector × table = the table's row: the lookup drawn as a product."""
     g = torch.Generator().manual_seed(1)
     table = torch.randn(vocab_size, d_model, generator=g).round(decimals=1)
@@ -95,7 +97,7 @@ def draw_projection(fig: Figure, dim: int) -> None:
     tokenizer, table = toy_embeddings(dim)
     points = project_2d(table)
     ax = fig.subplots()
-    for group, words in WORD_GROUPS.items():
+    for words in WORD_GROUPS.values():
         for k, word in enumerate(words):
             x, y = points[tokenizer.vocab.index(word)].tolist()
             ax.scatter(x, y, color=_group_colour(word), s=25)

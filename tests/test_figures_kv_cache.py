@@ -1,0 +1,195 @@
+"""Tests of Lesson 6's figures (attnlab.figures.kv_cache) and the computations it added to
+attnlab.kv_cache: decode work counts, the context that fits a budget, and the step timer."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+import torch
+from attnlab.figures import kv_cache as figs
+from attnlab.kv_cache import (
+    decode_step_work,
+    decode_total_work,
+    kv_cache_bytes,
+    max_cached_tokens,
+    time_decode_step,
+)
+from attnlab.memory import (
+    as_all_attention,
+    cache_breakdown,
+    cache_bytes_per_token,
+    format_bytes,
+)
+from attnlab.model import LLAMA3_8B, SOPHIA
+from attnlab.plotting import new_figure
+
+PRESETS = list(figs.CALCULATOR_MODELS)
+CONTEXTS = [1024, 4096, 16384, 65536, 131072]
+DTYPES = ["fp32", "bf16", "fp8"]
+
+
+# ---------------------------------------------------------------- figures
+
+
+@pytest.mark.parametrize("n_steps", [1, 8, 32])
+def test_draw_recompute_draws(n_steps):
+    fig = new_figure(8, 3.6)
+    figs.draw_recompute(fig, n_steps=n_steps)
+    assert len(fig.axes) == 2
+    rows_uncached = decode_total_work(n_steps, cached=False)[0]
+    assert f"{rows_uncached} K/V rows computed" in fig.axes[0].get_title()
+
+
+@pytest.mark.parametrize("bad", [0, 65, 2.0, True, "8"])
+def test_draw_recompute_rejects_bad_steps(bad):
+    with pytest.raises(ValueError, match="n_steps"):
+        figs.draw_recompute(new_figure(), n_steps=bad)
+
+
+def test_draw_step_times_draws_and_reports_ratio():
+    fig = new_figure(7, 4)
+    figs.draw_step_times(fig, [64, 128, 256], [1e-4, 1.1e-4, 1.2e-4], [2e-4, 8e-4, 3.6e-3])
+    title = fig.axes[0].get_title()
+    assert "T = 256" in title and "30×" in title
+
+
+@pytest.mark.parametrize(
+    ("contexts", "cached", "uncached", "name"),
+    [([64], [1e-4], [1e-3], "contexts"),
+     ([64, 128], [1e-4], [1e-3, 2e-3], "cached_seconds"),
+     ([64, 128], [1e-4, 1e-4], [1e-3, 0.0], "uncached_seconds")],
+)
+def test_draw_step_times_rejects_bad_input(contexts, cached, uncached, name):
+    with pytest.raises(ValueError, match=name):
+        figs.draw_step_times(new_figure(), contexts, cached, uncached)
+
+
+@pytest.mark.parametrize(
+    ("preset", "context", "dtype"),
+    [("Sophia as all-attention", 4096, "bf16"),  # the panel's default
+     *itertools.product([PRESETS[0], PRESETS[-1]], [CONTEXTS[0], CONTEXTS[-1]],
+                        [DTYPES[0], DTYPES[-1]])],
+)
+def test_draw_cache_calculator_draws_with_exact_bytes_in_title(preset, context, dtype):
+    fig = new_figure()
+    figs.draw_cache_calculator(fig, preset=preset, context=context, dtype=dtype)
+    expected = cache_breakdown(figs.CALCULATOR_MODELS[preset], context, dtype=dtype).cache_bytes
+    assert format_bytes(expected) in fig.axes[0].get_title()
+
+
+def test_calculator_default_is_the_lessons_figure():
+    fig = new_figure()
+    figs.draw_cache_calculator(fig, "Sophia as all-attention", 4096, "bf16")
+    assert "704.6 MB (672.0 MiB)" in fig.axes[0].get_title()
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "name"),
+    [({"preset": "Sophia", "context": 4096, "dtype": "bf16"}, "preset"),
+     ({"preset": PRESETS[0], "context": 0, "dtype": "bf16"}, "context"),
+     ({"preset": PRESETS[0], "context": 4096.0, "dtype": "bf16"}, "context"),
+     ({"preset": PRESETS[0], "context": 4096, "dtype": "int4"}, "dtype")],
+)
+def test_draw_cache_calculator_rejects_bad_values(kwargs, name):
+    with pytest.raises(ValueError, match=name):
+        figs.draw_cache_calculator(new_figure(), **kwargs)
+
+
+def test_calculator_models_are_the_two_baselines():
+    sophia_all, llama = figs.CALCULATOR_MODELS.values()
+    assert sophia_all.layer_pattern == ("attn",) * 28 and sophia_all.n_kv_heads == 16
+    assert llama is LLAMA3_8B and llama.n_kv_heads == 8
+
+
+@pytest.mark.parametrize(("tokens", "label"), [(1024, "1k"), (131072, "128k"), (0, "0"),
+                                               (1000, "1000")])
+def test_context_label(tokens, label):
+    assert figs.context_label(tokens) == label
+
+
+# ---------------------------------------------------------------- the lesson's numbers
+
+
+def test_sophia_all_attention_numbers():
+    sophia_all = as_all_attention(SOPHIA)
+    total = cache_breakdown(sophia_all, 4096, dtype="bf16").cache_bytes
+    assert total == kv_cache_bytes(28, 16, 96, 4096, 2) == 704_643_072
+    # the source's "688 MB" is neither MB nor MiB of this figure
+    assert round(total / 1e6, 1) == 704.6 and total / 2**20 == 672
+    assert total / 1024 / 1000 == pytest.approx(688.128)
+    assert cache_bytes_per_token(sophia_all) == 172_032
+    assert cache_bytes_per_token(LLAMA3_8B) == 131_072
+
+
+# ---------------------------------------------------------------- decode work counts
+
+
+@pytest.mark.parametrize("n", [1, 2, 7, 100])
+@pytest.mark.parametrize("cached", [True, False])
+def test_total_work_is_the_sum_of_steps(n, cached):
+    steps = [decode_step_work(t, cached=cached) for t in range(1, n + 1)]
+    assert decode_total_work(n, cached=cached) == (sum(r for r, _ in steps),
+                                                   sum(s for _, s in steps))
+
+
+def test_work_closed_forms():
+    assert decode_step_work(5, cached=True) == (1, 5)
+    assert decode_step_work(5, cached=False) == (5, 15)
+    assert decode_total_work(1000, cached=True) == (1000, 500_500)
+    assert decode_total_work(1000, cached=False) == (500_500, 167_167_000)
+
+
+@pytest.mark.parametrize("fn", [decode_step_work, decode_total_work])
+def test_work_rejects_bad_input(fn):
+    with pytest.raises(ValueError, match="cached"):
+        fn(3, cached=1)
+    with pytest.raises(ValueError):
+        fn(0, cached=True)
+
+
+# ---------------------------------------------------------------- budget
+
+
+def test_max_cached_tokens():
+    per_token = cache_bytes_per_token(as_all_attention(SOPHIA))
+    fit = max_cached_tokens(per_token, 24 * 2**30)
+    assert fit == 149_796
+    assert fit * per_token <= 24 * 2**30 < (fit + 1) * per_token
+    assert max_cached_tokens(131_072, 24 * 2**30) == 196_608
+    assert max_cached_tokens(10, 9) == 0
+
+
+@pytest.mark.parametrize(("args", "name"), [((0, 10), "bytes_per_token"),
+                                            ((10, -1), "budget_bytes"),
+                                            ((1.5, 10), "bytes_per_token")])
+def test_max_cached_tokens_rejects_bad_input(args, name):
+    with pytest.raises(ValueError, match=name):
+        max_cached_tokens(*args)
+
+
+# ---------------------------------------------------------------- the step timer
+
+
+def test_time_decode_step_measures_both_paths():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        cached = time_decode_step(512, cached=True, repeats=5)
+        uncached = time_decode_step(512, cached=False, repeats=3)
+        one = time_decode_step(1, cached=True, repeats=1, n_heads=1, head_dim=4)
+    finally:
+        torch.set_num_threads(threads)
+    assert 0 < cached < 1 and 0 < uncached < 5 and 0 < one < 1
+    assert uncached > cached  # 512 query rows against 1
+
+
+@pytest.mark.parametrize(("kwargs", "name"), [({"context": 0, "cached": True}, "context"),
+                                              ({"context": 8, "cached": "yes"}, "cached"),
+                                              ({"context": 8, "cached": True, "repeats": 0},
+                                               "repeats"),
+                                              ({"context": 8, "cached": True, "n_heads": 0},
+                                               "n_heads")])
+def test_time_decode_step_rejects_bad_input(kwargs, name):
+    with pytest.raises(ValueError, match=name):
+        time_decode_step(**kwargs)
