@@ -1,0 +1,309 @@
+"""Linear attention: the recurrent, parallel and chunkwise forms agree, and the layer decodes."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from attnlab.blocks import RecurrentCache
+from attnlab.linear import (
+    FEATURE_MAPS,
+    LinearAttentionLayer,
+    elu_plus_one,
+    identity,
+    linear_attention_chunk,
+    linear_attention_parallel,
+    linear_attention_recurrent,
+)
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+KERNELS = (linear_attention_recurrent, linear_attention_parallel, linear_attention_chunk)
+
+shapes = st.tuples(
+    st.integers(1, 2),  # B
+    st.integers(1, 2),  # H
+    st.integers(1, 70),  # T
+    st.integers(1, 8),  # Dk
+    st.integers(1, 8),  # Dv
+)
+seeds = st.integers(0, 2**31 - 1)
+
+
+def random_inputs(seed, shape, dtype=torch.float64, normalize=False, with_state=False):
+    """q, k, v (feature-mapped when normalised, so the denominator is positive) and a state."""
+    b, h, t, dk, dv = shape
+    gen = torch.Generator().manual_seed(seed)
+    q, k = (torch.randn(b, h, t, dk, generator=gen, dtype=dtype) for _ in range(2))
+    v = torch.randn(b, h, t, dv, generator=gen, dtype=dtype)
+    if normalize:
+        q, k = elu_plus_one(q), elu_plus_one(k)
+    state = None
+    if with_state:
+        s0 = torch.randn(b, h, dk, dv, generator=gen, dtype=dtype)
+        state = (s0, torch.rand(b, h, dk, generator=gen, dtype=dtype) * t) if normalize else s0
+    return q, k, v, state
+
+
+def assert_close(actual, expected):
+    """float64: 1e-10 absolute on O(1) values (scaled by the largest entry when it exceeds 1);
+    float32: 1e-4 relative to the largest entry."""
+    if isinstance(expected, tuple):
+        for a, e in zip(actual, expected, strict=True):
+            assert_close(a, e)
+        return
+    assert actual.shape == expected.shape and actual.dtype == expected.dtype
+    magnitude = max(1.0, expected.abs().max().item()) if expected.numel() else 1.0
+    tol = 1e-10 if expected.dtype == torch.float64 else 1e-4
+    error = (actual - expected).abs().max().item() if expected.numel() else 0.0
+    assert error <= tol * magnitude, f"max error {error:.3g} > {tol:.0e} x {magnitude:.3g}"
+
+
+def run(kernel, q, k, v, **kwargs):
+    if kernel is linear_attention_chunk:
+        return kernel(q, k, v, **kwargs)
+    kwargs.pop("chunk_size", None)
+    return kernel(q, k, v, **kwargs)
+
+
+# ---------------------------------------------------------------- the three forms agree
+@settings(max_examples=25, deadline=None)
+@given(shape=shapes, seed=seeds, chunk=st.integers(1, 64), normalize=st.booleans(),
+       with_state=st.booleans())
+@example(shape=(1, 1, 1, 3, 2), seed=0, chunk=64, normalize=False, with_state=True)  # T = 1
+@example(shape=(2, 1, 65, 2, 5), seed=1, chunk=64, normalize=True, with_state=True)
+def test_forms_agree_float64(shape, seed, chunk, normalize, with_state):
+    q, k, v, s0 = random_inputs(seed, shape, normalize=normalize, with_state=with_state)
+    kw = dict(normalize=normalize, initial_state=s0, output_final_state=True, chunk_size=chunk)
+    o_ref, s_ref = run(linear_attention_recurrent, q, k, v, **kw)
+    for kernel in (linear_attention_parallel, linear_attention_chunk):
+        o, s = run(kernel, q, k, v, **kw)
+        assert_close(o, o_ref)
+        assert_close(s, s_ref)
+
+
+@settings(max_examples=15, deadline=None)
+@given(shape=shapes, seed=seeds, chunk=st.integers(1, 64), normalize=st.booleans())
+def test_forms_agree_float32(shape, seed, chunk, normalize):
+    q, k, v, s0 = random_inputs(seed, shape, torch.float32, normalize, with_state=True)
+    kw = dict(normalize=normalize, initial_state=s0, output_final_state=True, chunk_size=chunk)
+    o_ref, s_ref = run(linear_attention_recurrent, q, k, v, **kw)
+    for kernel in (linear_attention_parallel, linear_attention_chunk):
+        o, s = run(kernel, q, k, v, **kw)
+        assert o.dtype == torch.float32
+        assert_close(o, o_ref)
+        assert_close(s, s_ref)
+
+
+@settings(max_examples=12, deadline=None)
+@given(shape=shapes.filter(lambda s: s[2] <= 40), seed=seeds, chunk=st.integers(1, 64),
+       normalize=st.booleans())
+def test_gradients_agree(shape, seed, chunk, normalize):
+    q, k, v, s0 = random_inputs(seed, shape, normalize=normalize, with_state=True)
+    leaves = [q, k, v, *(s0 if normalize else (s0,))]
+    for x in leaves:
+        x.requires_grad_(True)
+    gen = torch.Generator().manual_seed(seed + 1)
+    grads = []
+    for kernel in KERNELS:
+        o, s = run(kernel, q, k, v, normalize=normalize, initial_state=s0,
+                   output_final_state=True, chunk_size=chunk)
+        final = s if normalize else (s,)
+        weights = [torch.randn(x.shape, generator=gen, dtype=x.dtype) for x in (o, *final)]
+        gen.manual_seed(seed + 1)  # the same random readout for every kernel
+        loss = sum((w * x).sum() for w, x in zip(weights, (o, *final), strict=True))
+        grads.append(torch.autograd.grad(loss, leaves))
+    for other in grads[1:]:
+        assert_close(tuple(other), tuple(grads[0]))
+
+
+@settings(max_examples=15, deadline=None)
+@given(shape=shapes.filter(lambda s: s[2] >= 2), seed=seeds, chunk=st.integers(1, 64),
+       normalize=st.booleans(), data=st.data())
+def test_split_sequence_with_carried_state(shape, seed, chunk, normalize, data):
+    q, k, v, _ = random_inputs(seed, shape, normalize=normalize)
+    cut = data.draw(st.integers(1, shape[2] - 1), label="cut")
+    for kernel in (linear_attention_recurrent, linear_attention_chunk):
+        kw = dict(normalize=normalize, output_final_state=True, chunk_size=chunk)
+        whole, s_whole = run(kernel, q, k, v, **kw)
+        first, s_first = run(kernel, q[:, :, :cut], k[:, :, :cut], v[:, :, :cut], **kw)
+        second, s_second = run(kernel, q[:, :, cut:], k[:, :, cut:], v[:, :, cut:],
+                               initial_state=s_first, **kw)
+        assert_close(torch.cat([first, second], dim=2), whole)
+        assert_close(s_second, s_whole)
+
+
+# ---------------------------------------------------------------- values worked by hand
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_hand_computed_example(kernel):
+    # Dk = Dv = 1, scale 1: o_1 = q_1 k_1 v_1 = 15, o_2 = q_2 (k_1 v_1 + k_2 v_2) = 2 * 39 = 78.
+    q = torch.tensor([1.0, 2.0], dtype=torch.float64).view(1, 1, 2, 1)
+    k = torch.tensor([3.0, 4.0], dtype=torch.float64).view(1, 1, 2, 1)
+    v = torch.tensor([5.0, 6.0], dtype=torch.float64).view(1, 1, 2, 1)
+    o, s = run(kernel, q, k, v, scale=1.0, output_final_state=True, chunk_size=1)
+    assert o.flatten().tolist() == [15.0, 78.0]
+    assert s.flatten().tolist() == [39.0]
+    # normalised: o_2 = (k_1 v_1 + k_2 v_2) / (k_1 + k_2) = 39 / 7, the key-weighted mean of v
+    o, (s, z) = run(kernel, q, k, v, scale=1.0, normalize=True, eps=0.0,
+                    output_final_state=True, chunk_size=1)
+    assert torch.allclose(o.flatten(), torch.tensor([5.0, 39.0 / 7.0], dtype=torch.float64))
+    assert z.flatten().tolist() == [7.0]
+
+
+def test_default_scale_is_one_over_sqrt_dk():
+    q, k, v, _ = random_inputs(0, (1, 2, 9, 4, 3))
+    o_default, _ = linear_attention_parallel(q, k, v)
+    o_half, _ = linear_attention_parallel(q, k, v, scale=0.5)
+    assert_close(o_default, o_half)
+
+
+@settings(max_examples=10, deadline=None)
+@given(shape=shapes, seed=seeds)
+def test_normalised_output_is_a_weighted_mean_of_values(shape, seed):
+    q, k, v, _ = random_inputs(seed, shape, normalize=True)
+    o, _ = linear_attention_chunk(q, k, v, normalize=True, eps=0.0, chunk_size=8)
+    assert_close(o[:, :, 0], v[:, :, 0])  # one key: its value, exactly
+    running_max = torch.cummax(v, dim=2).values
+    running_min = -torch.cummax(-v, dim=2).values
+    assert (o <= running_max + 1e-12).all() and (o >= running_min - 1e-12).all()
+
+
+def test_feature_maps():
+    x = torch.tensor([-2.0, 0.0, 3.0], dtype=torch.float64)
+    expected = torch.tensor([torch.e**-2.0, 1.0, 4.0], dtype=torch.float64)
+    assert torch.allclose(elu_plus_one(x), expected)
+    assert (elu_plus_one(torch.linspace(-30, 30, 101)) > 0).all()
+    assert identity(x) is x
+    assert FEATURE_MAPS == {"elu+1": elu_plus_one, "identity": identity}
+
+
+def test_kernels_compute_in_the_input_dtype():
+    for dtype in (torch.float32, torch.float64):
+        q, k, v, s0 = random_inputs(1, (1, 1, 5, 2, 3), dtype, with_state=True)
+        for kernel in KERNELS:
+            o, s = kernel(q, k, v, initial_state=s0, output_final_state=True)
+            assert o.dtype == dtype and s.dtype == dtype
+
+
+def test_state_size_does_not_grow_with_t():
+    for t in (1, 10, 100):
+        q, k, v, _ = random_inputs(2, (1, 2, t, 4, 3))
+        _, (s, z) = linear_attention_chunk(q, k, v, normalize=True, output_final_state=True)
+        assert s.shape == (1, 2, 4, 3) and z.shape == (1, 2, 4)
+
+
+# ---------------------------------------------------------------- bad inputs
+def _bad_cases():
+    q, k, v, s0 = random_inputs(3, (1, 2, 5, 4, 3), torch.float32, with_state=True)
+    z0 = torch.zeros(1, 2, 4)
+    return [
+        ("q", dict(q=q[0])),  # wrong rank
+        ("k", dict(k=k[:, :, :4])),  # mismatched T
+        ("k", dict(k=k[:, :1])),  # mismatched H
+        ("v", dict(v=v.double())),  # wrong dtype
+        ("q", dict(q=q.long())),  # not a float
+        ("v", dict(v=v[:, :, :3])),  # mismatched T
+        ("initial_state", dict(initial_state=s0[:, :, :3])),
+        ("initial_state", dict(initial_state=s0.double())),
+        ("initial_state", dict(initial_state=s0, normalize=True)),  # needs (S, z)
+        (r"initial_state\[1\]", dict(initial_state=(s0, z0[:, :, :2]), normalize=True)),
+        ("scale", dict(scale="big")),
+        ("eps", dict(eps=-1.0, normalize=True)),
+    ]
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+@pytest.mark.parametrize("name,override", _bad_cases())
+def test_bad_inputs_raise_value_error_naming_the_argument(kernel, name, override):
+    q, k, v, _ = random_inputs(3, (1, 2, 5, 4, 3), torch.float32)
+    args = dict(q=q, k=k, v=v) | override
+    with pytest.raises(ValueError, match=name):
+        kernel(**args)
+
+
+@pytest.mark.parametrize("chunk_size", [0, -3, 2.5, True])
+def test_bad_chunk_size(chunk_size):
+    q, k, v, _ = random_inputs(3, (1, 2, 5, 4, 3))
+    with pytest.raises(ValueError, match="chunk_size"):
+        linear_attention_chunk(q, k, v, chunk_size=chunk_size)
+
+
+# ---------------------------------------------------------------- the layer
+LAYER_OPTIONS = [
+    dict(),
+    dict(normalize=False),
+    dict(feature_map="identity", normalize=False, conv_size=2),
+    dict(conv_size=1),
+]
+
+
+def make_layer(seed=0, d_model=12, n_heads=2, head_dim=5, **options):
+    torch.manual_seed(seed)
+    return LinearAttentionLayer(d_model, n_heads, head_dim, **options).double()
+
+
+@pytest.mark.parametrize("options", LAYER_OPTIONS)
+def test_layer_output_shape(options):
+    layer = make_layer(**options)
+    x = torch.randn(3, 7, 12, dtype=torch.float64)
+    y, cache = layer(x)
+    assert y.shape == (3, 7, 12) and y.dtype == torch.float64 and cache is None
+
+
+@settings(max_examples=12, deadline=None)
+@given(seed=seeds, t=st.integers(1, 40), data=st.data(),
+       options=st.sampled_from(LAYER_OPTIONS))
+def test_layer_prefill_then_decode_equals_full_pass(seed, t, data, options):
+    layer = make_layer(seed % 1000, **options)
+    gen = torch.Generator().manual_seed(seed)
+    x = torch.randn(2, t, 12, generator=gen, dtype=torch.float64)
+    full, _ = layer(x)
+    prefill = data.draw(st.integers(1, t), label="prefill")
+    pieces = []
+    y, cache = layer(x[:, :prefill], use_cache=True)
+    pieces.append(y)
+    for i in range(prefill, t):  # one token at a time
+        y, cache = layer(x[:, i : i + 1], cache=cache, use_cache=True)
+        pieces.append(y)
+    assert_close(torch.cat(pieces, dim=1), full)
+
+
+def test_layer_any_split_continues_the_sequence():
+    layer = make_layer(1)
+    x = torch.randn(1, 30, 12, dtype=torch.float64)
+    full, _ = layer(x)
+    y1, cache = layer(x[:, :11], use_cache=True)
+    y2, cache = layer(x[:, 11:25], cache=cache, use_cache=True)
+    y3, _ = layer(x[:, 25:], cache=cache)
+    assert_close(torch.cat([y1, y2, y3], dim=1), full)
+
+
+@pytest.mark.parametrize("options", LAYER_OPTIONS)
+def test_layer_cache_size_does_not_depend_on_t(options):
+    layer = make_layer(**options)
+    sizes = set()
+    for t in (1, 5, 50):
+        _, cache = layer(torch.randn(2, t, 12, dtype=torch.float64), use_cache=True)
+        assert isinstance(cache, RecurrentCache)
+        assert cache.state.shape == (2, 2, 5, 5)
+        assert (cache.normaliser is not None) == layer.normalize
+        sizes.add(cache.num_bytes())
+    assert len(sizes) == 1
+    conv_bytes = 3 * 2 * (layer.qkv.conv[0].kernel_size - 1) * 10 * 8
+    normaliser_bytes = 2 * 2 * 5 * 8 if layer.normalize else 0
+    assert sizes == {2 * 2 * 5 * 5 * 8 + conv_bytes + normaliser_bytes}
+
+
+def test_layer_bad_inputs():
+    layer = make_layer()
+    x = torch.randn(2, 4, 12, dtype=torch.float64)
+    with pytest.raises(ValueError, match="x"):
+        layer(x[..., :11])
+    with pytest.raises(ValueError, match="x"):
+        layer(x.float())
+    with pytest.raises(ValueError, match="cache"):
+        layer(x, cache=(torch.zeros(2, 2, 5, 5),))
+    _, cache = make_layer(normalize=False)(x, use_cache=True)
+    with pytest.raises(ValueError, match="normaliser"):
+        layer(x, cache=cache)
+    with pytest.raises(ValueError, match="feature_map"):
+        LinearAttentionLayer(12, 2, 5, feature_map="softmax")
