@@ -1,0 +1,216 @@
+"""Tests of Lessons 4–5: the multi-head counting functions and per-head weights in
+attnlab.attention, and the figures (and their data) in attnlab.figures.heads_and_position."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from attnlab.attention import (
+    MultiHeadAttention,
+    head_attention_weights,
+    merge_heads,
+    mha_flops,
+    mha_parameter_counts,
+    repeat_kv_heads,
+    split_heads,
+)
+from attnlab.figures import heads_and_position as F
+from attnlab.plotting import course_style, new_figure
+from torch.utils.flop_counter import FlopCounterMode
+
+# ---------------------------------------------------------------- counting
+
+
+@pytest.mark.parametrize(("d_model", "n_heads", "head_dim", "n_kv_heads"),
+                         [(32, 1, None, None), (32, 4, None, None), (32, 4, None, 2),
+                          (32, 8, None, 1), (24, 3, 5, None), (48, 6, 8, 3)])
+def test_parameter_counts_match_the_layer(d_model, n_heads, head_dim, n_kv_heads):
+    layer = MultiHeadAttention(d_model, n_heads, head_dim or d_model // n_heads,
+                               n_kv_heads=n_kv_heads, rope=False)
+    counts = mha_parameter_counts(d_model, n_heads, head_dim, n_kv_heads)
+    assert counts["W_Q"] == layer.w_q.weight.numel()
+    assert counts["W_K"] == layer.w_k.weight.numel()
+    assert counts["W_V"] == layer.w_v.weight.numel()
+    assert counts["W_O"] == layer.w_o.weight.numel()
+    assert counts["total"] == sum(p.numel() for p in layer.parameters())
+
+
+@pytest.mark.parametrize(("seq_len", "d_model", "n_heads", "head_dim", "n_kv_heads"),
+                         [(1, 16, 1, None, None), (7, 32, 4, None, None), (9, 32, 4, None, 2),
+                          (5, 32, 8, None, 1), (6, 24, 3, 5, None)])
+def test_flops_match_torch_flop_counter(seq_len, d_model, n_heads, head_dim, n_kv_heads):
+    layer = MultiHeadAttention(d_model, n_heads, head_dim or d_model // n_heads,
+                               n_kv_heads=n_kv_heads, rope=False)
+    x = torch.randn(1, seq_len, d_model)
+    with FlopCounterMode(display=False) as counter:
+        layer(x)
+    assert mha_flops(seq_len, d_model, n_heads, head_dim, n_kv_heads)["total"] == \
+        counter.get_total_flops()
+
+
+@pytest.mark.parametrize("d_model", [48, 1536])
+def test_head_count_changes_neither_parameters_nor_flops(d_model):
+    t = 11
+    for h in [1, 2, 3, 4, 6, 8, 12, 16]:
+        assert mha_parameter_counts(d_model, h)["total"] == 4 * d_model**2
+        flops = mha_flops(t, d_model, h)
+        assert flops["total"] == 8 * t * d_model**2 + 4 * t**2 * d_model
+        assert flops["scores"] == flops["mix"] == 2 * t * t * d_model
+
+
+def test_grouped_query_shrinks_only_k_and_v():
+    mha = mha_parameter_counts(1536, 16)
+    gqa = mha_parameter_counts(1536, 16, n_kv_heads=4)
+    mqa = mha_parameter_counts(1536, 16, n_kv_heads=1)
+    assert gqa["W_Q"] == mha["W_Q"] and gqa["W_O"] == mha["W_O"]
+    assert gqa["W_K"] * 4 == mha["W_K"] and mqa["W_V"] * 16 == mha["W_V"]
+
+
+@pytest.mark.parametrize(("kwargs", "name"), [
+    ({"d_model": 48, "n_heads": 5}, "n_heads"),
+    ({"d_model": 48, "n_heads": 0}, "n_heads"),
+    ({"d_model": 0, "n_heads": 1}, "d_model"),
+    ({"d_model": 48, "n_heads": 4, "n_kv_heads": 3}, "n_kv_heads"),
+    ({"d_model": 48, "n_heads": 4, "head_dim": -1}, "head_dim"),
+])
+def test_counts_reject_bad_sizes(kwargs, name):
+    with pytest.raises(ValueError, match=name):
+        mha_parameter_counts(**kwargs)
+    with pytest.raises(ValueError, match=name):
+        mha_flops(4, **kwargs)
+
+
+def test_flops_reject_bad_length():
+    with pytest.raises(ValueError, match="seq_len"):
+        mha_flops(0, 48, 4)
+
+
+# ---------------------------------------------------------------- per-head weights
+
+
+@pytest.mark.parametrize(("n_heads", "n_kv_heads", "rope"), [(4, 4, True), (4, 2, True),
+                                                             (2, 1, False), (1, 1, True)])
+def test_head_weights_reproduce_the_layer_output(n_heads, n_kv_heads, rope):
+    torch.manual_seed(0)
+    layer = MultiHeadAttention(16, n_heads, 16 // n_heads, n_kv_heads=n_kv_heads,
+                               rope=rope).double()
+    x = torch.randn(2, 6, 16, dtype=torch.float64)
+    weights = head_attention_weights(layer, x)
+    assert weights.shape == (2, n_heads, 6, 6)
+    torch.testing.assert_close(weights.sum(-1), torch.ones(2, n_heads, 6, dtype=torch.float64))
+    assert (weights.triu(1) == 0).all()  # causal: nothing above the diagonal
+    v = repeat_kv_heads(split_heads(layer.w_v(x), n_kv_heads), n_heads // n_kv_heads)
+    y = layer.w_o(merge_heads(weights @ v))
+    torch.testing.assert_close(y, layer(x)[0], rtol=0, atol=1e-12)
+
+
+def test_head_weights_reject_bad_inputs():
+    layer = MultiHeadAttention(8, 2, 4)
+    with pytest.raises(ValueError, match="layer"):
+        head_attention_weights(torch.nn.Linear(8, 8), torch.randn(1, 3, 8))
+    with pytest.raises(ValueError, match="x"):
+        head_attention_weights(layer, torch.randn(1, 3, 7))
+
+
+# ---------------------------------------------------------------- the data behind the figures
+
+
+def test_constructed_heads_do_what_they_were_built_for():
+    words = F.HEADS_SENTENCE
+    layer, x = F.constructed_two_head_layer(words, sharpness=8.0)
+    with torch.no_grad():
+        w = head_attention_weights(layer, x)[0]
+    for i in range(1, len(words)):
+        assert int(w[0, i].argmax()) == i - 1  # head 1: the previous word
+        earlier = [j for j in range(i) if words[j] == words[i]]
+        focus = w[1, i, earlier].sum() if earlier else w[1, i, i]
+        assert focus > 0.99  # head 2: earlier copies of the word, else itself
+
+
+def test_one_wide_head_sees_the_sum_of_the_head_scores():
+    two, x = F.constructed_two_head_layer(n_heads=2)
+    one, _ = F.constructed_two_head_layer(n_heads=1)
+    with torch.no_grad():
+        q2, k2 = split_heads(two.w_q(x), 2), split_heads(two.w_k(x), 2)
+        q1, k1 = split_heads(one.w_q(x), 1), split_heads(one.w_k(x), 1)
+    scores_two = (q2 @ k2.transpose(-1, -2)).sum(1)  # Σ_h q_h k_hᵀ, unscaled
+    torch.testing.assert_close(scores_two, (q1 @ k1.transpose(-1, -2))[:, 0])
+
+
+def test_random_head_weights_are_valid_for_every_slider_value():
+    for h in F.HEAD_COUNTS:
+        w = F.random_head_weights(h)
+        assert w.shape == (h, len(F.HEADS_SENTENCE), len(F.HEADS_SENTENCE))
+        torch.testing.assert_close(w.sum(-1), torch.ones(h, w.shape[1], dtype=w.dtype))
+    with pytest.raises(ValueError, match="n_heads"):
+        F.random_head_weights(5)
+
+
+def test_attention_without_positions_is_permutation_equivariant_but_causal_is_not():
+    words = F.ORDER_SENTENCE
+    perm = [0, 4, 2, 3, 1]  # the dog bit the man -> the man bit the dog
+    permuted = tuple(words[p] for p in perm)
+    torch.testing.assert_close(F.order_attention(permuted), F.order_attention(words)[perm])
+    difference = F.order_attention(permuted, causal=True) - F.order_attention(words, True)[perm]
+    assert difference.abs().max() > 1e-3
+    with pytest.raises(ValueError, match="words"):
+        F.order_attention(("the", "cat"))
+
+
+def test_rope_score_depends_on_the_offset_only():
+    q, k = F._rope_vectors()
+    offsets = torch.arange(0, 65)
+    reference = F.rope_scores(q, k, offsets, 0)
+    for shift in F.ROPE_SHIFTS[1:]:
+        torch.testing.assert_close(F.rope_scores(q, k, shift + offsets, shift), reference,
+                                   rtol=0, atol=1e-10)
+    assert (reference[1:] - reference[0]).abs().max() > 1  # the offset does change it
+
+
+# ---------------------------------------------------------------- figures
+
+
+def draw(function, **values):
+    with course_style():
+        fig = new_figure()
+        function(fig, **values)
+    assert fig.axes
+    return fig
+
+
+@pytest.mark.parametrize(("function", "values"), [
+    (F.draw_constructed_heads, {}),
+    (F.draw_constructed_heads, {"sharpness": 0.0}),
+    (F.draw_head_maps, {"n_heads": 4}),
+    (F.draw_head_maps, {"n_heads": F.HEAD_COUNTS[0]}),
+    (F.draw_head_maps, {"n_heads": F.HEAD_COUNTS[-1]}),
+    (F.draw_permutation, {}),
+    (F.draw_permutation, {"causal": True}),
+    (F.draw_causal_mask, {}),
+    (F.draw_rope_offset, {"shift": 0, "offset": 4}),
+    (F.draw_rope_offset, {"shift": F.ROPE_SHIFTS[0], "offset": F.ROPE_OFFSETS[0]}),
+    (F.draw_rope_offset, {"shift": F.ROPE_SHIFTS[-1], "offset": F.ROPE_OFFSETS[-1]}),
+    (F.draw_rope_frequencies, {"base": 10000.0, "head_dim": 96}),
+    (F.draw_rope_frequencies, {"base": F.ROPE_BASES[0], "head_dim": F.ROPE_HEAD_DIMS[0]}),
+    (F.draw_rope_frequencies, {"base": F.ROPE_BASES[-1], "head_dim": F.ROPE_HEAD_DIMS[-1]}),
+])
+def test_figures_draw(function, values):
+    draw(function, **values)
+
+
+@pytest.mark.parametrize(("function", "values", "name"), [
+    (F.draw_constructed_heads, {"sharpness": -1.0}, "sharpness"),
+    (F.draw_head_maps, {"n_heads": 5}, "n_heads"),
+    (F.draw_rope_offset, {"shift": 7, "offset": 4}, "shift"),
+    (F.draw_rope_offset, {"shift": 0, "offset": 3}, "offset"),
+    (F.draw_rope_frequencies, {"base": 5.0, "head_dim": 96}, "base"),
+    (F.draw_rope_frequencies, {"base": 10000.0, "head_dim": 95}, "head_dim"),
+])
+def test_figures_reject_bad_values(function, values, name):
+    with pytest.raises(ValueError, match=name):
+        draw(function, **values)
+
+
+def test_constructed_layer_rejects_bad_head_count():
+    with pytest.raises(ValueError, match="n_heads"):
+        F.constructed_two_head_layer(n_heads=3)
