@@ -54,6 +54,17 @@ def stable_softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
     return e / e.sum(dim, keepdim=True)
 
 
+def exp_overflow_threshold(dtype: torch.dtype) -> float:
+    """The largest x whose exp(x) is finite in ``dtype``: log(finfo(dtype).max).
+
+    About 11.09 for float16, 88.72 for float32 and bfloat16, 709.78 for float64: a score
+    above it makes ``naive_softmax`` return inf/inf = nan.
+    """
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        raise ValueError(f"dtype: expected a floating-point torch.dtype, got {dtype!r}")
+    return float(torch.log(torch.tensor(torch.finfo(dtype).max, dtype=torch.float64)))
+
+
 def attention_scores(
     q: torch.Tensor, k: torch.Tensor, *, scale: float | None = None
 ) -> torch.Tensor:

@@ -1,0 +1,202 @@
+"""Lessons 2–3: the dot-product count, the hand-made projections, the toy example and every
+figure of attnlab.figures.attention_basics (defaults, slider extremes, rejected values)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from attnlab.attention import (
+    attention_dot_products,
+    causal_mask,
+    exp_overflow_threshold,
+    naive_softmax,
+    relation_projections,
+    softmax_attention,
+    softmax_attention_online,
+    stable_softmax,
+)
+from attnlab.figures import attention_basics as figs
+from attnlab.plotting import new_figure
+from hypothesis import given
+from hypothesis import strategies as st
+
+# ------------------------------------------------------------------ attention_dot_products
+
+
+@given(t_q=st.integers(1, 40), extra=st.integers(0, 40))
+def test_dot_products_count_the_allowed_cells_of_the_mask(t_q, extra):
+    t_k = t_q + extra
+    assert attention_dot_products(t_q, t_k) == int(causal_mask(t_q, t_k).sum())
+    assert attention_dot_products(t_q, t_k, causal=False) == t_q * t_k
+
+
+@pytest.mark.parametrize(("t", "full", "causal"), [(1, 1, 1), (9, 81, 45),
+                                                   (4096, 16_777_216, 8_390_656)])
+def test_dot_products_self_attention(t, full, causal):
+    assert attention_dot_products(t, causal=False) == full == t * t
+    assert attention_dot_products(t) == causal == t * (t + 1) // 2
+
+
+def test_dot_products_one_decoding_step_scores_every_cached_key():
+    assert attention_dot_products(1, 4097) == 4097
+
+
+@pytest.mark.parametrize(("call", "name"), [
+    (lambda: attention_dot_products(0), "t_q"),
+    (lambda: attention_dot_products(3, 0), "t_k"),
+    (lambda: attention_dot_products(5, 3), "t_q"),
+    (lambda: attention_dot_products(2.0), "t_q"),
+    (lambda: attention_dot_products(3, causal=1), "causal"),
+])
+def test_dot_products_reject_bad_arguments(call, name):
+    with pytest.raises(ValueError, match=name):
+        call()
+
+
+# ------------------------------------------------------------------ relation_projections
+
+
+def test_relation_projections_give_keys_the_features_and_queries_the_relations():
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(5, 5, generator=g, dtype=torch.float64)          # invertible: exact fit
+    features = torch.randn(5, 3, generator=g, dtype=torch.float64)
+    relations = torch.tensor([[0.0, 1.0, 0.0], [0.0, 0.0, 1.0], [1.0, 0.0, 0.0]],
+                             dtype=torch.float64)
+    w_q, w_k = relation_projections(x, features, relations, strength=2.5)
+    assert w_q.shape == w_k.shape == (5, 3)
+    torch.testing.assert_close(x @ w_k, features, rtol=0, atol=1e-10)
+    torch.testing.assert_close((x @ w_q) @ (x @ w_k).T, 2.5 * features @ relations @ features.T,
+                               rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize(("call", "name"), [
+    (lambda: relation_projections(torch.zeros(4), torch.zeros(4, 2), torch.zeros(2, 2)), "x"),
+    (lambda: relation_projections(torch.zeros(4, 3), torch.zeros(5, 2), torch.zeros(2, 2)),
+     "features"),
+    (lambda: relation_projections(torch.zeros(4, 3), torch.zeros(4, 2), torch.zeros(3, 3)),
+     "relations"),
+    (lambda: relation_projections(torch.zeros(4, 3), torch.zeros(4, 2), torch.zeros(2, 2),
+                                  strength="big"), "strength"),
+])
+def test_relation_projections_reject_bad_arguments(call, name):
+    with pytest.raises(ValueError, match=name):
+        call()
+
+
+# ------------------------------------------------------------------ the toy example
+
+
+def test_toy_example_attends_to_the_related_word():
+    tokens, full = figs.sentence_weights(figs.SENTENCE, False)
+    assert tokens == ("the", "red", "cat", "eats", "cheese", "in", "the", "kitchen", ".")
+    top = {tokens[i]: tokens[int(full[i].argmax())] for i in range(len(tokens))}
+    assert top["red"] == "cat" and top["cat"] == "red" and top["cheese"] == "cat"
+    assert top["kitchen"] == "cat"
+    # "eats" looks for an animal and a food: both beat every other key
+    eats = full[3]
+    others = [j for j in range(len(tokens)) if tokens[j] not in ("cat", "cheese")]
+    assert min(eats[2], eats[4]) > eats[others].max()
+    torch.testing.assert_close(full.sum(-1), torch.ones(len(tokens), dtype=full.dtype))
+
+
+def test_toy_example_causal_mask_hides_the_future():
+    tokens, causal = figs.sentence_weights(figs.SENTENCE, True)
+    assert torch.all(causal.triu(1) == 0)
+    assert tokens[int(causal[3].argmax())] == "cat"           # "eats" cannot see "cheese" yet
+    assert float(causal[0, 0]) == 1.0                          # the first token sees only itself
+
+
+def test_random_scores_have_variance_d_and_scaling_restores_one():
+    raw = figs.random_scores(96, n_queries=512, n_keys=64)
+    assert raw.shape == (512, 64)
+    assert 0.9 * 96 < float(raw.var()) < 1.1 * 96
+    scaled = figs.random_scores(96, n_queries=512, n_keys=64, scale=96**-0.5)
+    assert 0.9 < float(scaled.var()) < 1.1
+    assert float(stable_softmax(raw).amax(-1).mean()) > 0.7
+    assert float(stable_softmax(scaled).amax(-1).mean()) < 0.2
+
+
+def test_lesson3_softmax_examples():
+    x = torch.tensor([1000.0, 1001.0])
+    assert torch.isnan(naive_softmax(x)).all()
+    expected = torch.tensor([1 / (1 + math.e), math.e / (1 + math.e)])
+    torch.testing.assert_close(stable_softmax(x), expected)
+    torch.testing.assert_close(stable_softmax(x - 1000), naive_softmax(x - 1000))
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32, torch.float64])
+def test_exp_overflow_threshold_is_where_exp_becomes_inf(dtype):
+    x = exp_overflow_threshold(dtype)
+    assert torch.isfinite(torch.exp(torch.tensor(x - 0.01 * abs(x) ** 0.5, dtype=dtype)))
+    assert torch.isinf(torch.exp(torch.tensor(x + 0.1, dtype=dtype)))
+    assert torch.isnan(naive_softmax(torch.tensor([0.0, x + 0.1], dtype=dtype))).any()
+    assert torch.isfinite(stable_softmax(torch.tensor([0.0, x + 0.1], dtype=dtype))).all()
+
+
+def test_exp_overflow_threshold_values_and_bad_dtype():
+    assert exp_overflow_threshold(torch.float32) == pytest.approx(88.7228, abs=1e-4)
+    assert exp_overflow_threshold(torch.float16) == pytest.approx(11.0899, abs=1e-4)
+    with pytest.raises(ValueError, match="dtype"):
+        exp_overflow_threshold(torch.int32)
+
+
+def test_toy_outputs_are_closest_to_the_attended_word():
+    ex = figs.toy_attention()
+    _, q, k, v = ex.qkv()
+    o, _ = softmax_attention(q, k, v, causal=False)
+    assert ex.nearest_words(o[0, 0, 4], k=1)[0][0] == "cat"      # cheese: who eats me?
+    assert ex.nearest_words(o[0, 0, 2], k=1)[0][0] == "red"      # cat: what do I look like?
+    with pytest.raises(ValueError, match="vector"):
+        ex.nearest_words(torch.zeros(3))
+
+
+def test_online_softmax_on_the_toy_sentence_equals_full():
+    _, q, k, v = figs.toy_attention().qkv()
+    for causal in (False, True):
+        full, _ = softmax_attention(q, k, v, causal=causal)
+        online, _ = softmax_attention_online(q, k, v, causal=causal, block_size=4)
+        torch.testing.assert_close(online, full, rtol=0, atol=1e-12)
+
+
+# ------------------------------------------------------------------ figures
+
+
+@pytest.mark.parametrize(("draw", "values"), [
+    (figs.draw_query_meets_keys, {}),
+    (figs.draw_query_meets_keys, {"query": 0}),
+    (figs.draw_query_meets_keys, {"query": 8}),
+    (figs.draw_attention_row, {}),
+    (figs.draw_attention_row, {"query": 0, "causal": True}),
+    (figs.draw_attention_row, {"query": 8, "causal": False}),
+    (figs.draw_attention_row, {"query": 8, "causal": True}),
+    (figs.draw_dot_product_growth, {}),
+    (figs.draw_dot_product_growth, {"context": 1}),
+    (figs.draw_score_spread, {}),
+    (figs.draw_score_spread, {"dim": min(figs.SPREAD_DIMS)}),
+    (figs.draw_score_spread, {"dim": max(figs.SPREAD_DIMS)}),
+    (figs.draw_scaled_vs_unscaled, {}),
+    (figs.draw_temperature, {}),
+    (figs.draw_temperature, {"temperature": min(figs.TEMPERATURES)}),
+    (figs.draw_temperature, {"temperature": max(figs.TEMPERATURES), "query": 0}),
+])
+def test_figures_draw(draw, values):
+    fig = new_figure(8, 4)
+    draw(fig, **values)
+    assert fig.axes
+    fig.canvas.draw()
+
+
+@pytest.mark.parametrize(("draw", "values", "name"), [
+    (figs.draw_query_meets_keys, {"query": 9}, "query"),
+    (figs.draw_attention_row, {"query": -1}, "query"),
+    (figs.draw_attention_row, {"query": 2, "causal": "yes"}, "causal"),
+    (figs.draw_dot_product_growth, {"context": 0}, "context"),
+    (figs.draw_score_spread, {"dim": 0}, "dim"),
+    (figs.draw_temperature, {"temperature": 0.0}, "temperature"),
+    (figs.draw_temperature, {"query": 42}, "query"),
+])
+def test_figures_reject_bad_values(draw, values, name):
+    with pytest.raises(ValueError, match=name):
+        draw(new_figure(), **values)
