@@ -22,13 +22,15 @@ convolutions, L2-normalised q and k, a per-head β and a per-head RMSNorm on the
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._checks import check_positive_int, check_range, check_tensor
+from ._checks import check_choice, check_positive_int, check_range, check_tensor
 from .attention import _check_layer_input, _resolve_scale, merge_heads, split_heads
 from .blocks import HeadRMSNorm, RecurrentCache
 from .gated import check_gate, init_softplus_decay, segment_decay, softplus_decay_gate
@@ -254,6 +256,148 @@ def delta_rule_chunk(
     state = _start_state(initial_state, sizes, q)
     o, state = _chunk_recurrence(qc, kc, vc, bc, kc, lower, a_qk, None, state)
     return merge_chunks(o, sizes["T"]), (state if output_final_state else None)
+
+
+def _check_chunk(k: torch.Tensor, beta: torch.Tensor) -> dict[str, int]:
+    """k [B, H, C, Dk] and beta [B, H, C] in [0, 2] (like k); return the sizes."""
+    sizes = check_tensor("k", k, ("B", "H", "C", "Dk"))
+    check_tensor("beta", beta, ("B", "H", "C"), sizes, dtype=k.dtype, device=k.device)
+    check_range("beta", beta, 0.0, 2.0)
+    return sizes
+
+
+def ut_transform(
+    k: torch.Tensor, v: torch.Tensor, *, beta: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The WY / UT form of one chunk of the delta rule (MATH.md §4): W and the pseudo-values U.
+
+        𝒯 = (I + StrictTril(diag(β) K Kᵀ))⁻¹      (the UT transform: one triangular solve)
+        W = 𝒯 diag(β) K,   row by row  w_t = β_t (k_t − Σ_{i<t} w_i k_iᵀ k_t)
+        U = 𝒯 diag(β) V,   row by row  u_t = β_t (v_t − Σ_{i<t} u_i k_iᵀ k_t)
+
+    With them the chunk's C factors collapse into one low-rank correction,
+    Π_{i=C..1} (I − β_i k_i k_iᵀ) = I − Kᵀ W = I − Σ_i k_i w_iᵀ (compare
+    :func:`transition_product`), and the state after the chunk is
+    S_C = (I − Kᵀ W) S_0 + Kᵀ U = S_0 + Kᵀ (U − W S_0) (just Kᵀ U when S_0 = 0).
+    The whole input is one chunk: k [B, H, C, Dk]; v [B, H, C, Dv]; beta [B, H, C] in [0, 2].
+    Returns (W [B, H, C, Dk], U [B, H, C, Dv]).
+    """
+    sizes = _check_chunk(k, beta)
+    check_tensor("v", v, ("B", "H", "C", "Dv"), sizes, dtype=k.dtype, device=k.device)
+    lower = _ut_matrix(k @ k.transpose(-1, -2), beta)
+    return (_solve_unit_lower(lower, beta[..., None] * k),
+            _solve_unit_lower(lower, beta[..., None] * v))
+
+
+def transition_product(k: torch.Tensor, *, beta: torch.Tensor) -> torch.Tensor:
+    """The delta rule's C transition matrices multiplied out, the latest on the left:
+
+        P_C = (I − β_C k_C k_Cᵀ) ⋯ (I − β_1 k_1 k_1ᵀ),   so that S_C = P_C S_0 + (the writes)
+
+    k [B, H, C, Dk]; beta [B, H, C] in [0, 2] -> P_C [B, H, Dk, Dk]. C sequential Dk × Dk
+    products: the slow, literal way, to check :func:`ut_transform`'s I − Kᵀ W against.
+    """
+    sizes = _check_chunk(k, beta)
+    eye = torch.eye(sizes["Dk"], dtype=k.dtype, device=k.device)
+    product = eye.expand(sizes["B"], sizes["H"], -1, -1)
+    for t in range(sizes["C"]):
+        k_t = k[:, :, t]
+        factor = eye - beta[:, :, t, None, None] * k_t[..., :, None] * k_t[..., None, :]
+        product = factor @ product
+    return product
+
+
+DELTA_FORMS = ("recurrent", "chunk")
+"""The forms :func:`delta_rule_cost` and :func:`time_delta_rule` know."""
+
+
+@dataclass(frozen=True)
+class DeltaRuleCost:
+    """Work of one head of the delta rule: FLOPs with the C × C matrices inside chunks
+    (``intra_flops``), FLOPs with the d × d state (``inter_flops``), and how many steps must run
+    one after another (``sequential_steps``)."""
+
+    intra_flops: int
+    inter_flops: int
+    sequential_steps: int
+
+    @property
+    def flops(self) -> int:
+        """intra + inter FLOPs."""
+        return self.intra_flops + self.inter_flops
+
+
+def delta_rule_cost(
+    form: str, length: int, head_dim: int, chunk_size: int = 64
+) -> DeltaRuleCost:
+    """FLOPs (2 per multiply-add) and sequential steps of the delta rule for one head, counted
+    as ``delta_rule_recurrent`` / ``delta_rule_chunk`` compute it, with T = ``length``,
+    d = ``head_dim`` = Dk = Dv, C = ``chunk_size``, N = ⌈T / C⌉ (the last chunk is padded).
+    Leading terms only (the O(T d) vector operations are left out).
+
+    recurrent (per token): Sᵀk, the rank-1 write β k (v − Sᵀk)ᵀ, and o = Sᵀq: 3 · 2d²,
+        so inter = 6 T d², intra = 0, T sequential steps.
+    chunk (per chunk): inside the chunk K Kᵀ, Q Kᵀ and A_qk V_new (3 · 2C²d) and the unit
+        triangular solve (C(C − 1) d): intra = N (7C² − C) d; with the state K S, Kᵀ V_new and
+        Q S (3 · 2Cd²): inter = 6 N C d², the recurrent work again; N sequential steps.
+
+    So the chunkwise form does *more* arithmetic, (7C − 1) / (6d) more, but in matrix products
+    and in T / C sequential steps instead of T.
+    """
+    check_choice("form", form, DELTA_FORMS)
+    t = check_positive_int("length", length)
+    d = check_positive_int("head_dim", head_dim)
+    c = check_positive_int("chunk_size", chunk_size)
+    if form == "recurrent":
+        return DeltaRuleCost(intra_flops=0, inter_flops=6 * t * d * d, sequential_steps=t)
+    n = -(-t // c)
+    return DeltaRuleCost(intra_flops=n * (7 * c * c - c) * d, inter_flops=6 * n * c * d * d,
+                         sequential_steps=n)
+
+
+def time_delta_rule(
+    form: str,
+    length: int,
+    *,
+    n_heads: int = 4,
+    head_dim: int = 64,
+    chunk_size: int = 64,
+    repeats: int = 3,
+    warmup: bool = True,
+    seed: int = 0,
+) -> float:
+    """Measured wall-clock seconds of one call of ``delta_rule_<form>`` (no autograd) on random
+    q, v ``[1, n_heads, length, head_dim]``, L2-normalised keys and β uniform in (0, 1), float32.
+
+    Returns the fastest of ``repeats`` runs, after one warm-up run when ``warmup`` (other
+    processes only ever add time, so the minimum is the best estimate). ``chunk_size`` is used
+    by the chunkwise form only. Depends on the machine and on ``torch.get_num_threads()``.
+    """
+    check_choice("form", form, DELTA_FORMS)
+    for name, value in [("length", length), ("n_heads", n_heads), ("head_dim", head_dim),
+                        ("chunk_size", chunk_size), ("repeats", repeats)]:
+        check_positive_int(name, value)
+    if not isinstance(warmup, bool):
+        raise ValueError(f"warmup: expected True or False, got {warmup!r}")
+    gen = torch.Generator().manual_seed(seed)
+    q, k, v = (torch.randn(1, n_heads, length, head_dim, generator=gen) for _ in range(3))
+    k = F.normalize(k, dim=-1)
+    beta = torch.rand(1, n_heads, length, generator=gen)
+    if form == "chunk":
+        def run():
+            return delta_rule_chunk(q, k, v, beta=beta, chunk_size=chunk_size)
+    else:
+        def run():
+            return delta_rule_recurrent(q, k, v, beta=beta)
+    seconds = []
+    with torch.no_grad():
+        if warmup:
+            run()
+        for _ in range(repeats):
+            start = time.perf_counter()
+            run()
+            seconds.append(time.perf_counter() - start)
+    return min(seconds)
 
 
 # ----------------------------------------------------------------------------------------------

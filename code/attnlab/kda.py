@@ -15,6 +15,8 @@ Shapes: q, k ``[B, H, T, Dk]``; v ``[B, H, T, Dv]``; per-channel log-gates g ``[
 
 from __future__ import annotations
 
+import math
+
 import torch
 from torch import nn
 
@@ -27,6 +29,7 @@ from .delta import (
     _delta_write,
     _DeltaLayerBase,
     _read,
+    _solve_unit_lower,
     _start_state,
     _ut_matrix,
 )
@@ -163,6 +166,103 @@ def kda_chunk(
     o, state = _chunk_recurrence(qc * from_start, kc * from_start, vc, bc, kc * to_end, lower,
                                  a_qk, b_last.exp()[..., 0, :], state)
     return merge_chunks(o, sizes["T"]), (state if output_final_state else None)
+
+
+def kda_parallel(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    *,
+    g: torch.Tensor,
+    beta: torch.Tensor,
+    scale: float | None = None,
+    include_start: bool = False,
+) -> tuple[torch.Tensor, None]:
+    """KDA for a whole sequence at once, from S_0 = 0, with every decay written out (MATH.md §6).
+
+        γ_(j,i] = Π_{s=j+1..i} α_s = exp(B_i − B_j)      the decay from token j to token i
+        A_qk[i, j] = q_iᵀ Diag(γ_(j,i]) k_j  (j ≤ i)
+        A_kk[i, j] = k_iᵀ Diag(γ_(j,i]) k_j  (j < i)
+        O = A_qk (I + diag(β) A_kk)⁻¹ diag(β) V
+
+    with B the cumulative sum of g over the whole sequence. ``include_start=True`` uses
+    γ_[j,i] = Π_{s=j..i} α_s instead: the Kimi Linear report's own definition
+    γ^{i→j} := Π_{k=i..j} α_k (its §2.1) read literally in its chunk equations. That is the
+    report's index erratum (MATH.md §6, §10): a different model, which already fails at the
+    first token (o_1 would be read through Diag(α_1) once more). Kept to measure the difference.
+    q, k [B, H, T, Dk]; v [B, H, T, Dv]; g [B, H, T, Dk] ≤ 0; beta [B, H, T] in [0, 2].
+    Returns (o [B, H, T, Dv], None). Holds [B, H, T, T, Dk] decays: short sequences only.
+    """
+    sizes = _check_kernel_inputs(q, k, v, beta=beta, g=g, gate_dims=CHANNEL_GATE_DIMS)
+    if not isinstance(include_start, bool):
+        raise ValueError(f"include_start: expected True or False, got {include_start!r}")
+    q = q * _resolve_scale(scale, sizes["Dk"])
+    b = g.cumsum(dim=-2)  # [B, H, T, Dk]
+    log_decay = b[..., :, None, :] - b[..., None, :, :]  # B_i − B_j  [B, H, T(i), T(j), Dk]
+    if include_start:
+        log_decay = log_decay + g[..., None, :, :]  # one more factor: α_j
+    t = sizes["T"]
+    future = ~torch.ones(t, t, dtype=torch.bool, device=q.device).tril()
+    gamma = log_decay.masked_fill(future[..., None], -math.inf).exp()  # 0 for j > i
+    a_qk = torch.einsum("bhid,bhijd,bhjd->bhij", q, gamma, k)
+    a_kk = torch.einsum("bhid,bhijd,bhjd->bhij", k, gamma, k)
+    pseudo_values = _solve_unit_lower(_ut_matrix(a_kk, beta), beta[..., None] * v)
+    return a_qk @ pseudo_values, None
+
+
+def kda_states(
+    k: torch.Tensor,
+    v: torch.Tensor,
+    *,
+    g: torch.Tensor,
+    beta: torch.Tensor,
+    initial_state: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """Every state of the KDA recurrence, S_1 … S_T (to look at the memory over time):
+
+        S_t = (I − β_t k_t k_tᵀ) Diag(α_t) S_{t−1} + β_t k_t v_tᵀ,   α_t = exp(g_t)
+
+    k [B, H, T, Dk]; v [B, H, T, Dv]; g [B, H, T, Dk] ≤ 0; beta [B, H, T] in [0, 2];
+    initial_state S_0 [B, H, Dk, Dv] (zeros if None). Returns [B, H, T, Dk, Dv]: T times the
+    memory of one state, so for short sequences.
+    """
+    sizes = _check_kernel_inputs(
+        k, k, v, beta=beta, g=g, gate_dims=CHANNEL_GATE_DIMS, initial_state=initial_state
+    )
+    state = _start_state(initial_state, sizes, k)
+    states = []
+    for t in range(sizes["T"]):
+        state = _delta_write(g[:, :, t].exp()[..., :, None] * state, k[:, :, t], v[:, :, t],
+                             beta[:, :, t])
+        states.append(state)
+    return torch.stack(states, dim=2)
+
+
+def association_retention(
+    states: torch.Tensor, key: torch.Tensor, value: torch.Tensor
+) -> torch.Tensor:
+    """How much of an old association ``key valueᵀ`` each key channel of the state still holds:
+
+        r_t[d] = (S_t value)[d] / (key[d] · ‖value‖²)
+
+    If S_0 = key valueᵀ and every later value is orthogonal to ``value``, S_t value is exactly
+    what is left of the old association, so r_0 = 1 in every channel, and r_t[d] is the fraction
+    surviving in channel d (decay shrinks it; the delta rule's erasures along later keys shrink
+    it and move it between channels).
+    states [B, H, T, Dk, Dv]; key [B, H, Dk] with no zero entry; value [B, H, Dv], not zero.
+    Returns r [B, H, T, Dk].
+    """
+    sizes = check_tensor("states", states, ("B", "H", "T", "Dk", "Dv"))
+    like = {"dtype": states.dtype, "device": states.device}
+    check_tensor("key", key, ("B", "H", "Dk"), sizes, **like)
+    check_tensor("value", value, ("B", "H", "Dv"), sizes, **like)
+    if (key == 0).any():
+        raise ValueError("key: expected no zero entry (each channel's share is divided by it)")
+    norm2 = value.square().sum(-1)  # [B, H]
+    if (norm2 == 0).any():
+        raise ValueError("value: expected a non-zero vector")
+    along = torch.einsum("bhtkv,bhv->bhtk", states, value)
+    return along / (key[:, :, None, :] * norm2[:, :, None, None])
 
 
 class KDALayer(_DeltaLayerBase):
