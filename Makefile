@@ -22,8 +22,8 @@ test: $(STAMP) _offline/.lock-hash chromium
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -m "not site" -q
 	rm -rf _build
-	ATTNLAB_WIDGETS=static $(BIN)/jupyter-book build . -W -n --keep-going
 	$(BIN)/python tools/cache_key.py
+	ATTNLAB_WIDGETS=static $(BIN)/jupyter-book build . -W -n --keep-going
 	$(BIN)/python -m pytest -m site -q
 
 ## bench: time every notebook, slider and kernel on this machine; writes benchmarks/results/
