@@ -1,0 +1,285 @@
+"""Tests of Lessons 7 and 8's figures (attnlab.figures.linear_forms) and the computations they
+added to attnlab.linear: the cost model of the three forms and their timer."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+import torch
+from attnlab.figures import linear_forms as figs
+from attnlab.linear import (
+    LINEAR_FORMS,
+    linear_attention_chunk,
+    linear_attention_cost,
+    linear_attention_parallel,
+    time_linear_attention,
+)
+from attnlab.memory import as_all_attention, cache_breakdown, format_bytes
+from attnlab.model import SOPHIA
+from attnlab.plotting import new_figure
+from torch.utils.flop_counter import FlopCounterMode
+
+# ---------------------------------------------------------------- Lesson 7: cache and state
+
+T_GRID = [1, 2, 3, 4, 6, 8, 12, 16]
+
+
+@pytest.mark.parametrize("t", [8, T_GRID[0], T_GRID[-1]])
+def test_draw_cache_and_state_draws(t):
+    fig = new_figure(8, 3.6)
+    figs.draw_cache_and_state(fig, t=t)
+    cache_title, state_title = (ax.get_title() for ax in fig.axes[:2])
+    assert f"{2 * t * figs.DEMO_DIM} numbers (grows)" in cache_title
+    assert f"{figs.DEMO_DIM**2} numbers (fixed)" in state_title
+
+
+@pytest.mark.parametrize("bad", [0, figs.DEMO_STEPS + 1, 2.0, True, "3"])
+def test_draw_cache_and_state_rejects_bad_t(bad):
+    with pytest.raises(ValueError, match="t:"):
+        figs.draw_cache_and_state(new_figure(), t=bad)
+
+
+def test_demo_state_is_the_sum_of_outer_products():
+    k, v = figs.demo_stream()
+    assert (k > 0).all()  # φ = elu + 1 is positive
+    expected = sum(torch.outer(k[0, 0, i], v[0, 0, i]) for i in range(5))
+    fig = new_figure(8, 3.6)
+    figs.draw_cache_and_state(fig, t=5)
+    image = fig.axes[1].get_images()[0].get_array()
+    assert torch.allclose(torch.as_tensor(image.data), expected)
+
+
+# ---------------------------------------------------------------- Lesson 7: memory panel
+
+CONTEXTS = [256, 1024, 4096, 16384, 65536, 262144, 1048576]
+DTYPES = ["fp32", "bf16"]
+
+
+@pytest.mark.parametrize(
+    ("context", "dtype"),
+    [(4096, "bf16"), *itertools.product([CONTEXTS[0], CONTEXTS[-1]], DTYPES)],
+)
+def test_draw_memory_vs_context_draws_exact_bytes(context, dtype):
+    fig = new_figure(6.4, 4.2)
+    figs.draw_memory_vs_context(fig, context=context, dtype=dtype)
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    for name, label in zip(figs.MEMORY_MODELS, labels, strict=True):
+        assert label == f"{name}: {format_bytes(figs.memory_at(name, context, dtype))}"
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "name"),
+    [({"context": 0, "dtype": "bf16"}, "context"),
+     ({"context": 2**21, "dtype": "bf16"}, "context"),
+     ({"context": 4096.0, "dtype": "bf16"}, "context"),
+     ({"context": 4096, "dtype": "int4"}, "dtype")],
+)
+def test_draw_memory_vs_context_rejects_bad_values(kwargs, name):
+    with pytest.raises(ValueError, match=name):
+        figs.draw_memory_vs_context(new_figure(), **kwargs)
+
+
+def test_memory_models_and_sophia_numbers():
+    assert figs.ALL_ATTENTION.startswith("all 28 layers")
+    state = cache_breakdown(SOPHIA, 4096, dtype="bf16")
+    assert state.state_bytes == 21 * 16 * 96 * 96 * 2 == 6_193_152
+    assert state.conv_bytes == 21 * 3 * 3 * 1536 * 2 == 580_608
+    assert figs.memory_at(figs.AS_BUILT, 4096, "bf16") == state.total_bytes
+    assert figs.memory_at(figs.ALL_ATTENTION, 4096, "bf16") == 704_643_072
+    assert (figs.memory_at(figs.ALL_ATTENTION, 4096, "bf16")
+            == cache_breakdown(as_all_attention(SOPHIA), 4096).cache_bytes)
+    # all linear: 28 × (state 16·96·96 + z 16·96 + conv 3·3·1536), the same at every context
+    per_layer = 16 * 96 * 96 + 16 * 96 + 3 * 3 * 1536
+    for context in (1, 4096, 2**20):
+        assert figs.memory_at(figs.ALL_LINEAR, context, "bf16") == 28 * per_layer * 2
+    linear = figs.as_all_linear(SOPHIA)
+    assert linear.layer_pattern == ("linear",) * 28 and linear.mla is None
+
+
+def test_memory_at_rejects_unknown_model():
+    with pytest.raises(ValueError, match="name"):
+        figs.memory_at("Sophia", 4096, "bf16")
+
+
+@pytest.mark.parametrize(("tokens", "label"), [(256, "256"), (4096, "4k"), (2**20, "1M"),
+                                               (1000, "1000")])
+def test_context_label(tokens, label):
+    assert figs.context_label(tokens) == label
+
+
+# ---------------------------------------------------------------- Lesson 8: the three forms
+
+
+@pytest.mark.parametrize(("length", "chunk_size"), [(12, 4), (2, 1), (64, 64), (10, 3)])
+def test_draw_three_forms_draws(length, chunk_size):
+    fig = new_figure(8, 3.8)
+    figs.draw_three_forms(fig, length=length, chunk_size=chunk_size)
+    assert len(fig.axes) == 3
+    assert f"C = {chunk_size}" in fig.axes[2].get_title()
+
+
+@pytest.mark.parametrize(("kwargs", "name"), [({"length": 1}, "length"),
+                                              ({"length": 65}, "length"),
+                                              ({"length": 8, "chunk_size": 9}, "chunk_size"),
+                                              ({"length": 8, "chunk_size": 0}, "chunk_size")])
+def test_draw_three_forms_rejects_bad_values(kwargs, name):
+    with pytest.raises(ValueError, match=name):
+        figs.draw_three_forms(new_figure(), **kwargs)
+
+
+LENGTHS = [256, 512, 1024]
+SECONDS = {"parallel": [1e-3, 3e-3, 2e-2], "recurrent": [2e-2, 3e-2, 5e-2],
+           "chunk": [5e-4, 8e-4, 1.5e-3]}
+
+
+def test_draw_form_times_draws_with_speedups():
+    fig = new_figure(7, 4.2)
+    figs.draw_form_times(fig, LENGTHS, SECONDS)
+    title = fig.axes[0].get_title()
+    assert "T = 1,024" in title and "33× faster than recurrent" in title
+    assert "13× faster than parallel" in title
+
+
+@pytest.mark.parametrize(
+    ("lengths", "seconds"),
+    [([256], {f: [1e-3] for f in LINEAR_FORMS}),
+     (LENGTHS, {"parallel": [1e-3] * 3, "chunk": [1e-3] * 3}),
+     (LENGTHS, {**SECONDS, "chunk": [1e-3, 1e-3]}),
+     (LENGTHS, {**SECONDS, "chunk": [1e-3, 0.0, 1e-3]})],
+)
+def test_draw_form_times_rejects_bad_input(lengths, seconds):
+    with pytest.raises(ValueError, match="lengths|seconds"):
+        figs.draw_form_times(new_figure(), lengths, seconds)
+
+
+def test_crossing():
+    lengths = [100, 200, 400]
+    # b is faster (smaller) first, equal to a in log space halfway between 200 and 400
+    assert figs.crossing(lengths, [10, 10, 10], [1, 5, 20]) == pytest.approx(200 * 2**0.5)
+    assert figs.crossing(lengths, [10, 10, 10], [1, 2, 3]) is None
+    assert figs.crossing(lengths, [1, 1, 1], [2, 2, 2]) == 100
+
+
+GRID_T, GRID_C = [1024, 4096], [1, 4, 16, 64, 256, 1024]
+CHUNK_SECONDS = {(t, c): 1e-3 * (1 + c / 64 + 64 / c) for t in GRID_T for c in GRID_C}
+FORM_SECONDS = {(t, f): 0.1 for t in GRID_T for f in ("parallel", "recurrent")}
+
+
+@pytest.mark.parametrize(("chunk_size", "length"),
+                         [(64, 4096), *itertools.product([GRID_C[0], GRID_C[-1]], GRID_T)])
+def test_draw_chunk_size_draws(chunk_size, length):
+    fig = new_figure(8, 3.8)
+    figs.draw_chunk_size(fig, chunk_size, length, CHUNK_SECONDS, FORM_SECONDS, head_dim=64)
+    flops_title, time_title = (ax.get_title() for ax in fig.axes[:2])
+    cost = linear_attention_cost("chunk", length, 64, chunk_size)
+    assert f"{cost.flops / 1e6:,.0f} MFLOP" in flops_title
+    assert f"{cost.sequential_steps:,} sequential steps" in flops_title
+    assert "fastest: C = 64" in time_title
+
+
+@pytest.mark.parametrize(
+    ("chunk_size", "length", "name"),
+    [(64, 2048, "length"), (32, 4096, "chunk_size"), (1024, 512, "length")],
+)
+def test_draw_chunk_size_rejects_unmeasured_values(chunk_size, length, name):
+    with pytest.raises(ValueError, match=name):
+        figs.draw_chunk_size(new_figure(), chunk_size, length, CHUNK_SECONDS, FORM_SECONDS)
+
+
+def test_draw_chunk_size_rejects_chunk_longer_than_sequence():
+    measured = {(512, 1024): 1e-3, (512, 64): 1e-3}
+    forms = {(512, "parallel"): 1e-3, (512, "recurrent"): 1e-3}
+    with pytest.raises(ValueError, match="chunk_size"):
+        figs.draw_chunk_size(new_figure(), 1024, 512, measured, forms)
+    with pytest.raises(ValueError, match="form_seconds"):
+        figs.draw_chunk_size(new_figure(), 64, 512, measured, {(512, "parallel"): 1e-3})
+
+
+# ---------------------------------------------------------------- cost model
+
+
+def test_cost_closed_forms():
+    assert linear_attention_cost("parallel", 4096, 96).flops == 4 * 4096**2 * 96
+    assert linear_attention_cost("recurrent", 4096, 96).flops == 4 * 4096 * 96**2
+    chunk = linear_attention_cost("chunk", 4096, 96, 64)
+    assert chunk.flops == 4 * 4096 * (64 * 96 + 96**2)
+    assert chunk.score_numbers == 4096 * 64 and chunk.sequential_steps == 64
+    assert linear_attention_cost("parallel", 10, 4).score_numbers == 100
+    assert linear_attention_cost("recurrent", 10, 4).sequential_steps == 10
+
+
+@pytest.mark.parametrize("t", [1, 7, 64, 100])
+def test_cost_extremes_of_chunk_size(t):
+    d = 8
+    par, rec = (linear_attention_cost(f, t, d) for f in ("parallel", "recurrent"))
+    assert linear_attention_cost("chunk", t, d, 1).flops == rec.flops + 4 * t * d
+    assert linear_attention_cost("chunk", t, d, t).flops == par.flops + 4 * t * d * d
+    assert linear_attention_cost("chunk", t, d, t).score_numbers == par.score_numbers
+
+
+def test_cost_pads_the_last_chunk():
+    # T = 100, C = 64: two chunks, the second padded to 64 tokens, as the kernel does
+    cost = linear_attention_cost("chunk", 100, 8, 64)
+    assert cost.sequential_steps == 2 and cost.score_numbers == 2 * 64 * 64
+    assert cost.flops == linear_attention_cost("chunk", 128, 8, 64).flops
+
+
+def test_cost_balance_at_chunk_equal_to_head_dim():
+    chunk = linear_attention_cost("chunk", 4096, 64, 64).flops
+    assert chunk == 2 * linear_attention_cost("recurrent", 4096, 64).flops
+
+
+@pytest.mark.parametrize(("t", "c"), [(128, 32), (100, 64), (64, 1)])
+def test_cost_matches_the_matmul_flops_of_the_kernels(t, c):
+    """torch's FLOP counter sees the matrix products the kernels actually run."""
+    d = 8
+    q = torch.randn(1, 1, t, d)
+    with FlopCounterMode(display=False) as counter:
+        linear_attention_chunk(q, q, q, chunk_size=c)
+    assert counter.get_total_flops() == linear_attention_cost("chunk", t, d, c).flops
+    with FlopCounterMode(display=False) as counter:
+        linear_attention_parallel(q, q, q)
+    # the parallel kernel also computes Q S_0 and the final state's Kᵀ V: 4 T d² more
+    expected = linear_attention_cost("parallel", t, d).flops + 4 * t * d * d
+    assert counter.get_total_flops() == expected
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs", "name"),
+    [(("sparse", 10, 4), {}, "form"), (("chunk", 0, 4), {}, "length"),
+     (("chunk", 10, 0), {}, "head_dim"), (("chunk", 10, 4), {"chunk_size": 0}, "chunk_size"),
+     (("parallel", 10.0, 4), {}, "length")],
+)
+def test_cost_rejects_bad_input(args, kwargs, name):
+    with pytest.raises(ValueError, match=name):
+        linear_attention_cost(*args, **kwargs)
+
+
+# ---------------------------------------------------------------- timer
+
+
+def test_time_linear_attention_measures_every_form():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        times = {f: time_linear_attention(f, 256, head_dim=16, repeats=2) for f in LINEAR_FORMS}
+        one = time_linear_attention("chunk", 1, head_dim=1, chunk_size=64, repeats=1,
+                                    warmup=False)
+    finally:
+        torch.set_num_threads(threads)
+    assert all(0 < s < 5 for s in times.values()) and 0 < one < 1
+    assert times["recurrent"] > times["chunk"]  # 256 Python steps against 4 chunks
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "name"),
+    [({"form": "fast", "length": 8}, "form"), ({"form": "chunk", "length": 0}, "length"),
+     ({"form": "chunk", "length": 8, "repeats": 0}, "repeats"),
+     ({"form": "chunk", "length": 8, "chunk_size": 0}, "chunk_size"),
+     ({"form": "chunk", "length": 8, "warmup": 1}, "warmup"),
+     ({"form": "chunk", "length": 8, "n_heads": 0}, "n_heads")],
+)
+def test_time_linear_attention_rejects_bad_input(kwargs, name):
+    with pytest.raises(ValueError, match=name):
+        time_linear_attention(**kwargs)
