@@ -16,6 +16,7 @@ Shapes: q, k ``[B, H, T, Dk]``; v ``[B, H, T, Dv]``; per-channel log-gates g ``[
 from __future__ import annotations
 
 import math
+import time
 
 import torch
 from torch import nn
@@ -236,6 +237,111 @@ def kda_states(
                              beta[:, :, t])
         states.append(state)
     return torch.stack(states, dim=2)
+
+
+def _check_transition_inputs(k: torch.Tensor, g: torch.Tensor, beta: torch.Tensor) -> dict:
+    """k [B, H, C, Dk], g [B, H, C, Dk] (finite, ≤ 0), beta [B, H, C] in [0, 2]; the sizes."""
+    sizes = check_tensor("k", k, ("B", "H", "C", "Dk"))
+    like = {"dtype": k.dtype, "device": k.device}
+    check_tensor("g", g, ("B", "H", "C", "Dk"), sizes, **like)
+    check_tensor("beta", beta, ("B", "H", "C"), sizes, **like)
+    check_range("beta", beta, 0.0, 2.0)
+    check_range("g", g, None, 0.0)
+    if not torch.isfinite(g).all():
+        raise ValueError("g: expected finite log-gates (g = log α, α > 0)")
+    return sizes
+
+
+def kda_transition_products(
+    k: torch.Tensor, *, g: torch.Tensor, beta: torch.Tensor
+) -> torch.Tensor:
+    """KDA's transition matrices multiplied out literally, the latest on the left:
+
+        P^r = (I − β_r k_r k_rᵀ) Diag(α_r) ⋯ (I − β_1 k_1 k_1ᵀ) Diag(α_1),   α_i = exp(g_i)
+
+    so that S_r = P^r S_0 + (the writes). k, g [B, H, C, Dk]; beta [B, H, C].
+    Returns P^1 … P^C stacked, [B, H, C, Dk, Dk]: the reference for :func:`kda_wy_transitions`.
+    """
+    sizes = _check_transition_inputs(k, g, beta)
+    eye = torch.eye(sizes["Dk"], dtype=k.dtype, device=k.device)
+    product = eye.expand(sizes["B"], sizes["H"], -1, -1)
+    out = []
+    for r in range(sizes["C"]):
+        k_r = k[:, :, r]
+        erase = eye - beta[:, :, r, None, None] * k_r[..., :, None] * k_r[..., None, :]
+        product = erase @ (g[:, :, r].exp()[..., :, None] * product)
+        out.append(product)
+    return torch.stack(out, dim=2)
+
+
+def kda_wy_transitions(
+    k: torch.Tensor, *, g: torch.Tensor, beta: torch.Tensor, include_start: bool = False
+) -> torch.Tensor:
+    """P^1 … P^C from the WY representation of the Kimi Linear report (KL eqs. 3–5):
+
+        P^r = Diag(γ^r) − Σ_{i≤r} Diag(γ^{i→r}) k_i w_iᵀ
+        w_r = β_r ( Diag(γ^r) k_r − Σ_{i<r} w_i (k_iᵀ Diag(γ^{i→r}) k_r) )
+
+    with γ^r = Π_{s=1..r} α_s. The decay from token i to r must exclude i,
+    γ^{i→r} = Π_{s=i+1..r} α_s = exp(B_r − B_i) (B the cumulative sum of g): this is what FLA
+    implements as exp(g_last − g_i), and then the result equals :func:`kda_transition_products`.
+    ``include_start=True`` reads γ^{i→r} with the report's own §2.1 definition,
+    Π_{s=i..r} α_s, which already fails at r = 1 (MATH.md §6, §10: the index erratum).
+    k, g [B, H, C, Dk]; beta [B, H, C]. Returns [B, H, C, Dk, Dk].
+    """
+    sizes = _check_transition_inputs(k, g, beta)
+    if not isinstance(include_start, bool):
+        raise ValueError(f"include_start: expected True or False, got {include_start!r}")
+    b = g.cumsum(dim=2)  # B  [B, H, C, Dk]
+
+    def decay(i: int, r: int) -> torch.Tensor:  # γ^{i→r}  [B, H, Dk]
+        log = b[:, :, r] - b[:, :, i] + (g[:, :, i] if include_start else 0.0)
+        return log.exp()
+
+    ws: list[torch.Tensor] = []
+    out = []
+    for r in range(sizes["C"]):
+        k_r = k[:, :, r]
+        w_r = b[:, :, r].exp() * k_r
+        for i in range(r):
+            overlap = (k[:, :, i] * decay(i, r) * k_r).sum(-1, keepdim=True)  # k_iᵀ Diag(γ) k_r
+            w_r = w_r - ws[i] * overlap
+        ws.append(beta[:, :, r, None] * w_r)
+        p_r = torch.diag_embed(b[:, :, r].exp())
+        for i in range(r + 1):
+            p_r = p_r - (decay(i, r) * k[:, :, i])[..., :, None] * ws[i][..., None, :]
+        out.append(p_r)
+    return torch.stack(out, dim=2)
+
+
+def time_kda_step(
+    *, n_heads: int = 2, head_dim: int = 32, repeats: int = 5, seed: int = 0
+) -> tuple[float, int]:
+    """Measured seconds of one :func:`kda_step` (batch 1, float32), and the state's bytes.
+
+    Random q, v, L2-normalised k, β ∈ (0, 1), log-gates g ∈ (−0.1, 0] and a random state
+    S ``[1, n_heads, head_dim, head_dim]``: the step does the same work for any context, since
+    the state is all it reads. Returns ``(seconds, state_bytes)``: the fastest of ``repeats``
+    runs after one warm-up, and H · Dk · Dv · 4 bytes. Depends on the machine and on
+    ``torch.get_num_threads()``.
+    """
+    for name, value in [("n_heads", n_heads), ("head_dim", head_dim), ("repeats", repeats)]:
+        check_positive_int(name, value)
+    gen = torch.Generator().manual_seed(seed)
+    h, d = n_heads, head_dim
+    q, v = torch.randn(1, h, d, generator=gen), torch.randn(1, h, d, generator=gen)
+    k = torch.nn.functional.normalize(torch.randn(1, h, d, generator=gen), dim=-1)
+    g = -0.1 * torch.rand(1, h, d, generator=gen)
+    beta = torch.rand(1, h, generator=gen)
+    state = torch.randn(1, h, d, d, generator=gen)
+    with torch.no_grad():
+        kda_step(q, k, v, g=g, beta=beta, state=state)  # warm-up
+        seconds = []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            kda_step(q, k, v, g=g, beta=beta, state=state)
+            seconds.append(time.perf_counter() - start)
+    return min(seconds), state.numel() * state.element_size()
 
 
 def association_retention(

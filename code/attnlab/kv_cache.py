@@ -228,3 +228,100 @@ def time_decode_step(
         step()
         seconds.append(time.perf_counter() - start)
     return min(seconds)
+
+
+def time_cached_attention_step(
+    context: int,
+    *,
+    n_heads: int = 2,
+    head_dim: int = 32,
+    repeats: int = 3,
+    seed: int = 0,
+) -> tuple[float, int]:
+    """Measured seconds of one cached attention read at position ``context``, and the cache bytes.
+
+        o_t = V_{1:t}ᵀ softmax(s · K_{1:t} q_t),   t = ``context``
+
+    The cache K, V ``[1, n_heads, context, head_dim]`` (float32, batch 1) is filled with random
+    numbers instead of being built by ``context`` decoding steps: the read costs the same for any
+    values, and filling takes a fraction of a second even at 32k tokens. Only the kernel is
+    timed (q_t ``[1, H, 1, D]`` against the whole cache); the projections of the new token cost
+    the same at every context. Returns ``(seconds, cache_bytes)``: the fastest of ``repeats``
+    runs after one warm-up (other processes only ever add time), and ``KVCache.num_bytes()``,
+    i.e. 2 · H · context · D · 4 bytes. Depends on the machine and ``torch.get_num_threads()``.
+    """
+    for name, value in [("context", context), ("n_heads", n_heads), ("head_dim", head_dim),
+                        ("repeats", repeats)]:
+        check_positive_int(name, value)
+    gen = torch.Generator().manual_seed(seed)
+    cache = KVCache(torch.randn(1, n_heads, context, head_dim, generator=gen),
+                    torch.randn(1, n_heads, context, head_dim, generator=gen))
+    q_t = torch.randn(1, n_heads, 1, head_dim, generator=gen)
+
+    def step() -> torch.Tensor:
+        o_t, _ = attention.softmax_attention(q_t, cache.k, cache.v, causal=False)
+        return o_t
+
+    with torch.no_grad():
+        step()  # warm-up
+        seconds = []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            step()
+            seconds.append(time.perf_counter() - start)
+    return min(seconds), cache.num_bytes()
+
+
+def crossover_context(
+    contexts: list[int], seconds: list[float], constant_seconds: float
+) -> float | None:
+    """The context at which a growing per-token cost first reaches a constant one.
+
+    ``seconds[i]`` is the measured cost at ``contexts[i]`` (increasing contexts); between two
+    measurements the cost is taken as linear in the context (attention's read is O(T)), so the
+    crossing T* solves  s_i + (s_{i+1} − s_i)(T* − T_i) / (T_{i+1} − T_i) = constant.
+    Returns ``contexts[0]`` if the first measurement already costs at least the constant (the
+    crossing is at or below the smallest context measured), None if no measurement reaches it.
+    """
+    if len(contexts) != len(seconds) or not contexts:
+        raise ValueError(f"seconds: expected one value per context ({len(contexts)}), "
+                         f"got {len(seconds)}")
+    for c in contexts:
+        check_positive_int("contexts", c)
+    if any(contexts[i + 1] <= contexts[i] for i in range(len(contexts) - 1)):
+        raise ValueError(f"contexts: expected strictly increasing values, got {list(contexts)}")
+    if any(not isinstance(s, int | float) or s < 0 for s in seconds):
+        raise ValueError(f"seconds: expected numbers >= 0, got {list(seconds)}")
+    if not isinstance(constant_seconds, int | float) or constant_seconds < 0:
+        raise ValueError(f"constant_seconds: expected a number >= 0, got {constant_seconds!r}")
+    if seconds[0] >= constant_seconds:
+        return float(contexts[0])
+    for i in range(len(contexts) - 1):
+        (t0, t1), (s0, s1) = contexts[i : i + 2], seconds[i : i + 2]
+        if s1 >= constant_seconds:
+            return t0 + (constant_seconds - s0) * (t1 - t0) / (s1 - s0)
+    return None
+
+
+GLOBAL_KINDS = ("attn", "mla")
+"""Layer kinds that keep a growing cache (every other kind keeps a fixed-size state)."""
+
+
+def stack_cost(layer_pattern: tuple[str, ...], global_cost: float, recurrent_cost: float) -> float:
+    """A layer stack's cost composed from one measured layer of each sort:
+
+        cost = n_global · global_cost + n_recurrent · recurrent_cost
+
+    where n_global counts the ``"attn"``/``"mla"`` layers of ``layer_pattern`` and n_recurrent
+    the others (Sophia: 7 and 21). An estimate: it adds only the mixers' costs (no MLPs, norms,
+    projections) and assumes every global layer costs what the one measured layer costs.
+    """
+    if isinstance(layer_pattern, str) or not isinstance(layer_pattern, tuple | list) or (
+            not layer_pattern):
+        raise ValueError(f"layer_pattern: expected a non-empty tuple of layer kinds, "
+                         f"got {layer_pattern!r}")
+    for name, value in [("global_cost", global_cost), ("recurrent_cost", recurrent_cost)]:
+        if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+            raise ValueError(f"{name}: expected a number >= 0, got {value!r}")
+    n_global = sum(kind in GLOBAL_KINDS for kind in layer_pattern)
+    return n_global * global_cost + (len(layer_pattern) - n_global) * recurrent_cost

@@ -1,0 +1,317 @@
+"""Tests of Lessons 13–14's figures (attnlab.figures.kda) and the computations they added:
+the UT transform and the literal product of the delta rule's transition matrices, the delta
+rule's cost model and timer (attnlab.delta); KDA's parallel form with explicit decays (and the
+report's inclusive reading), its state trajectory and per-channel retention (attnlab.kda)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+from attnlab.delta import (
+    delta_rule_chunk,
+    delta_rule_cost,
+    delta_rule_recurrent,
+    time_delta_rule,
+    transition_product,
+    ut_transform,
+)
+from attnlab.figures import kda as figs
+from attnlab.kda import (
+    association_retention,
+    kda_chunk,
+    kda_parallel,
+    kda_recurrent,
+    kda_states,
+)
+from attnlab.plotting import new_figure
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+
+def chunk_inputs(seed, b=1, h=2, c=7, dk=5, dv=3, beta_scale=1.0):
+    gen = torch.Generator().manual_seed(seed)
+    k = F.normalize(torch.randn(b, h, c, dk, generator=gen, dtype=torch.float64), dim=-1)
+    v = torch.randn(b, h, c, dv, generator=gen, dtype=torch.float64)
+    beta = beta_scale * torch.rand(b, h, c, generator=gen, dtype=torch.float64)
+    q = torch.randn(b, h, c, dk, generator=gen, dtype=torch.float64)
+    s0 = torch.randn(b, h, dk, dv, generator=gen, dtype=torch.float64)
+    g = -torch.rand(b, h, c, dk, generator=gen, dtype=torch.float64)
+    return q, k, v, beta, s0, g
+
+
+# ---------------------------------------------------------------- WY / UT (attnlab.delta)
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), c=st.integers(1, 20), dk=st.integers(1, 9),
+       beta_scale=st.sampled_from([0.0, 1.0, 2.0]))
+def test_wy_identity_product_equals_identity_minus_kt_w(seed, c, dk, beta_scale):
+    _, k, v, beta, _, _ = chunk_inputs(seed, c=c, dk=dk, beta_scale=beta_scale)
+    w, _ = ut_transform(k, v, beta=beta)
+    product = transition_product(k, beta=beta)
+    eye = torch.eye(dk, dtype=k.dtype)
+    assert w.shape == k.shape
+    assert (product - (eye - k.mT @ w)).abs().max() < 1e-12
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), c=st.integers(1, 20))
+def test_pseudo_values_give_the_state_after_the_chunk(seed, c):
+    q, k, v, beta, s0, _ = chunk_inputs(seed, c=c)
+    w, u = ut_transform(k, v, beta=beta)
+    _, s_zero = delta_rule_recurrent(q, k, v, beta=beta, output_final_state=True)
+    _, s_init = delta_rule_recurrent(q, k, v, beta=beta, initial_state=s0,
+                                     output_final_state=True)
+    assert (s_zero - k.mT @ u).abs().max() < 1e-12
+    assert (s_init - (s0 + k.mT @ (u - w @ s0))).abs().max() < 1e-12
+
+
+def test_pseudo_values_follow_their_row_recursion():
+    """u_t = β_t (v_t − Σ_{i<t} u_i k_iᵀ k_t), computed row by row."""
+    _, k, v, beta, _, _ = chunk_inputs(3, c=9)
+    _, u = ut_transform(k, v, beta=beta)
+    rows = []
+    for t in range(k.shape[2]):
+        correction = sum((rows[i] * (k[:, :, i] * k[:, :, t]).sum(-1, keepdim=True)
+                          for i in range(t)), torch.zeros_like(v[:, :, t]))
+        rows.append(beta[:, :, t, None] * (v[:, :, t] - correction))
+    assert (torch.stack(rows, dim=2) - u).abs().max() < 1e-12
+
+
+def test_transition_product_literal_small_case():
+    k = torch.tensor([[[[1.0, 0.0], [0.0, 1.0]]]], dtype=torch.float64)
+    beta = torch.tensor([[[1.0, 0.5]]], dtype=torch.float64)
+    expected = torch.tensor([[0.0, 0.0], [0.0, 0.5]], dtype=torch.float64)
+    assert torch.equal(transition_product(k, beta=beta)[0, 0], expected)
+
+
+def test_ut_transform_and_product_refuse_bad_inputs():
+    _, k, v, beta, _, _ = chunk_inputs(0)
+    for name, kwargs in [("k", dict(k=k[0], v=v, beta=beta)),
+                         ("v", dict(k=k, v=v[:, :, :3], beta=beta)),
+                         ("beta", dict(k=k, v=v, beta=beta + 2.5)),
+                         ("beta", dict(k=k, v=v, beta=beta.float()))]:
+        with pytest.raises(ValueError, match=name):
+            ut_transform(kwargs["k"], kwargs["v"], beta=kwargs["beta"])
+    with pytest.raises(ValueError, match="beta"):
+        transition_product(k, beta=beta[:, :, :2])
+
+
+# ---------------------------------------------------------------- cost model and timer
+def test_delta_rule_cost_formulas():
+    rec = delta_rule_cost("recurrent", 4096, 96)
+    assert (rec.intra_flops, rec.inter_flops, rec.sequential_steps) == (0, 6 * 4096 * 96**2,
+                                                                        4096)
+    chunk = delta_rule_cost("chunk", 4096, 96, 64)
+    assert chunk.sequential_steps == 64
+    assert chunk.inter_flops == rec.inter_flops  # the state work is the recurrent work again
+    assert chunk.intra_flops == 64 * (7 * 64 * 64 - 64) * 96
+    assert chunk.intra_flops / chunk.inter_flops == pytest.approx((7 * 64 - 1) / (6 * 96))
+    assert chunk.flops == chunk.intra_flops + chunk.inter_flops
+    padded = delta_rule_cost("chunk", 100, 8, 64)  # 2 chunks, the last one padded
+    assert padded.sequential_steps == 2 and padded.inter_flops == 6 * 128 * 64
+    one = delta_rule_cost("chunk", 10, 4, 1)
+    assert one.intra_flops == 10 * 6 * 4 and one.sequential_steps == 10
+
+
+@pytest.mark.parametrize(("kwargs", "name"), [
+    (dict(form="parallel", length=8, head_dim=4), "form"),
+    (dict(form="chunk", length=0, head_dim=4), "length"),
+    (dict(form="chunk", length=8, head_dim=2.0), "head_dim"),
+    (dict(form="chunk", length=8, head_dim=4, chunk_size=True), "chunk_size"),
+])
+def test_delta_rule_cost_refuses_bad_inputs(kwargs, name):
+    with pytest.raises(ValueError, match=name):
+        delta_rule_cost(**kwargs)
+
+
+def test_time_delta_rule_measures_both_forms():
+    for form in ("recurrent", "chunk"):
+        seconds = time_delta_rule(form, 32, n_heads=1, head_dim=8, chunk_size=8, repeats=1,
+                                  warmup=False)
+        assert 0 < seconds < 5
+    for kwargs, name in [(dict(form="x", length=8), "form"), (dict(form="chunk", length=8,
+                                                                  repeats=0), "repeats"),
+                         (dict(form="chunk", length=8, warmup=1), "warmup")]:
+        with pytest.raises(ValueError, match=name):
+            time_delta_rule(**kwargs)
+
+
+def test_chunk_of_one_token_is_the_recurrence():
+    q, k, v, beta, s0, _ = chunk_inputs(4, c=11)
+    o_r, s_r = delta_rule_recurrent(q, k, v, beta=beta, initial_state=s0, output_final_state=True)
+    o_c, s_c = delta_rule_chunk(q, k, v, beta=beta, initial_state=s0, output_final_state=True,
+                                chunk_size=1)
+    assert (o_r - o_c).abs().max() < 1e-12 and (s_r - s_c).abs().max() < 1e-12
+
+
+# ---------------------------------------------------------------- KDA (attnlab.kda)
+@pytest.mark.parametrize("t", [1, 5, 13])
+def test_kda_parallel_equals_chunk_and_inclusive_reading_differs(t):
+    q, k, v, beta, _, g = chunk_inputs(t, c=t, dk=4, dv=3)
+    o_chunk, _ = kda_chunk(q, k, v, g=g, beta=beta, chunk_size=4)
+    o_exclusive, none = kda_parallel(q, k, v, g=g, beta=beta)
+    assert none is None
+    assert (o_exclusive - o_chunk).abs().max() < 1e-12
+    o_inclusive, _ = kda_parallel(q, k, v, g=g, beta=beta, include_start=True)
+    assert (o_inclusive - o_chunk).abs().max() > 1e-3  # already wrong at the first token
+    assert (o_inclusive[:, :, 0] - o_chunk[:, :, 0]).abs().max() > 1e-3
+
+
+def test_kda_parallel_inclusive_is_one_extra_decay_on_the_first_token():
+    """With one token, the inclusive reading reads q through Diag(α_1) once more."""
+    q, k, v, beta, _, g = chunk_inputs(9, c=1, dk=4, dv=3)
+    o_inclusive, _ = kda_parallel(q, k, v, g=g, beta=beta, include_start=True)
+    o_decayed, _ = kda_recurrent(q * g.exp(), k, v, g=g, beta=beta)
+    assert (o_inclusive - o_decayed).abs().max() < 1e-12
+
+
+def test_kda_parallel_refuses_bad_inputs():
+    q, k, v, beta, _, g = chunk_inputs(0, c=4, dk=4)
+    with pytest.raises(ValueError, match="include_start"):
+        kda_parallel(q, k, v, g=g, beta=beta, include_start=1)
+    with pytest.raises(ValueError, match="g"):
+        kda_parallel(q, k, v, g=-g, beta=beta)
+
+
+def test_kda_states_are_the_recurrence_at_every_step():
+    q, k, v, beta, s0, g = chunk_inputs(5, c=9)
+    states = kda_states(k, v, g=g, beta=beta, initial_state=s0)
+    assert states.shape == (1, 2, 9, 5, 3)
+    for t in (1, 4, 9):
+        _, s_t = kda_recurrent(q[:, :, :t], k[:, :, :t], v[:, :, :t], g=g[:, :, :t],
+                               beta=beta[:, :, :t], initial_state=s0, output_final_state=True)
+        assert (states[:, :, t - 1] - s_t).abs().max() < 1e-12
+    with pytest.raises(ValueError, match="initial_state"):
+        kda_states(k, v, g=g, beta=beta, initial_state=s0[..., :2])
+
+
+def test_retention_is_pure_decay_without_later_writes():
+    _, k, v, _, _, g = chunk_inputs(6, c=10, dk=4, dv=3)
+    key = torch.full((1, 2, 4), 0.5, dtype=torch.float64)
+    value = torch.randn(1, 2, 3, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    s0 = key[..., :, None] * value[..., None, :]
+    states = kda_states(k, v, g=g, beta=torch.zeros(1, 2, 10, dtype=torch.float64),
+                        initial_state=s0)
+    retention = association_retention(states, key, value)
+    assert (retention - g.cumsum(dim=2).exp()).abs().max() < 1e-12
+
+
+def test_retention_refuses_bad_inputs():
+    states = torch.zeros(1, 1, 3, 4, 2, dtype=torch.float64)
+    key, value = torch.ones(1, 1, 4, dtype=torch.float64), torch.ones(1, 1, 2, dtype=torch.float64)
+    with pytest.raises(ValueError, match="key"):
+        association_retention(states, key * 0, value)
+    with pytest.raises(ValueError, match="value"):
+        association_retention(states, key, value * 0)
+    with pytest.raises(ValueError, match="key"):
+        association_retention(states, key[..., :3], value)
+    with pytest.raises(ValueError, match="states"):
+        association_retention(states[0], key, value)
+
+
+# ---------------------------------------------------------------- figure helpers
+def test_channel_log_gates_spread_and_mean_half_life():
+    same = figs.channel_log_gates(16, 16.0, 0.0)
+    assert torch.allclose(same, torch.full((16,), -math.log(2) / 16, dtype=torch.float64))
+    spread = figs.channel_log_gates(16, 16.0, 2.0)
+    half_lives = -math.log(2) / spread
+    assert half_lives[0] == pytest.approx(4.0) and half_lives[-1] == pytest.approx(64.0)
+    assert (spread <= 0).all() and (spread.diff() > 0).all()  # channel 0 forgets fastest
+    with pytest.raises(ValueError, match="spread"):
+        figs.channel_log_gates(16, 16.0, -1.0)
+
+
+def test_retention_demo_shared_gate_equals_per_channel_at_zero_spread():
+    demo = figs.retention_demo(0.0, 0.1)
+    assert torch.allclose(demo["recall"], demo["recall_shared"], atol=1e-12)
+    assert demo["retention"].shape == (figs.RETENTION_STEPS + 1, figs.RETENTION_CHANNELS)
+    assert torch.allclose(demo["retention"][0], torch.ones(figs.RETENTION_CHANNELS,
+                                                            dtype=torch.float64))
+    wide = figs.retention_demo(4.0, 0.0)
+    assert wide["recall"][32] > wide["recall_shared"][32]  # Jensen: mean of exps ≥ exp of mean
+    with pytest.raises(ValueError, match="write_strength"):
+        figs.retention_demo(1.0, 1.5)
+
+
+# ---------------------------------------------------------------- figures
+@pytest.mark.parametrize("n_factors", [1, 4, 16])
+def test_draw_wy_identity(n_factors):
+    fig = new_figure(9, 3.4)
+    figs.draw_wy_identity(fig, n_factors=n_factors)
+    assert "difference" in fig.axes[1].get_title()
+
+
+@pytest.mark.parametrize("bad", [0, 17, 2.0, True])
+def test_draw_wy_identity_rejects_bad_sizes(bad):
+    with pytest.raises(ValueError, match="n_factors"):
+        figs.draw_wy_identity(new_figure(), n_factors=bad)
+
+
+@pytest.mark.parametrize("chunk_size", [figs.CHUNK_SIZES[0], 16, figs.CHUNK_SIZES[-1]])
+def test_draw_chunk_split(chunk_size):
+    fig = new_figure(9, 3.8)
+    figs.draw_chunk_split(fig, chunk_size=chunk_size)
+    steps = delta_rule_cost("chunk", 4096, 64, chunk_size).sequential_steps
+    titles = " ".join(ax.get_title() for ax in fig.axes)
+    assert f"{steps:,} sequential steps" in titles
+
+
+@pytest.mark.parametrize("bad", [0, -4, 3.5, "64"])
+def test_draw_chunk_split_rejects_bad_chunk_size(bad):
+    with pytest.raises(ValueError, match="chunk_size"):
+        figs.draw_chunk_split(new_figure(), chunk_size=bad)
+
+
+def measured():
+    return dict(lengths=[256, 1024], recurrent_seconds=[0.05, 0.2], chunk_seconds=[0.004, 0.02],
+                size_seconds={1: 0.5, 16: 0.03, 64: 0.02}, size_length=1024)
+
+
+def test_draw_measured_times():
+    fig = new_figure(9, 3.8)
+    figs.draw_measured_times(fig, **measured())
+    assert "C = 64" in fig.axes[1].get_title()
+    texts = [t.get_text() for t in fig.axes[0].texts]
+    assert "12.5×" in texts and "10.0×" in texts
+
+
+@pytest.mark.parametrize(("change", "name"), [
+    (dict(lengths=[256]), "lengths"),
+    (dict(chunk_seconds=[0.004]), "chunk_seconds"),
+    (dict(recurrent_seconds=[0.05, 0.0]), "recurrent_seconds"),
+    (dict(size_length=4096), "size_length"),
+    (dict(size_seconds={16: 0.03}), "size_seconds"),
+])
+def test_draw_measured_times_rejects_bad_inputs(change, name):
+    with pytest.raises(ValueError, match=name):
+        figs.draw_measured_times(new_figure(), **{**measured(), **change})
+
+
+def test_draw_decay_then_correct():
+    fig = new_figure(9, 3.3)
+    figs.draw_decay_then_correct(fig)
+    assert len(fig.axes) == 4  # three heat maps and one colour bar
+    with pytest.raises(ValueError, match="head_dim"):
+        figs.draw_decay_then_correct(new_figure(), head_dim=1)
+
+
+@pytest.mark.parametrize(("spread", "write_strength"), [
+    (2.0, 0.1), (figs.SPREADS[0], figs.WRITE_STRENGTHS[0]),
+    (figs.SPREADS[-1], figs.WRITE_STRENGTHS[-1]), (figs.SPREADS[0], figs.WRITE_STRENGTHS[-1]),
+])
+def test_draw_channel_retention(spread, write_strength):
+    fig = new_figure(10, 4)
+    figs.draw_channel_retention(fig, spread=spread, write_strength=write_strength)
+    assert any("shared" in ax.get_title() for ax in fig.axes)
+
+
+@pytest.mark.parametrize(("kwargs", "name"), [
+    (dict(spread=-0.5, write_strength=0.1), "spread"),
+    (dict(spread=1.0, write_strength=-0.1), "write_strength"),
+    (dict(spread="wide", write_strength=0.1), "spread"),
+])
+def test_draw_channel_retention_rejects_bad_values(kwargs, name):
+    with pytest.raises(ValueError, match=name):
+        figs.draw_channel_retention(new_figure(), **kwargs)
