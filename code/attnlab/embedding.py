@@ -157,6 +157,63 @@ def toy_corpus(n_sentences: int = 2000, seed: int = 0) -> list[str]:
     return sentences
 
 
+def matches_template(sentence: str) -> bool:
+    """True when ``sentence`` is one that :func:`toy_corpus` can generate: some template whose
+    every ``{group}`` slot holds a word of that group and whose other words are exactly the
+    template's. Compared word by word after :func:`split_words` (case and spacing do not matter).
+    """
+    words = split_words(sentence)
+    for template in _TEMPLATES:
+        slots = template.split()
+        if len(slots) == len(words) and all(
+            word in WORD_GROUPS[slot[1:-1]] if slot.startswith("{") else word == slot
+            for slot, word in zip(slots, words, strict=True)
+        ):
+            return True
+    return False
+
+
+def template_fraction(text: str) -> tuple[int, int]:
+    """Score generated text against the toy corpus's templates: ``(matching, complete)``.
+
+    The text is cut after every ``"."``; each complete sentence (the words up to and including a
+    ``"."``) is checked with :func:`matches_template`. The unfinished tail after the last ``"."``
+    is dropped, and so is a lone ``"."`` (e.g. a prompt that is just the full stop). So start the
+    text at a sentence boundary. The fraction of grammatical sentences is ``matching / complete``.
+    """
+    words = split_words(text)
+    sentences, current = [], []
+    for word in words:
+        current.append(word)
+        if word == ".":
+            if len(current) > 1:
+                sentences.append(" ".join(current))
+            current = []
+    return sum(matches_template(s) for s in sentences), len(sentences)
+
+
+def toy_corpus_entropy() -> float:
+    """The lowest possible next-word loss on a long stream of :func:`toy_corpus` sentences, in
+    nats per token.
+
+    A sentence picks one of the n templates uniformly and fills each ``{group}`` slot with one of
+    that group's words uniformly, so it carries log n + Σ_slots log |group| nats, and every other
+    word (and the final ".") is forced by what came before (a sentence's words determine its
+    template). Per token of the stream that is the ratio of the means over templates:
+
+        H = (log n + mean_t Σ_{slots of t} log |group|) / mean_t (tokens of t).
+
+    No model can reach a lower average cross-entropy on this corpus.
+    """
+    import math
+
+    bits = [sum(math.log(len(WORD_GROUPS[s[1:-1]])) for s in t.split() if s.startswith("{"))
+            for t in _TEMPLATES]
+    lengths = [len(t.split()) for t in _TEMPLATES]
+    n = len(_TEMPLATES)
+    return (math.log(n) + sum(bits) / n) / (sum(lengths) / n)
+
+
 def cooccurrence_embeddings(
     corpus: Sequence[str], tokenizer: WordTokenizer, dim: int = 16, window: int = 2
 ) -> torch.Tensor:

@@ -583,3 +583,92 @@ def next_token(
         return logits.argmax(dim=-1, keepdim=True)
     probs = torch.softmax(logits / temperature, dim=-1)
     return torch.multinomial(probs, 1, generator=generator)
+
+
+@torch.no_grad()
+def stepwise_logits(model: HybridLM, input_ids: torch.Tensor, prefill: int = 1) -> tuple[
+        torch.Tensor, HybridCache]:
+    """The logits of ``input_ids [B, T]`` computed the way generation computes them: one pass
+    over the first ``prefill`` tokens, then one cached step per remaining token.
+
+    Returns ``(logits [B, T, vocab_size], cache)``. Up to floating-point rounding the logits equal
+    ``model(input_ids)[0]``, the parallel pass: comparing the two checks every layer's cache.
+    """
+    if not isinstance(model, HybridLM):
+        raise ValueError(f"model: expected a HybridLM, got {type(model).__name__}")
+    model._check_input_ids(input_ids)
+    t = input_ids.shape[1]
+    if isinstance(prefill, bool) or not isinstance(prefill, int) or not 1 <= prefill <= t:
+        raise ValueError(f"prefill: expected an integer in [1, {t}], got {prefill!r}")
+    logits, cache = model(input_ids[:, :prefill], use_cache=True)
+    out = [logits]
+    for i in range(prefill, t):
+        logits, cache = model(input_ids[:, i:i + 1], cache=cache)
+        out.append(logits)
+    return torch.cat(out, dim=1), cache
+
+
+def train_language_model(
+    model: nn.Module,
+    token_ids: torch.Tensor,
+    *,
+    steps: int,
+    batch_size: int = 8,
+    seq_len: int = 32,
+    lr: float = 1e-2,
+    weight_decay: float = 0.1,
+    seed: int = 0,
+    progress: bool = True,
+) -> list[float]:
+    """Next-token training on one long stream of token ids; returns the loss of every step.
+
+    Each step draws ``batch_size`` windows of ``seq_len + 1`` consecutive ids at random offsets
+    (generator seeded by ``seed``) and minimises the mean cross-entropy
+    L = −(1 / (B·L)) Σ_{b,t} log softmax(logits_{b,t})[x_{b,t+1}]
+    with AdamW (betas 0.9, 0.95; weight decay on matrices only,
+    :func:`attnlab.train.parameter_groups`), a warm-up + cosine learning-rate schedule
+    (:func:`attnlab.train.warmup_cosine`) and gradients clipped to norm 1.
+    Shapes: token_ids ``[N]`` (int64), model ``[B, L] -> logits [B, L, V]`` (or a
+    ``(logits, cache)`` pair, as :class:`HybridLM` returns). The model is left in eval mode.
+    """
+    from tqdm.auto import tqdm
+
+    from .train import parameter_groups, warmup_cosine
+
+    if not isinstance(token_ids, torch.Tensor) or token_ids.dim() != 1 or (
+            token_ids.dtype != torch.long):
+        raise ValueError("token_ids: expected a 1-D int64 tensor of token ids, got "
+                         f"{getattr(token_ids, 'dtype', type(token_ids).__name__)} "
+                         f"of shape {tuple(getattr(token_ids, 'shape', ()))}")
+    steps = check_positive_int("steps", steps)
+    batch_size = check_positive_int("batch_size", batch_size)
+    seq_len = check_positive_int("seq_len", seq_len)
+    if token_ids.numel() < seq_len + 2:
+        raise ValueError(f"token_ids: expected at least seq_len + 2 = {seq_len + 2} ids, "
+                         f"got {token_ids.numel()}")
+    if not isinstance(lr, int | float) or isinstance(lr, bool) or lr <= 0:
+        raise ValueError(f"lr: expected a number > 0, got {lr!r}")
+    generator = torch.Generator().manual_seed(seed)
+    optimizer = torch.optim.AdamW(parameter_groups(model, weight_decay), lr=lr,
+                                  betas=(0.9, 0.95))
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: warmup_cosine(s, steps))
+    offsets = torch.arange(seq_len + 1)
+    losses = []
+    model.train()
+    bar = tqdm(range(steps), desc="training", disable=not progress)
+    for _ in bar:
+        starts = torch.randint(0, token_ids.numel() - seq_len, (batch_size, 1),
+                               generator=generator)
+        window = token_ids[starts + offsets]
+        out = model(window[:, :-1])
+        logits = out[0] if isinstance(out, tuple) else out
+        loss = F.cross_entropy(logits.flatten(0, 1), window[:, 1:].flatten())
+        optimizer.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        schedule.step()
+        losses.append(loss.item())
+        bar.set_postfix(loss=f"{losses[-1]:.3f}")
+    model.eval()
+    return losses
