@@ -181,15 +181,22 @@ def template_fraction(text: str) -> tuple[int, int]:
     is dropped, and so is a lone ``"."`` (e.g. a prompt that is just the full stop). So start the
     text at a sentence boundary. The fraction of grammatical sentences is ``matching / complete``.
     """
-    words = split_words(text)
+    sentences = complete_sentences(text)
+    return sum(matches_template(s) for s in sentences), len(sentences)
+
+
+def complete_sentences(text: str) -> list[str]:
+    """The complete sentences of ``text``: its words (:func:`split_words`) joined by spaces, cut
+    after every ``"."``. The unfinished tail and lone ``"."`` are dropped:
+    ``". the cat ran . a" -> ["the cat ran ."]``."""
     sentences, current = [], []
-    for word in words:
+    for word in split_words(text):
         current.append(word)
         if word == ".":
             if len(current) > 1:
                 sentences.append(" ".join(current))
             current = []
-    return sum(matches_template(s) for s in sentences), len(sentences)
+    return sentences
 
 
 def toy_corpus_entropy() -> float:

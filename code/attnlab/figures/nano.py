@@ -1,0 +1,113 @@
+"""Figures for Lesson 19 (Sophia-nano, end to end): training loss and the hybrid cache's bytes per
+layer while the tiny model generates.
+
+The figures draw numbers measured in the lesson (the losses returned by
+:func:`attnlab.model.train_language_model`, and ``HybridCache.bytes_by_layer()`` recorded by the
+``on_step`` callback of :meth:`attnlab.model.HybridLM.generate`); they compute nothing themselves.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from matplotlib.figure import Figure
+from matplotlib.patches import Patch
+
+from ..plotting import PALETTE, style_axes
+
+#: Colours of the layer kinds (the same as in Lessons 15–16).
+KIND_COLOURS = {"kda": PALETTE[0], "mla": PALETTE[1], "attn": PALETTE[5]}
+_KIND_NAMES = {"kda": "KDA", "mla": "MLA", "attn": "attention"}
+_KIB = 1024
+
+
+def _check_history(tokens: Sequence[int], layer_bytes: Sequence[Sequence[int]],
+                   kinds: Sequence[str]) -> None:
+    if not kinds:
+        raise ValueError("kinds: expected one layer kind per layer, got none")
+    for kind in kinds:
+        if kind not in KIND_COLOURS and kind not in ("gdn", "deltanet", "gla", "linear"):
+            raise ValueError(f"kinds: unknown layer kind {kind!r}")
+    if not tokens or len(tokens) != len(layer_bytes):
+        raise ValueError(
+            f"layer_bytes: expected one row per entry of tokens ({len(tokens)}), "
+            f"got {len(layer_bytes)}")
+    for row in layer_bytes:
+        if len(row) != len(kinds):
+            raise ValueError(
+                f"layer_bytes: expected {len(kinds)} numbers per row (one per layer), "
+                f"got {len(row)}")
+
+
+def _colour(kind: str) -> str:
+    return KIND_COLOURS.get(kind, PALETTE[2])
+
+
+def draw_training_loss(fig: Figure, losses: Sequence[float], floor: float | None = None) -> None:
+    """Training loss per step (nats per token) and, dashed, the corpus's entropy floor."""
+    if not losses:
+        raise ValueError("losses: expected at least one loss value, got none")
+    ax = fig.subplots()
+    steps = range(1, len(losses) + 1)
+    ax.plot(steps, losses, color=PALETTE[0], lw=1.6, label="training loss (one batch per step)")
+    if floor is not None:
+        ax.axhline(floor, color=PALETTE[5], ls="--", lw=1.2,
+                   label=f"lowest possible loss on this corpus: {floor:.2f}")
+    ax.set_ylim(0, max(max(losses), floor or 0) * 1.05)
+    ax.legend(loc="upper right", fontsize=9)
+    style_axes(ax, "training step", "cross-entropy (nats per token)",
+               f"Sophia-nano learning the toy corpus: {losses[0]:.2f} → {losses[-1]:.2f}")
+
+
+def draw_cache_growth(
+    fig: Figure,
+    tokens: Sequence[int],
+    layer_bytes: Sequence[Sequence[int]],
+    kinds: Sequence[str],
+) -> None:
+    """Bytes held by each layer's decoding cache against the tokens it has seen.
+
+    ``tokens[i]`` tokens held at record ``i``; ``layer_bytes[i][l]`` the bytes of layer ``l``
+    then; ``kinds[l]`` its kind. Layers of one kind with equal bytes draw on top of each other.
+    """
+    _check_history(tokens, layer_bytes, kinds)
+    ax = fig.subplots()
+    seen = set()
+    for layer, kind in enumerate(kinds):
+        series = [row[layer] / _KIB for row in layer_bytes]
+        label = f"{_KIND_NAMES.get(kind, kind)} layers ({list(kinds).count(kind)})"
+        ax.plot(tokens, series, color=_colour(kind), lw=2.2 if kind == "mla" else 3.0,
+                label=None if kind in seen else label)
+        seen.add(kind)
+    ax.set_ylim(0, max(max(row) for row in layer_bytes) / _KIB * 1.1)
+    ax.set_xlim(0, max(tokens))
+    ax.legend(loc="upper left", fontsize=9)
+    style_axes(ax, "tokens in the cache (prompt + generated)", "bytes per layer (KiB)",
+               "Each layer's cache while Sophia-nano generates")
+
+
+def draw_cache_at_step(
+    fig: Figure,
+    tokens: int,
+    history_tokens: Sequence[int],
+    layer_bytes: Sequence[Sequence[int]],
+    kinds: Sequence[str],
+) -> None:
+    """One bar per layer: the bytes its cache holds after ``tokens`` tokens, on a fixed scale
+    (the largest value of the whole history), so moving ``tokens`` shows the MLA bars grow."""
+    _check_history(history_tokens, layer_bytes, kinds)
+    if tokens not in history_tokens:
+        raise ValueError(
+            f"tokens: expected one of the recorded token counts {list(history_tokens)}, "
+            f"got {tokens!r}")
+    row = layer_bytes[list(history_tokens).index(tokens)]
+    ax = fig.subplots()
+    x = range(1, len(kinds) + 1)
+    ax.bar(x, [b / _KIB for b in row], color=[_colour(k) for k in kinds], width=0.7)
+    ax.set_ylim(0, max(max(r) for r in layer_bytes) / _KIB * 1.15)
+    ax.set_xticks(list(x), [f"{i}\n{_KIND_NAMES.get(k, k)}" for i, k in zip(x, kinds,
+                                                                            strict=True)])
+    ax.legend(handles=[Patch(color=_colour(k), label=_KIND_NAMES.get(k, k))
+                       for k in dict.fromkeys(kinds)], loc="upper left", fontsize=9)
+    style_axes(ax, "layer", "cache bytes (KiB)",
+               f"After {tokens} tokens: {sum(row) / _KIB:,.1f} KiB in all layers")
