@@ -30,6 +30,7 @@ from typing import Any
 
 import ipywidgets as widgets
 from matplotlib.figure import Figure
+from matplotlib.layout_engine import ConstrainedLayoutEngine
 
 from .plotting import course_style, figure_html, new_figure
 
@@ -89,6 +90,7 @@ class SliderPanel:
     frames: dict[tuple[int, ...], widgets.HTML] = field(default_factory=dict)
     widget: widgets.VBox | None = None
     render_seconds: list[float] = field(default_factory=list)
+    layouts: dict[tuple[str, ...], list[Any]] = field(default_factory=dict)
 
     def values_at(self, index: tuple[int, ...]) -> dict[str, Any]:
         """The keyword arguments of ``draw`` for one combination of slider positions."""
@@ -101,19 +103,40 @@ class SliderPanel:
         """Run ``draw`` for one combination and return the frame's HTML (image or message)."""
         start = time.perf_counter()
         values = self.values_at(index)
-        self.figure.clf()
+        fig = self.figure
+        fig.clf()
+        fig.set_layout_engine("constrained")
         try:
             with course_style():
-                self.draw(self.figure, **values)
+                self.draw(fig, **values)
         except ValueError as error:
             content = _message_html(str(error))
         else:
             alt = self.alt(**values) if callable(self.alt) else self.alt
-            content = figure_html(self.figure, alt, dpi=self.dpi)
+            layout = self._reuse_layout(fig)
+            content = figure_html(fig, alt, dpi=self.dpi)
+            if layout is not None and layout not in self.layouts:
+                self.layouts[layout] = [ax.get_position() for ax in fig.axes]
         seconds = time.perf_counter() - start
         self.render_seconds.append(seconds)
         RENDER_LOG.append((getattr(self.draw, "__name__", "panel"), seconds))
         return content
+
+    def _reuse_layout(self, fig: Figure) -> tuple[str, ...] | None:
+        """Place the axes where constrained layout put them for an earlier frame of the same shape.
+
+        Constrained layout costs a second draw of every frame; the frames of one panel share
+        their structure, so the first frame of each shape pays for it and the rest reuse its
+        axes positions. Returns the shape's key, or None when the figure chose its own layout.
+        """
+        if not isinstance(fig.get_layout_engine(), ConstrainedLayoutEngine):
+            return None
+        key = tuple(ax.get_label() or type(ax).__name__ for ax in fig.axes)
+        if key in self.layouts:
+            fig.set_layout_engine("none")
+            for ax, position in zip(fig.axes, self.layouts[key], strict=True):
+                ax.set_position(position)
+        return key
 
     def fill(self, index: tuple[int, ...]) -> None:
         """Render the frame at ``index`` unless it already holds its figure."""
