@@ -339,7 +339,7 @@ def run_recall_experiment(
     n_layers: int = 2,
     vocab_size: int = 128,
     batch_size: int = 64,
-    lr: float = 3e-3,
+    lr: float = 5e-3,
     eval_size: int = 512,
     eval_seed: int = 1234,
     eval_every: int = 50,
@@ -353,7 +353,9 @@ def run_recall_experiment(
     as ``("kda", "attn")``. For each N all models and seeds share one evaluation set of
     ``eval_size`` sequences. ``seed`` fixes both the initialisation and the training batches.
     ``threads`` sets ``torch.set_num_threads`` during the runs (1 is steadiest on a shared
-    2-core machine; None leaves it alone).
+    2-core machine; None leaves it alone). The default ``lr`` is higher than ``train``'s 3e-3
+    because the budget is short: at N = 8 and 400 steps, 5e-3 brought DeltaNet from 0.78 to
+    0.99 (seed 0) while softmax attention still reached 0.999 in 150 steps.
 
     Row keys: ``mixer`` (label), ``pattern``, ``n_pairs``, ``seed``, ``accuracy``, ``steps``
     (steps run), ``seconds``, ``history`` (the ``TrainHistory``).
