@@ -247,7 +247,8 @@ def delta_rule_chunk(
     ``chunk_size`` (any T is accepted: the last chunk is padded).
     """
     sizes = _check_kernel_inputs(q, k, v, beta=beta, initial_state=initial_state)
-    chunk_size = check_positive_int("chunk_size", chunk_size)
+    # a sequence shorter than one chunk is one chunk: no padding work
+    chunk_size = min(check_positive_int("chunk_size", chunk_size), sizes["T"])
     q = q * _resolve_scale(scale, sizes["Dk"])
     qc, kc, vc = (split_chunks(x, chunk_size) for x in (q, k, v))  # [B, H, N, C, D]
     bc = split_chunks(beta.unsqueeze(-1), chunk_size).squeeze(-1)  # [B, H, N, C]
@@ -467,7 +468,8 @@ def gated_delta_rule_chunk(
     sizes = _check_kernel_inputs(
         q, k, v, beta=beta, g=g, gate_dims=SCALAR_GATE_DIMS, initial_state=initial_state
     )
-    chunk_size = check_positive_int("chunk_size", chunk_size)
+    # a sequence shorter than one chunk is one chunk: no padding work
+    chunk_size = min(check_positive_int("chunk_size", chunk_size), sizes["T"])
     q = q * _resolve_scale(scale, sizes["Dk"])
     qc, kc, vc = (split_chunks(x, chunk_size) for x in (q, k, v))  # [B, H, N, C, D]
     bc, gc = (split_chunks(x.unsqueeze(-1), chunk_size).squeeze(-1) for x in (beta, g))

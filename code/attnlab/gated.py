@@ -205,7 +205,8 @@ def gla_chunk(
     """
     sizes = check_qkv(q, k, v, initial_state)
     g = check_gate(g, sizes, q)
-    chunk_size = check_positive_int("chunk_size", chunk_size)
+    # a sequence shorter than one chunk is one chunk: no padding work
+    chunk_size = min(check_positive_int("chunk_size", chunk_size), sizes["T"])
     q = q * _resolve_scale(scale, sizes["Dk"])
     if initial_state is None:
         initial_state = q.new_zeros(sizes["B"], sizes["H"], sizes["Dk"], sizes["Dv"])

@@ -153,7 +153,8 @@ def kda_chunk(
     sizes = _check_kernel_inputs(
         q, k, v, beta=beta, g=g, gate_dims=CHANNEL_GATE_DIMS, initial_state=initial_state
     )
-    chunk_size = check_positive_int("chunk_size", chunk_size)
+    # a sequence shorter than one chunk is one chunk: no padding work
+    chunk_size = min(check_positive_int("chunk_size", chunk_size), sizes["T"])
     q = q * _resolve_scale(scale, sizes["Dk"])
     qc, kc, vc, gc = (split_chunks(x, chunk_size) for x in (q, k, v, g))  # [B, H, N, C, D]
     bc = split_chunks(beta.unsqueeze(-1), chunk_size).squeeze(-1)  # [B, H, N, C]

@@ -259,7 +259,8 @@ def linear_attention_chunk(
     ``linear_attention_recurrent``; cost ``O(T C D + T Dk Dv)``.
     """
     sizes, state, z = _check_linear_inputs(q, k, v, initial_state, normalize, eps)
-    chunk_size = check_positive_int("chunk_size", chunk_size)
+    # a sequence shorter than one chunk is one chunk: no padding work
+    chunk_size = min(check_positive_int("chunk_size", chunk_size), sizes["T"])
     q = q * _resolve_scale(scale, sizes["Dk"])
     if normalize:
         v = torch.cat([v, torch.ones_like(v[..., :1])], dim=-1)
