@@ -23,11 +23,22 @@ MIB = 2**20
 
 
 @cache
-def toy_embeddings(dim: int = 16) -> tuple[WordTokenizer, torch.Tensor]:
-    """The toy corpus's tokenizer and its co-occurrence embedding table ``[V, dim]`` (cached)."""
+def _toy_table() -> tuple[WordTokenizer, torch.Tensor]:
     corpus = toy_corpus()
     tokenizer = WordTokenizer.from_texts(corpus)
-    return tokenizer, cooccurrence_embeddings(corpus, tokenizer, dim=dim)
+    return tokenizer, cooccurrence_embeddings(corpus, tokenizer, dim=tokenizer.size)
+
+
+def toy_embeddings(dim: int = 16) -> tuple[WordTokenizer, torch.Tensor]:
+    """The toy corpus's tokenizer and its co-occurrence embedding table ``[V, dim]``.
+
+    The table of width ``dim`` is the first ``dim`` columns of the full SVD embedding
+    (E = U_d sqrt(Σ_d)), so one SVD, computed once, serves every width.
+    """
+    tokenizer, table = _toy_table()
+    if not 1 <= dim <= table.shape[1]:
+        raise ValueError(f"dim: expected a width in [1, {table.shape[1]}], got {dim}")
+    return tokenizer, table[:, :dim]
 
 
 def group_of(word: str) -> str:
