@@ -98,6 +98,7 @@ def draw_table_memory(fig: Figure, vocab_size: int, d_model: int,
                 zorder=6, linestyle="none", label=f"{name} (V = {v:,}, d = {d})")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
+    ax.minorticks_off()  # minor log ticks cost more to draw than the whole data
     style_axes(ax, "vocabulary size V (tokens, log scale)", "table memory in bf16 (MiB, log)",
                f"V × d parameters = {vocab_size * d_model:,}")
     ax.legend(loc="upper left")
@@ -114,9 +115,8 @@ def draw_projection(fig: Figure, dim: int) -> None:
             ax.scatter(x, y, color=_group_colour(word), s=25)
             angle = 2 * math.pi * k / len(words)  # fan the labels out around tight clusters
             ax.annotate(word, (x, y), fontsize=7, ha="center", va="center",
-                        xytext=(28 * math.cos(angle), 16 * math.sin(angle)),
-                        textcoords="offset points",
-                        arrowprops={"arrowstyle": "-", "color": "#999999", "lw": 0.5})
+                        xytext=(24 * math.cos(angle), 12 * math.sin(angle)),
+                        textcoords="offset points")
     for i, group in enumerate(WORD_GROUPS):
         ax.scatter([], [], color=PALETTE[i], label=group)
     ax.margins(0.15)
