@@ -32,14 +32,14 @@ def notebook_table(rows: list[dict]) -> list[str]:
 
 
 def slider_table(rows: list[dict]) -> list[str]:
-    lines = ["| notebook | panel (draw function) | frames | median (ms) | p95 (ms) "
-             "| within budget |",
-             "|---|---|---:|---:|---:|---|"]
+    lines = ["| notebook | panel (draw function) | slider moves | median (ms) | p95 (ms) "
+             "| within budget | first frame, as the cell runs (ms) |",
+             "|---|---|---:|---:|---:|---|---:|"]
     for r in rows:
         for name, s in r["panels"].items():
             ok = s["median_ms"] <= BUDGET_MEDIAN_MS and s["p95_ms"] <= BUDGET_P95_MS
             lines.append(f"| {r['notebook']} | `{name}` | {s['n']} | {s['median_ms']:.0f} | "
-                         f"{s['p95_ms']:.0f} | {mark(ok)} |")
+                         f"{s['p95_ms']:.0f} | {mark(ok)} | {s['display_ms']:.0f} |")
     return lines
 
 
@@ -67,7 +67,10 @@ def main() -> None:
         "**Notebooks**, each in a fresh kernel, top to bottom (budget ≤ 60 s, ≤ 1.5 GB):", "",
         *notebook_table(nb_rows), "",
         "**Slider panels**: one callback + redraw per slider position, in the kernel "
-        "(budget: median ≤ 150 ms, p95 ≤ 250 ms):", "",
+        "(budget: median ≤ 150 ms, p95 ≤ 250 ms). The panel's first frame is drawn when its "
+        "cell runs, before any slider moves (it also computes the layout the other frames "
+        "reuse); its time is in the last column, and it counts towards the notebook's wall "
+        "time, not the slider budget:", "",
         *slider_table(nb_rows), "",
         "**Kernels**: chunkwise form against the token-by-token recurrence, B = 1, H = 4, "
         "Dk = Dv = 64, float32, 1 thread (budget at T = 4096: ≥ 20×, same result). GFLOP/s "

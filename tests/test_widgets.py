@@ -56,6 +56,33 @@ def test_panel_reuses_one_figure_and_leaks_none():
     assert len(panel.render_seconds) == 3
 
 
+def test_later_frames_reuse_the_first_layout_and_draw_once(monkeypatch):
+    from matplotlib.figure import Figure
+
+    panel = slider_panel(draw_line, {"slope": [1, 2]}, alt=alt, mode="live")
+    first = [ax.get_position().bounds for ax in panel.figure.axes]
+    draws = []
+    original = Figure.draw
+    monkeypatch.setattr(Figure, "draw", lambda fig, r: draws.append(1) or original(fig, r))
+    panel.sliders[0].value = 2
+    assert len(draws) == 1  # no layout pass, no second draw inside savefig
+    assert [ax.get_position().bounds for ax in panel.figure.axes] == first
+    assert panel.figure.get_layout_engine() is None
+
+
+def test_render_log_tells_slider_moves_from_the_first_frame():
+    from attnlab.widgets import RENDER_LOG
+
+    RENDER_LOG.clear()
+    one = slider_panel(draw_line, {"slope": [1, 2, 3]}, alt=alt, mode="static")
+    two = slider_panel(draw_line, {"slope": [1, 2]}, alt=alt, mode="static")
+    log = list(RENDER_LOG)
+    assert [r.on_display for r in log] == [True, False, False, True, False]
+    assert {r.panel for r in log[:3]} == {f"draw_line#{one.number}"}
+    assert {r.panel for r in log[3:]} == {f"draw_line#{two.number}"}
+    assert all(r.seconds > 0 for r in log)
+
+
 def test_sliders_are_linked_to_the_stacks_in_the_browser():
     import ipywidgets as widgets
     from ipywidgets.widgets.widget_link import Link

@@ -26,7 +26,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import ipywidgets as widgets
 from matplotlib.figure import Figure
@@ -40,8 +40,17 @@ AltText = str | Callable[..., str]
 #: Frames beyond this many per panel make pages heavy (≈ 20–40 KB each): choose coarser grids.
 MAX_FRAMES = 40
 
-#: (panel name, seconds) of the latest frame renders in this process — read by ``make bench``.
-RENDER_LOG: deque[tuple[str, float]] = deque(maxlen=10_000)
+class Render(NamedTuple):
+    """One frame render, as ``make bench`` reads it from ``RENDER_LOG``."""
+
+    panel: str  #: the draw function's name and the panel's number in this process, "name#3"
+    seconds: float  #: draw + PNG, the time a reader waits after moving a slider
+    on_display: bool  #: the panel's first frame, rendered when its cell runs (not a slider move)
+
+
+#: The latest frame renders in this process — read by ``make bench``.
+RENDER_LOG: deque[Render] = deque(maxlen=10_000)
+_PANEL_NUMBERS = itertools.count(1)
 
 
 def widget_mode() -> str:
@@ -91,6 +100,7 @@ class SliderPanel:
     widget: widgets.VBox | None = None
     render_seconds: list[float] = field(default_factory=list)
     layouts: dict[tuple[str, ...], list[Any]] = field(default_factory=dict)
+    number: int = field(default_factory=lambda: next(_PANEL_NUMBERS))
 
     def values_at(self, index: tuple[int, ...]) -> dict[str, Any]:
         """The keyword arguments of ``draw`` for one combination of slider positions."""
@@ -104,7 +114,7 @@ class SliderPanel:
         start = time.perf_counter()
         values = self.values_at(index)
         fig = self.figure
-        fig.clf()
+        _clear_figure(fig)
         fig.set_layout_engine("constrained")
         try:
             with course_style():
@@ -118,8 +128,9 @@ class SliderPanel:
             if layout is not None and layout not in self.layouts:
                 self.layouts[layout] = [ax.get_position() for ax in fig.axes]
         seconds = time.perf_counter() - start
+        name = f"{getattr(self.draw, '__name__', 'panel')}#{self.number}"
+        RENDER_LOG.append(Render(name, seconds, on_display=not self.render_seconds))
         self.render_seconds.append(seconds)
-        RENDER_LOG.append((getattr(self.draw, "__name__", "panel"), seconds))
         return content
 
     def _reuse_layout(self, fig: Figure) -> tuple[str, ...] | None:
@@ -130,10 +141,11 @@ class SliderPanel:
         axes positions. Returns the shape's key, or None when the figure chose its own layout.
         """
         if not isinstance(fig.get_layout_engine(), ConstrainedLayoutEngine):
+            _remove_layout_engine(fig)
             return None
         key = tuple(ax.get_label() or type(ax).__name__ for ax in fig.axes)
         if key in self.layouts:
-            fig.set_layout_engine("none")
+            _remove_layout_engine(fig)
             for ax, position in zip(fig.axes, self.layouts[key], strict=True):
                 ax.set_position(position)
         return key
@@ -213,6 +225,21 @@ def slider_panel(
         for slider in panel.sliders:
             slider.observe(panel._on_slider, names="index")
     return panel
+
+
+def _clear_figure(fig: Figure) -> None:
+    """``fig.clear()`` without its costly part: it resets every axes (all their ticks and
+    artists) before dropping them. Dropping them is enough."""
+    for ax in list(fig.axes):
+        fig.delaxes(ax)
+    fig.clear()
+
+
+def _remove_layout_engine(fig: Figure) -> None:
+    """Leave the axes where they are. Any layout engine — even the placeholder that
+    ``set_layout_engine("none")`` installs once another engine was set — makes ``savefig`` draw
+    the whole figure twice."""
+    fig.set_layout_engine(None)
 
 
 def _nested_stack(panel: SliderPanel, prefix: tuple[int, ...], depth: int) -> widgets.Widget:
