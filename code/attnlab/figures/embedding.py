@@ -7,6 +7,7 @@ from functools import cache
 
 import torch
 from matplotlib.figure import Figure
+from matplotlib.transforms import ScaledTranslation
 
 from ..embedding import (
     WORD_GROUPS,
@@ -109,20 +110,25 @@ def draw_projection(fig: Figure, dim: int) -> None:
     tokenizer, table = toy_embeddings(dim)
     points = project_2d(table)
     ax = fig.subplots()
-    for words in WORD_GROUPS.values():
-        for k, word in enumerate(words):
+    words = [w for group in WORD_GROUPS.values() for w in group]
+    xy = points[[tokenizer.vocab.index(w) for w in words]]
+    ax.scatter(xy[:, 0], xy[:, 1], color=[_group_colour(w) for w in words], s=25)
+    for words_in_group in WORD_GROUPS.values():
+        for k, word in enumerate(words_in_group):
             x, y = points[tokenizer.vocab.index(word)].tolist()
-            ax.scatter(x, y, color=_group_colour(word), s=25)
-            angle = 2 * math.pi * k / len(words)  # fan the labels out around tight clusters
-            ax.annotate(word, (x, y), fontsize=7, ha="center", va="center",
-                        xytext=(24 * math.cos(angle), 12 * math.sin(angle)),
-                        textcoords="offset points")
+            # fan the labels out around tight clusters: 1/3 inch across, 1/6 inch up or down
+            angle = 2 * math.pi * k / len(words_in_group)
+            offset = ScaledTranslation(math.cos(angle) / 3, math.sin(angle) / 6,
+                                       fig.dpi_scale_trans)
+            ax.text(x, y, word, fontsize=7, ha="center", va="center",
+                    transform=ax.transData + offset)
     for i, group in enumerate(WORD_GROUPS):
         ax.scatter([], [], color=PALETTE[i], label=group)
     ax.margins(0.15)
     fig.legend(loc="outside lower center", ncols=5, fontsize=8)
     style_axes(ax, "principal axis 1", "principal axis 2",
                f"Embeddings of width d = {dim}, projected to 2-D")
+    ax.set_xticks([]), ax.set_yticks([])  # the coordinates themselves mean nothing
 
 
 def draw_neighbours(fig: Figure, word: str, k: int = 8) -> None:
