@@ -17,14 +17,15 @@ lab: $(STAMP)
 	$(BIN)/jupyter lab chapters/
 
 ## test: set up, then every test: package, hygiene, a clean build that runs every notebook,
-## the built site in headless Chromium, and the Binder environment
+## the built site in headless Chromium, Lesson 1 in a live JupyterLab, and the Binder environment
 test: $(STAMP) _offline/.lock-hash chromium
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest -m "not site" -q
+	$(BIN)/python -m pytest -m "not site and not lab" -q
 	rm -rf _build
 	$(BIN)/python tools/cache_key.py
 	ATTNLAB_WIDGETS=static $(BIN)/jupyter-book build . -W -n --keep-going
 	$(BIN)/python -m pytest -m site -q
+	$(BIN)/python -m pytest -m lab -q
 
 ## bench: time every notebook, slider and kernel on this machine; writes benchmarks/results/
 bench: $(STAMP)
