@@ -1,14 +1,22 @@
 """Chunkwise kernels against their token-by-token recurrences, on this CPU.
 
-B = 1, H = 4, Dk = Dv = 64, float32, T in {256, 1024, 4096}, one thread. For each kernel: time
-of the recurrent and chunkwise forms (best of a few runs), the speed-up, the largest difference
+B = 1, H = 4, Dk = Dv = 64, float32, T in {256, 1024, 4096}, with torch's default number of
+threads (one per core: what a notebook gets) and again on one thread. For each kernel: time of
+the recurrent and chunkwise forms (best of a few runs), the speed-up, the largest difference
 between their outputs, and the achieved GFLOP/s for the *nominal* work of the recurrence
 (the multiply-adds of its update and read-out, counted the same for both forms), next to this
 machine's measured float32 matmul GFLOP/s.
+
+Before measuring, glibc's malloc is told to keep freed memory for reuse (``keep_freed_memory``):
+by default it returns every large block to the system, and the next tensor of that size then
+page-faults its memory in again, which adds a random 0–100 % to the chunkwise times depending on
+the heap's history. Both forms run under the same setting.
 """
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import time
 from collections.abc import Callable
 
@@ -67,13 +75,27 @@ def matmul_gflops(n: int = 512, repeats: int = 10) -> float:
     return 2 * n**3 / seconds / 1e9
 
 
-def main() -> list[dict]:
-    torch.set_num_threads(1)
+def keep_freed_memory() -> bool:
+    """Keep freed blocks up to 32 MiB in the heap, and never trim it (glibc ``mallopt``);
+    False where there is no glibc."""
+    path = ctypes.util.find_library("c")
+    try:
+        libc = ctypes.CDLL(path)
+        m_trim_threshold, m_mmap_threshold = -1, -3
+        return bool(libc.mallopt(m_mmap_threshold, 32 * 2**20)
+                    and libc.mallopt(m_trim_threshold, 2**30))
+    except (OSError, AttributeError, TypeError):
+        return False
+
+
+def measure(threads: int) -> list[dict]:
+    """Every kernel at every length, on ``threads`` threads."""
+    torch.set_num_threads(threads)
     rows = []
     for t in LENGTHS:
         for name, (recurrent, chunk) in kernels(inputs(t)).items():
-            t_rec, o_rec = best_time(recurrent, 1 if t >= 4096 else 2)
-            t_chunk, o_chunk = best_time(chunk, 3)
+            t_rec, o_rec = best_time(recurrent, 2)
+            t_chunk, o_chunk = best_time(chunk, 5)
             flops = NOMINAL_FLOPS_PER_DKDV[name] * B * H * t * D * D
             rows.append({
                 "kernel": name, "T": t, "recurrent_ms": t_rec * 1000, "chunk_ms": t_chunk * 1000,
@@ -84,7 +106,25 @@ def main() -> list[dict]:
     return rows
 
 
+def main() -> dict:
+    """Rows at the default thread count, each with its one-thread speed-up beside it."""
+    tuned = keep_freed_memory()
+    threads = torch.get_num_threads()
+    matmul = {threads: 0.0, 1: 0.0}
+    results = {}
+    for n in (threads, 1):
+        torch.set_num_threads(n)
+        matmul[n] = matmul_gflops()
+        results[n] = measure(n)
+    torch.set_num_threads(threads)
+    for row, single in zip(results[threads], results[1], strict=True):
+        row["speedup_1_thread"] = single["speedup"]
+    return {"threads": threads, "malloc_tuned": tuned, "matmul_gflops": matmul,
+            "rows": results[threads]}
+
+
 if __name__ == "__main__":
-    print(f"matmul float32, 1 thread: {matmul_gflops():.1f} GFLOP/s")
-    for row in main():
+    report = main()
+    print({k: v for k, v in report.items() if k != "rows"})
+    for row in report["rows"]:
         print(row)

@@ -1,10 +1,10 @@
-"""Run every lesson in a fresh kernel, as the book build does, and measure it.
+"""Run every lesson in a fresh kernel, as a reader in JupyterLab does, and measure it.
 
-Per notebook: wall time top to bottom, the kernel's peak memory (max RSS), and for every slider
-panel the time of one callback + redraw (draw the figure and render its PNG) over every position
-of its sliders — the panel renders all of them because the notebook runs in "static" mode. The
-first frame, which the panel renders when its cell runs, is reported on its own: in JupyterLab it
-is part of running the cell, and every later frame is what a slider move costs.
+Per notebook, in a fresh kernel with live panels (as in JupyterLab): the wall time top to
+bottom, the kernel's peak memory (max RSS), and for every slider panel the latency of each slider
+move — its callback draws the new frame, renders the PNG and hands it to the front end — over the
+whole grid of its sliders (``slider_sweep.py``). The first frame, drawn when the panel's cell
+runs, is reported on its own: it is part of running the cell, not of moving a slider.
 """
 
 from __future__ import annotations
@@ -21,36 +21,37 @@ from nbclient import NotebookClient
 ROOT = Path(__file__).resolve().parents[1]
 
 PROBE = """
-import json, resource
-from attnlab.widgets import RENDER_LOG
-print("ATTNLAB_BENCH" + json.dumps({
+import json, resource, sys
+sys.path.insert(0, {bench_dir!r})
+from slider_sweep import sweep_all
+panels = sweep_all()
+print("ATTNLAB_BENCH" + json.dumps({{
     "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-    "renders": list(RENDER_LOG)}))
+    "panels": panels}}))
 """
 
 
 def run_notebook(path: Path, timeout: int = 600) -> dict:
-    """Execute ``path`` in a fresh kernel; return wall seconds, peak MiB and panel latencies."""
+    """Run ``path`` top to bottom in a fresh kernel with live panels, as JupyterLab does; then
+    move every slider of every panel through its whole grid. Returns the wall time of the run
+    (not of the sweep), the kernel's peak memory and each panel's slider-move latencies."""
     nb = nbformat.read(path, as_version=4)
-    nb.cells.append(nbformat.v4.new_code_cell(PROBE))
-    os.environ["ATTNLAB_WIDGETS"] = "static"
+    n_cells = len(nb.cells)
+    nb.cells.append(nbformat.v4.new_code_cell(PROBE.format(bench_dir=str(Path(__file__).parent))))
+    os.environ["ATTNLAB_WIDGETS"] = "live"
     client = NotebookClient(nb, timeout=timeout, kernel_name="python3",
                             resources={"metadata": {"path": str(path.parent)}})
-    start = time.perf_counter()
-    client.execute()
-    wall = time.perf_counter() - start
+    with client.setup_kernel():
+        start = time.perf_counter()
+        for index, cell in enumerate(nb.cells[:n_cells]):
+            client.execute_cell(cell, index)
+        wall = time.perf_counter() - start
+        client.execute_cell(nb.cells[-1], n_cells)
     text = "".join(o.get("text", "") for o in nb.cells[-1].outputs if o.get("name") == "stdout")
     probe = json.loads(text.split("ATTNLAB_BENCH", 1)[1])
-    display_ms: dict[str, float] = {}
-    slider_ms: dict[str, list[float]] = {}
-    for name, seconds, on_display in probe["renders"]:
-        if on_display:
-            display_ms[name] = seconds * 1000
-        else:
-            slider_ms.setdefault(name, []).append(seconds * 1000)
     return {"notebook": path.name, "seconds": wall, "peak_mib": probe["peak_rss_mib"],
-            "panels": {name: {"display_ms": first, **latency_summary(slider_ms.get(name, []))}
-                       for name, first in display_ms.items()}}
+            "panels": {name: {"display_ms": p["display_ms"], **latency_summary(p["moves_ms"])}
+                       for name, p in probe["panels"].items()}}
 
 
 def latency_summary(ms: list[float]) -> dict[str, float]:

@@ -12,6 +12,7 @@ from attnlab.gated import (
     MAX_FACTORISED_SPAN,
     GLALayer,
     channel_decay_scores,
+    channel_decay_terms,
     effective_horizon,
     factorised_decay_scores,
     gla_chunk,
@@ -243,6 +244,25 @@ def test_decay_score_forms_agree(seed, c, dk, per_step):
     assert_close(channel_decay_scores(q, k, b), expected)
     if (b[..., 0, :] - b[..., -1, :]).max() <= MAX_FACTORISED_SPAN:
         assert_close(factorised_decay_scores(q, k, b), expected)
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=seeds, c=st.integers(1, 64), dk=st.integers(1, 8),
+       per_step=st.sampled_from([0.0, 0.01, 0.5, 2.0, 30.0]))
+@example(seed=0, c=64, dk=4, per_step=0.01)  # one reference point
+@example(seed=0, c=64, dk=4, per_step=30.0)  # the nested split
+def test_decay_terms_equal_their_definitions(seed, c, dk, per_step):
+    """channel_decay_terms against pairwise scores and e^B, e^(b_C − B) taken directly, on both
+    of its paths (one reference point when the span is small, the nested split otherwise)."""
+    gen = torch.Generator().manual_seed(seed)
+    q, k = (torch.randn(2, c, dk, generator=gen, dtype=torch.float64) for _ in range(2))
+    b = (-per_step * torch.rand(2, c, dk, generator=gen, dtype=torch.float64)).cumsum(-2)
+    (a_qk, a_kk), (q_start, k_start), k_end = channel_decay_terms((q, k), k, b)
+    assert_close(a_qk, pairwise_scores(q, k, b))
+    assert_close(a_kk, pairwise_scores(k, k, b))
+    assert_close(q_start, q * b.exp())
+    assert_close(k_start, k * b.exp())
+    assert_close(k_end, k * (b[..., -1:, :] - b).exp())
 
 
 def test_one_reference_point_overflows_where_nested_blocks_do_not():

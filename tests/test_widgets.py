@@ -70,17 +70,15 @@ def test_later_frames_reuse_the_first_layout_and_draw_once(monkeypatch):
     assert panel.figure.get_layout_engine() is None
 
 
-def test_render_log_tells_slider_moves_from_the_first_frame():
-    from attnlab.widgets import RENDER_LOG
+def test_open_panels_are_listed_oldest_first():
+    from attnlab.widgets import open_panels
 
-    RENDER_LOG.clear()
-    one = slider_panel(draw_line, {"slope": [1, 2, 3]}, alt=alt, mode="static")
-    two = slider_panel(draw_line, {"slope": [1, 2]}, alt=alt, mode="static")
-    log = list(RENDER_LOG)
-    assert [r.on_display for r in log] == [True, False, False, True, False]
-    assert {r.panel for r in log[:3]} == {f"draw_line#{one.number}"}
-    assert {r.panel for r in log[3:]} == {f"draw_line#{two.number}"}
-    assert all(r.seconds > 0 for r in log)
+    one = slider_panel(draw_line, {"slope": [1, 2, 3]}, alt=alt, mode="live")
+    two = slider_panel(draw_line, {"slope": [1, 2]}, alt=alt, mode="live")
+    listed = open_panels()
+    assert listed.index(one) < listed.index(two)
+    assert one.name == f"draw_line#{one.number}" and one.number < two.number
+    assert len(one.render_seconds) == 1  # live: only the frame on display
 
 
 def test_sliders_are_linked_to_the_stacks_in_the_browser():

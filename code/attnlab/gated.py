@@ -182,6 +182,43 @@ def factorised_decay_scores(q: torch.Tensor, k: torch.Tensor, b: torch.Tensor) -
     return scores.masked_fill_(~causal_mask(size, size, q.device), 0)
 
 
+def channel_decay_terms(
+    rows: tuple[torch.Tensor, ...], k: torch.Tensor, b: torch.Tensor
+) -> tuple[list[torch.Tensor], list[torch.Tensor], torch.Tensor]:
+    """Every decayed term a chunkwise kernel with per-channel gates needs, for one or more row
+    tensors x (GLA: q; KDA: q and k) against the keys k of the same chunks:
+
+        A_x[i, j] = Σ_d x_id k_jd e^(B_id − B_jd) [j ≤ i],     x ⊙ e^B,     k ⊙ e^(b_C − B)
+
+    rows and k ``[..., C, Dk]``; b ``[..., C, Dk]`` holds B, the cumulative log-gates (b_C its
+    last row). Returns ([A_x ``[..., C, C]`` per row tensor], [x ⊙ e^B per row tensor],
+    k ⊙ e^(b_C − B)).
+
+    When every block's decay span B_first − B_last is at most ``MAX_FACTORISED_SPAN``, all of
+    them come from one exponential, f = e^(B − r) with r = (B_first + B_last) / 2, and 1 / f:
+
+        A_x = ((x ⊙ f) (k ⊙ 1/f)ᵀ) ⊙ M
+        x ⊙ e^B = (x ⊙ f) ⊙ e^r
+        k ⊙ e^(b_C − B) = (k ⊙ 1/f) ⊙ e^(b_C − r)
+
+    (f and 1/f stay within e^(±span/2)). Otherwise ``channel_decay_scores`` splits the blocks and
+    ``decay_exp`` takes the two decays directly; both ways every factor stays finite.
+    """
+    b_last = b[..., -1:, :]
+    if b.shape[-2] > 1 and (b[..., 0, :] - b[..., -1, :]).max() > MAX_FACTORISED_SPAN:
+        scores = [channel_decay_scores(x, k, b) for x in rows]
+        return scores, [x * decay_exp(b) for x in rows], k * decay_exp(b_last - b)
+    r = (b[..., :1, :] + b_last) / 2
+    up = torch.exp(b - r)  # f = e^(B − r)
+    k_down = k / up  # k ⊙ e^(r − B)
+    size = k.shape[-2]
+    future = ~causal_mask(size, size, k.device)
+    x_up = [x * up for x in rows]
+    scores = [(x @ k_down.transpose(-1, -2)).masked_fill_(future, 0) for x in x_up]
+    from_start = torch.exp(r)  # e^r [..., 1, Dk]
+    return scores, [x * from_start for x in x_up], k_down * torch.exp(b_last - r)
+
+
 def gla_chunk(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -215,11 +252,12 @@ def gla_chunk(
     b_last = b[..., -1:, :]  # b_C [B, H, N, 1, Dk or 1]
     if g.dim() == 3:
         scores = (qc @ kc.transpose(-1, -2)) * segment_decay(b.squeeze(-1))
+        q_from_start, k_to_end = qc * decay_exp(b), kc * decay_exp(b_last - b)
     else:
-        scores = channel_decay_scores(qc, kc, b)
-    increments = (kc * decay_exp(b_last - b)).transpose(-1, -2) @ vc  # [B, H, N, Dk, Dv]
+        [scores], [q_from_start], k_to_end = channel_decay_terms((qc,), kc, b)
+    increments = k_to_end.transpose(-1, -2) @ vc  # [B, H, N, Dk, Dv]
     states, final = chunk_states(initial_state, increments, decay_exp(b_last).transpose(-1, -2))
-    o = (qc * decay_exp(b)) @ states + scores @ vc
+    o = q_from_start @ states + scores @ vc
     return merge_chunks(o, sizes["T"]), (final if output_final_state else None)
 
 

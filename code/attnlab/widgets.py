@@ -23,10 +23,10 @@ import html
 import itertools
 import os
 import time
-from collections import deque
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any
 
 import ipywidgets as widgets
 from matplotlib.figure import Figure
@@ -40,17 +40,15 @@ AltText = str | Callable[..., str]
 #: Frames beyond this many per panel make pages heavy (≈ 20–40 KB each): choose coarser grids.
 MAX_FRAMES = 40
 
-class Render(NamedTuple):
-    """One frame render, as ``make bench`` reads it from ``RENDER_LOG``."""
-
-    panel: str  #: the draw function's name and the panel's number in this process, "name#3"
-    seconds: float  #: draw + PNG, the time a reader waits after moving a slider
-    on_display: bool  #: the panel's first frame, rendered when its cell runs (not a slider move)
-
-
-#: The latest frame renders in this process — read by ``make bench``.
-RENDER_LOG: deque[Render] = deque(maxlen=10_000)
+#: Every panel alive in this process (its sliders keep it alive), by number: ``make bench``
+#: moves their sliders.
+_OPEN_PANELS: weakref.WeakValueDictionary[int, SliderPanel] = weakref.WeakValueDictionary()
 _PANEL_NUMBERS = itertools.count(1)
+
+
+def open_panels() -> list[SliderPanel]:
+    """The slider panels alive in this process (e.g. a notebook's kernel), oldest first."""
+    return [panel for _, panel in sorted(_OPEN_PANELS.items())]
 
 
 def widget_mode() -> str:
@@ -102,6 +100,11 @@ class SliderPanel:
     layouts: dict[tuple[str, ...], list[Any]] = field(default_factory=dict)
     number: int = field(default_factory=lambda: next(_PANEL_NUMBERS))
 
+    @property
+    def name(self) -> str:
+        """The draw function's name and the panel's number in this process, e.g. "draw_x#3"."""
+        return f"{getattr(self.draw, '__name__', 'panel')}#{self.number}"
+
     def values_at(self, index: tuple[int, ...]) -> dict[str, Any]:
         """The keyword arguments of ``draw`` for one combination of slider positions."""
         return {c.name: c.values[i] for c, i in zip(self.controls, index, strict=True)}
@@ -128,8 +131,6 @@ class SliderPanel:
             if layout is not None and layout not in self.layouts:
                 self.layouts[layout] = [ax.get_position() for ax in fig.axes]
         seconds = time.perf_counter() - start
-        name = f"{getattr(self.draw, '__name__', 'panel')}#{self.number}"
-        RENDER_LOG.append(Render(name, seconds, on_display=not self.render_seconds))
         self.render_seconds.append(seconds)
         return content
 
@@ -207,6 +208,7 @@ def slider_panel(
         )
 
     panel = SliderPanel(draw, parsed, alt, mode, new_figure(width, height), dpi)
+    _OPEN_PANELS[panel.number] = panel
     panel.sliders = [_make_slider(c) for c in parsed]
     shape = [len(c.values) for c in parsed]
     panel.frames = {

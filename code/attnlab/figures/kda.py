@@ -9,11 +9,11 @@ from functools import cache
 import numpy as np
 import torch
 import torch.nn.functional as F
-from matplotlib.colors import ListedColormap, to_rgba
+from matplotlib import colormaps
+from matplotlib.colors import to_rgba
 from matplotlib.figure import Figure
-from matplotlib.lines import Line2D
-from matplotlib.patches import Patch
-from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator
+from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullLocator
+from matplotlib.transforms import ScaledTranslation
 
 from ..delta import delta_rule_cost, transition_product, ut_transform
 from ..kda import association_retention, kda_states
@@ -97,7 +97,63 @@ def draw_wy_identity(fig: Figure, n_factors: int = 4, head_dim: int = 8) -> None
 CHUNK_SIZES = (1, 2, 4, 8, 16, 32, 64, 128)
 CHUNK_PICTURE_LENGTH = 64
 
-_STATE_GREY = ListedColormap(["#DDDDDD"])
+_STATE_GREY = "#DDDDDD"
+
+#: Where the colour scale of the matrix picture sits in its empty upper triangle: columns
+#: (left, right) and rows (top, bottom) of the CHUNK_PICTURE_LENGTH × CHUNK_PICTURE_LENGTH grid.
+_SCALE_COLUMNS = (0.5 * CHUNK_PICTURE_LENGTH, CHUNK_PICTURE_LENGTH - 2.5)
+_SCALE_ROWS = (0.14 * CHUNK_PICTURE_LENGTH, 0.19 * CHUNK_PICTURE_LENGTH)
+_SCALE_MAX = 0.5
+
+
+def _title(ax, text: str) -> None:
+    """``ax.set_title`` at the default height, given explicitly: matplotlib then skips looking
+    for tick labels above the axes (there are none here), which lays the y axis out once more."""
+    ax.set_title(text, y=1.0)
+
+
+def _text_legend(ax, entries: Sequence[tuple[str, str]], x: float = 0.03, y: float = 0.97,
+                 fontsize: float = 8) -> None:
+    """A legend made of coloured lines of text, top-left corner at (``x``, ``y``) in axes
+    fractions: each entry is (text, colour), the text starting with its own key (e.g. "■" for a
+    bar colour, "– –" for a dashed line). Far cheaper to draw than ``ax.legend``."""
+    step = 1.35 * fontsize / 72  # inches between baselines
+    for i, (text, colour) in enumerate(entries):
+        offset = ScaledTranslation(0, -i * step, ax.figure.dpi_scale_trans)
+        ax.text(x, y, text, color=colour, fontsize=fontsize, ha="left", va="top",
+                transform=ax.transAxes + offset)
+
+
+@cache
+def _chunk_picture_rgba(chunk_size: int) -> np.ndarray:
+    """The matrix picture of ``draw_chunk_split`` as one RGBA image ``[T, T, 4]`` (T =
+    ``CHUNK_PICTURE_LENGTH``): |β_i k_iᵀ k_j| in the sequential colour map (0 to _SCALE_MAX)
+    inside the C × C diagonal blocks, strictly below the diagonal; grey below the blocks (token i
+    meets token j through the state); transparent on and above the diagonal."""
+    t_pic = CHUNK_PICTURE_LENGTH
+    k, _, beta = toy_chunk(t_pic, 16, seed=1)
+    inner = (beta[0, 0, :, None] * (k[0, 0] @ k[0, 0].T)).abs().numpy()
+    block = np.arange(t_pic) // chunk_size
+    same = block[:, None] == block[None, :]
+    lower = np.tril(np.ones((t_pic, t_pic), dtype=bool), -1)
+    rgba = np.zeros((t_pic, t_pic, 4))
+    rgba[lower & ~same] = to_rgba(_STATE_GREY)
+    inside = lower & same
+    rgba[inside] = colormaps[SEQUENTIAL_CMAP](np.clip(inner[inside] / _SCALE_MAX, 0, 1))
+    return rgba
+
+
+def _scale_in_upper_triangle(ax) -> None:
+    """The colour scale of the chunk picture, drawn in its empty upper-right triangle: a
+    gradient from 0 to _SCALE_MAX with three values under it and its name above."""
+    (left, right), (top, bottom) = _SCALE_COLUMNS, _SCALE_ROWS
+    ax.imshow(np.linspace(0, 1, 64)[None, :], cmap=SEQUENTIAL_CMAP, vmin=0, vmax=1,
+              extent=(left, right, bottom, top), aspect="auto", interpolation="bilinear")
+    for value in (0, _SCALE_MAX / 2, _SCALE_MAX):
+        ax.text(left + (right - left) * value / _SCALE_MAX, bottom + 0.5, f"{value:g}",
+                ha="center", va="top", fontsize=8)
+    ax.text((left + right) / 2, top - 0.7, "|β_i k_iᵀ k_j| inside a chunk", ha="center",
+            va="bottom", fontsize=8)
 
 
 def draw_chunk_split(fig: Figure, chunk_size: int = 16, head_dim: int = 64,
@@ -106,38 +162,31 @@ def draw_chunk_split(fig: Figure, chunk_size: int = 16, head_dim: int = 64,
 
     Left: the strictly lower triangle of diag(β) K Kᵀ for a toy sequence of
     ``CHUNK_PICTURE_LENGTH`` tokens. Inside the C × C diagonal blocks it is formed and solved
-    (coloured by |entry|); below the blocks, token i meets token j only through the state
-    (grey). Right: FLOPs per token and head from ``delta_rule_cost`` (d = ``head_dim``), split
-    into intra-chunk (C × C) and inter-chunk (state) work, against C, with the recurrent form's
-    for reference and the number of sequential steps for ``length`` tokens in the title.
+    (coloured by |entry|, scale in the empty upper triangle); below the blocks, token i meets
+    token j only through the state (grey). Right: FLOPs per token and head from
+    ``delta_rule_cost`` (d = ``head_dim``), split into intra-chunk (C × C) and inter-chunk (state)
+    work, against C, with the recurrent form's for reference and the number of sequential steps
+    for ``length`` tokens in the title.
     """
     c = _check_int_in("chunk_size", chunk_size, 1, 4096)
     d = _check_int_in("head_dim", head_dim, 1, 4096)
     t = _check_int_in("length", length, 1, 2**24)
     t_pic = CHUNK_PICTURE_LENGTH
-    ax_mat, cax, ax_flops = _fixed_axes(fig, [(0.02, 0.15, 0.36, 0.68), (0.36, 0.15, 0.012, 0.68),
-                                              (0.54, 0.15, 0.44, 0.68)])
+    ax_mat, ax_flops = _fixed_axes(fig, [(0.05, 0.15, 0.36, 0.68), (0.54, 0.15, 0.44, 0.68)])
 
-    k, _, beta = toy_chunk(t_pic, 16, seed=1)
-    inner = (beta[0, 0, :, None] * (k[0, 0] @ k[0, 0].T)).abs().tril(-1).numpy()
-    block = np.arange(t_pic) // c
-    same = block[:, None] == block[None, :]
-    lower = np.tril(np.ones((t_pic, t_pic), dtype=bool), -1)
-    ax_mat.imshow(np.ma.masked_where(~(lower & ~same), np.ones_like(inner)), cmap=_STATE_GREY,
-                  vmin=0, vmax=1, aspect="equal", interpolation="nearest")
-    image = ax_mat.imshow(np.ma.masked_where(~(lower & same), inner), cmap=SEQUENTIAL_CMAP,
-                          vmin=0, vmax=0.5, aspect="equal", interpolation="nearest")
-    fig.colorbar(image, cax=cax, label="|β_i k_iᵀ k_j| inside a chunk", ticks=[0, 0.25, 0.5])
+    ax_mat.imshow(_chunk_picture_rgba(c), aspect="equal", interpolation="nearest")
+    _scale_in_upper_triangle(ax_mat)
+    ax_mat.set_xlim(-0.5, t_pic - 0.5)
+    ax_mat.set_ylim(t_pic - 0.5, -0.5)
     ax_mat.grid(False)
     ax_mat.set_xticks([0, t_pic - 1], ["1", str(t_pic)])
     ax_mat.set_yticks([0, t_pic - 1], ["1", str(t_pic)])
     ax_mat.set_xlabel("earlier token j (grey: via the state)")
     ax_mat.set_ylabel("token i")
     if c >= t_pic:
-        ax_mat.set_title(f"C = {c}: all {t_pic} tokens\nin one {t_pic} × {t_pic} solve")
+        _title(ax_mat, f"C = {c}: all {t_pic} tokens\nin one {t_pic} × {t_pic} solve")
     else:
-        ax_mat.set_title(f"C = {c}: {t_pic // c if t_pic % c == 0 else -(-t_pic // c)} "
-                         f"solves of {c} × {c}\nfor {t_pic} tokens")
+        _title(ax_mat, f"C = {c}: {-(-t_pic // c)} solves of {c} × {c}\nfor {t_pic} tokens")
 
     sizes = sorted({*CHUNK_SIZES, c})
     cost = {s: delta_rule_cost("chunk", t, d, s) for s in sizes}
@@ -152,16 +201,15 @@ def draw_chunk_split(fig: Figure, chunk_size: int = 16, head_dim: int = 64,
     ax_flops.axhline(recurrent, color=PALETTE[5], linestyle="--", linewidth=1.2)
     ax_flops.set_xticks(list(slots), [str(s) for s in sizes])
     ax_flops.set_xlim(-0.6, len(sizes) - 0.4)
-    ax_flops.legend(handles=[Patch(facecolor=PALETTE[2], label="inside chunks (intra)"),
-                             Patch(facecolor=PALETTE[0], label="with the state (inter)"),
-                             Line2D([], [], color=PALETTE[5], linestyle="--",
-                                    label="recurrent form, all work")],
-                    loc="upper left", fontsize=8)
+    ax_flops.yaxis.set_major_locator(MaxNLocator(nbins=4))
+    _text_legend(ax_flops, [("■ inside chunks (intra)", PALETTE[2]),
+                            ("■ with the state (inter)", PALETTE[0]),
+                            ("– – recurrent form, all work", PALETTE[5])])
     chosen = cost[c]
-    style_axes(ax_flops, "chunk size C (tokens)", "kFLOP per token and head (model)",
-               f"d = {d}: intra / inter = {chosen.intra_flops / chosen.inter_flops:.2f}; "
-               f"T = {t:,} takes\n{chosen.sequential_steps:,} sequential steps "
-               f"(recurrent: {t:,})")
+    style_axes(ax_flops, "chunk size C (tokens)", "kFLOP per token and head (model)")
+    _title(ax_flops, f"d = {d}: intra / inter = {chosen.intra_flops / chosen.inter_flops:.2f}; "
+                     f"T = {t:,} takes\n{chosen.sequential_steps:,} sequential steps "
+                     f"(recurrent: {t:,})")
     ax_flops.grid(axis="x", visible=False)
 
 
