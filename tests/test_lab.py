@@ -40,7 +40,6 @@ pytestmark = pytest.mark.lab
 
 ROOT = Path(__file__).resolve().parents[1]
 SHOTS = Path(os.environ.get("ATTNLAB_SITE", ROOT / "_build")) / "screenshots"  # as test_site.py
-CHROMIUM = os.environ.get("ATTNLAB_CHROMIUM", "/usr/bin/chromium")
 LESSON = "01_token_embeddings.ipynb"
 PNG = re.compile(rb"data:image/png;base64,([A-Za-z0-9+/=]{64,})")
 # Settings a fresh user would otherwise click through, and every cell attached to the DOM.
@@ -120,21 +119,6 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
             os.killpg(server.pid, signal.SIGKILL)
             server.wait()
         log.close()
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(
-            executable_path=CHROMIUM,
-            args=["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                  "--disable-background-networking", "--disable-component-update",
-                  "--disable-sync"],
-        )
-        yield b
-        b.close()
 
 
 def _visible_figure(panel: Locator) -> str:

@@ -28,7 +28,6 @@ ROOT = Path(__file__).resolve().parents[1]
 BUILD = Path(os.environ.get("ATTNLAB_SITE", ROOT / "_build"))  # tools/preview.sh sets it
 HTML = BUILD / "html"
 SHOTS = BUILD / "screenshots"
-CHROMIUM = os.environ.get("ATTNLAB_CHROMIUM", "/usr/bin/chromium")
 # sphinx-thebe 0.3.1 (Jupyter Book 1.0.4) emits its inline config script twice on every page.
 KNOWN_HARMLESS = ("Identifier 'THEBE_JS_URL' has already been declared",)
 
@@ -65,21 +64,6 @@ def base_url():
     threading.Thread(target=server.serve_forever, daemon=True).start()
     yield f"http://127.0.0.1:{server.server_port}"
     server.shutdown()
-
-
-@pytest.fixture(scope="session")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(
-            executable_path=CHROMIUM,
-            args=["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                  "--disable-background-networking", "--disable-component-update",
-                  "--disable-sync"],
-        )
-        yield b
-        b.close()
 
 
 def open_page(browser, url: str):

@@ -89,3 +89,22 @@ def check_choice(name: str, value: object, choices: Sequence[object] | Mapping[o
     if value not in choices:
         raise ValueError(f"{name}: expected one of {list(choices)}, got {value!r}")
     return value
+
+
+def resolve_scale(scale: float | None, head_dim: int) -> float:
+    """``scale`` if given, else ``1/sqrt(head_dim)``."""
+    if scale is None:
+        return head_dim**-0.5
+    if isinstance(scale, bool) or not isinstance(scale, int | float):
+        raise ValueError(f"scale: expected a number or None, got {scale!r}")
+    return float(scale)
+
+
+def check_layer_input(x: torch.Tensor, d_model: int, weight: torch.Tensor) -> tuple[int, int]:
+    """Check a layer input x ``[B, T, d_model]`` against the dtype and device of the layer;
+    return (B, T)."""
+    sizes = check_tensor("x", x, ("B", "T", "d_model"), {"d_model": d_model})
+    if x.dtype != weight.dtype or x.device != weight.device:
+        raise ValueError(f"x: expected {weight.dtype} on {weight.device} like the layer's "
+                         f"parameters, got {x.dtype} on {x.device}")
+    return sizes["B"], sizes["T"]

@@ -15,16 +15,7 @@ import torch
 from torch import nn
 
 from . import kv_cache
-from ._checks import check_positive_int, check_tensor
-
-
-def _resolve_scale(scale: float | None, head_dim: int) -> float:
-    """``scale`` if given, else ``1/sqrt(head_dim)``."""
-    if scale is None:
-        return head_dim**-0.5
-    if isinstance(scale, bool) or not isinstance(scale, int | float):
-        raise ValueError(f"scale: expected a number or None, got {scale!r}")
-    return float(scale)
+from ._checks import check_layer_input, check_positive_int, check_tensor, resolve_scale
 
 
 def _check_qkv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> dict[str, int]:
@@ -75,7 +66,7 @@ def attention_scores(
     """
     sizes = check_tensor("q", q, ("B", "H", "Tq", "Dk"))
     check_tensor("k", k, ("B", "H", "Tk", "Dk"), sizes, dtype=q.dtype, device=q.device)
-    s = _resolve_scale(scale, sizes["Dk"])
+    s = resolve_scale(scale, sizes["Dk"])
     return (s * q) @ k.transpose(-2, -1)
 
 
@@ -345,16 +336,6 @@ def apply_rope(x: torch.Tensor, positions: torch.Tensor, base: float = 10000.0) 
     return rotated.flatten(-2)
 
 
-def _check_layer_input(x: torch.Tensor, d_model: int, weight: torch.Tensor) -> tuple[int, int]:
-    """Check a layer input x ``[B, T, d_model]`` against the dtype and device of the layer;
-    return (B, T)."""
-    sizes = check_tensor("x", x, ("B", "T", "d_model"), {"d_model": d_model})
-    if x.dtype != weight.dtype or x.device != weight.device:
-        raise ValueError(f"x: expected {weight.dtype} on {weight.device} like the layer's "
-                         f"parameters, got {x.dtype} on {x.device}")
-    return sizes["B"], sizes["T"]
-
-
 class MultiHeadAttention(nn.Module):
     """Causal multi-head softmax attention with RoPE, grouped-query heads and a KV cache.
 
@@ -400,7 +381,7 @@ class MultiHeadAttention(nn.Module):
     ) -> tuple[torch.Tensor, kv_cache.KVCache | None]:
         """Attend over the cached prefix and x; the cache (if any, or new if ``use_cache``) grows
         by T tokens in place and is returned, so passing it back continues the sequence."""
-        _, t = _check_layer_input(x, self.d_model, self.w_o.weight)
+        _, t = check_layer_input(x, self.d_model, self.w_o.weight)
         if cache is not None and not isinstance(cache, kv_cache.KVCache):
             raise ValueError(f"cache: expected a KVCache or None, got {type(cache).__name__}")
         start = 0 if cache is None else cache.length
@@ -431,7 +412,7 @@ def head_attention_weights(layer: MultiHeadAttention, x: torch.Tensor) -> torch.
     """
     if not isinstance(layer, MultiHeadAttention):
         raise ValueError(f"layer: expected a MultiHeadAttention, got {type(layer).__name__}")
-    _, t = _check_layer_input(x, layer.d_model, layer.w_o.weight)
+    _, t = check_layer_input(x, layer.d_model, layer.w_o.weight)
     positions = torch.arange(t, device=x.device)
     q = split_heads(layer.w_q(x), layer.n_heads)
     k = split_heads(layer.w_k(x), layer.n_kv_heads)

@@ -30,8 +30,15 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._checks import check_choice, check_positive_int, check_range, check_tensor
-from .attention import _check_layer_input, _resolve_scale, merge_heads, split_heads
+from ._checks import (
+    check_choice,
+    check_layer_input,
+    check_positive_int,
+    check_range,
+    check_tensor,
+    resolve_scale,
+)
+from .attention import merge_heads, split_heads
 from .blocks import HeadRMSNorm, RecurrentCache
 from .gated import check_gate, init_softplus_decay, segment_decay, softplus_decay_gate
 from .linear import ConvQKV, check_qkv, check_recurrent_cache, merge_chunks, split_chunks
@@ -187,7 +194,7 @@ def delta_rule_recurrent(
     [B, H, Dk, Dv] (zeros if None). Returns o [B, H, T, Dv] and S_T (or None).
     """
     sizes = _check_kernel_inputs(q, k, v, beta=beta, initial_state=initial_state)
-    q = q * _resolve_scale(scale, sizes["Dk"])
+    q = q * resolve_scale(scale, sizes["Dk"])
     state = _start_state(initial_state, sizes, q)
     outputs = []
     for t in range(sizes["T"]):
@@ -214,7 +221,7 @@ def delta_rule_parallel(
     Costs [T, T] matrices: use it to see the structure, not for long sequences.
     """
     sizes = _check_kernel_inputs(q, k, v, beta=beta)
-    q = q * _resolve_scale(scale, sizes["Dk"])
+    q = q * resolve_scale(scale, sizes["Dk"])
     lower = _ut_matrix(k @ k.transpose(-1, -2), beta)
     pseudo_values = _solve_unit_lower(lower, beta[..., None] * v)
     return (q @ k.transpose(-1, -2)).tril() @ pseudo_values, None
@@ -249,7 +256,7 @@ def delta_rule_chunk(
     sizes = _check_kernel_inputs(q, k, v, beta=beta, initial_state=initial_state)
     # a sequence shorter than one chunk is one chunk: no padding work
     chunk_size = min(check_positive_int("chunk_size", chunk_size), sizes["T"])
-    q = q * _resolve_scale(scale, sizes["Dk"])
+    q = q * resolve_scale(scale, sizes["Dk"])
     qc, kc, vc = (split_chunks(x, chunk_size) for x in (q, k, v))  # [B, H, N, C, D]
     bc = split_chunks(beta.unsqueeze(-1), chunk_size).squeeze(-1)  # [B, H, N, C]
     lower = _ut_matrix(kc @ kc.transpose(-1, -2), bc)
@@ -429,7 +436,7 @@ def gated_delta_rule_recurrent(
     sizes = _check_kernel_inputs(
         q, k, v, beta=beta, g=g, gate_dims=SCALAR_GATE_DIMS, initial_state=initial_state
     )
-    q = q * _resolve_scale(scale, sizes["Dk"])
+    q = q * resolve_scale(scale, sizes["Dk"])
     state = _start_state(initial_state, sizes, q)
     outputs = []
     for t in range(sizes["T"]):
@@ -470,7 +477,7 @@ def gated_delta_rule_chunk(
     )
     # a sequence shorter than one chunk is one chunk: no padding work
     chunk_size = min(check_positive_int("chunk_size", chunk_size), sizes["T"])
-    q = q * _resolve_scale(scale, sizes["Dk"])
+    q = q * resolve_scale(scale, sizes["Dk"])
     qc, kc, vc = (split_chunks(x, chunk_size) for x in (q, k, v))  # [B, H, N, C, D]
     bc, gc = (split_chunks(x.unsqueeze(-1), chunk_size).squeeze(-1) for x in (beta, g))
     b = gc.cumsum(dim=-1)  # [B, H, N, C]
@@ -535,7 +542,7 @@ class _DeltaLayerBase(nn.Module):
         self, x: torch.Tensor, cache: RecurrentCache | None = None, use_cache: bool = False
     ) -> tuple[torch.Tensor, RecurrentCache | None]:
         """Mix x over time; pass the returned cache back with the next tokens to continue."""
-        _check_layer_input(x, self.d_model, self.out.weight)
+        check_layer_input(x, self.d_model, self.out.weight)
         sizes = dict(B=x.shape[0], T=x.shape[1], H=self.n_heads, Dk=self.head_dim,
                      Dv=self.head_dim)
         cache = check_recurrent_cache(cache, sizes)

@@ -27,8 +27,15 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._checks import check_choice, check_positive_int, check_range, check_tensor
-from .attention import _check_layer_input, _resolve_scale, causal_mask, merge_heads, split_heads
+from ._checks import (
+    check_choice,
+    check_layer_input,
+    check_positive_int,
+    check_range,
+    check_tensor,
+    resolve_scale,
+)
+from .attention import causal_mask, merge_heads, split_heads
 from .blocks import HeadRMSNorm, RecurrentCache
 from .linear import (
     ConvQKV,
@@ -107,7 +114,7 @@ def gla_recurrent(
     """
     sizes = check_qkv(q, k, v, initial_state)
     alpha = torch.exp(_per_channel(check_gate(g, sizes, q)))  # [B, H, T, Dk or 1]
-    q = q * _resolve_scale(scale, sizes["Dk"])
+    q = q * resolve_scale(scale, sizes["Dk"])
     state = initial_state
     if state is None:
         state = q.new_zeros(sizes["B"], sizes["H"], sizes["Dk"], sizes["Dv"])
@@ -244,7 +251,7 @@ def gla_chunk(
     g = check_gate(g, sizes, q)
     # a sequence shorter than one chunk is one chunk: no padding work
     chunk_size = min(check_positive_int("chunk_size", chunk_size), sizes["T"])
-    q = q * _resolve_scale(scale, sizes["Dk"])
+    q = q * resolve_scale(scale, sizes["Dk"])
     if initial_state is None:
         initial_state = q.new_zeros(sizes["B"], sizes["H"], sizes["Dk"], sizes["Dv"])
     qc, kc, vc, gc = (split_chunks(x, chunk_size) for x in (q, k, v, _per_channel(g)))
@@ -400,7 +407,7 @@ class GLALayer(nn.Module):
         self, x: torch.Tensor, cache: RecurrentCache | None = None, use_cache: bool = False
     ) -> tuple[torch.Tensor, RecurrentCache | None]:
         """Mix x over time; pass the returned cache back with the next tokens to continue."""
-        _check_layer_input(x, self.d_model, self.out.weight)
+        check_layer_input(x, self.d_model, self.out.weight)
         sizes = dict(B=x.shape[0], T=x.shape[1], H=self.n_heads, Dk=self.head_dim,
                      Dv=self.head_dim)
         cache = check_recurrent_cache(cache, sizes)

@@ -21,8 +21,8 @@ import time
 import torch
 from torch import nn
 
-from ._checks import check_positive_int, check_range, check_tensor
-from .attention import _resolve_scale, split_heads
+from ._checks import check_positive_int, check_range, check_tensor, resolve_scale
+from .attention import split_heads
 from .delta import (
     CHANNEL_GATE_DIMS,
     _check_kernel_inputs,
@@ -85,7 +85,7 @@ def kda_step(
     check_range("g", g, None, 0.0)
     if torch.isinf(g).any():
         raise ValueError("g: expected finite log-gates (g = log α, α > 0), got -inf")
-    q = q * _resolve_scale(scale, sizes["Dk"])
+    q = q * resolve_scale(scale, sizes["Dk"])
     return _kda_step(q, k, v, g, beta, state)
 
 
@@ -111,7 +111,7 @@ def kda_recurrent(
     sizes = _check_kernel_inputs(
         q, k, v, beta=beta, g=g, gate_dims=CHANNEL_GATE_DIMS, initial_state=initial_state
     )
-    q = q * _resolve_scale(scale, sizes["Dk"])
+    q = q * resolve_scale(scale, sizes["Dk"])
     state = _start_state(initial_state, sizes, q)
     outputs = []
     for t in range(sizes["T"]):
@@ -156,7 +156,7 @@ def kda_chunk(
     )
     # a sequence shorter than one chunk is one chunk: no padding work
     chunk_size = min(check_positive_int("chunk_size", chunk_size), sizes["T"])
-    q = q * _resolve_scale(scale, sizes["Dk"])
+    q = q * resolve_scale(scale, sizes["Dk"])
     qc, kc, vc, gc = (split_chunks(x, chunk_size) for x in (q, k, v, g))  # [B, H, N, C, D]
     bc = split_chunks(beta.unsqueeze(-1), chunk_size).squeeze(-1)  # [B, H, N, C]
     b = gc.cumsum(dim=-2)  # B  [B, H, N, C, Dk]
@@ -199,7 +199,7 @@ def kda_parallel(
     sizes = _check_kernel_inputs(q, k, v, beta=beta, g=g, gate_dims=CHANNEL_GATE_DIMS)
     if not isinstance(include_start, bool):
         raise ValueError(f"include_start: expected True or False, got {include_start!r}")
-    q = q * _resolve_scale(scale, sizes["Dk"])
+    q = q * resolve_scale(scale, sizes["Dk"])
     b = g.cumsum(dim=-2)  # [B, H, T, Dk]
     log_decay = b[..., :, None, :] - b[..., None, :, :]  # B_i − B_j  [B, H, T(i), T(j), Dk]
     if include_start:

@@ -26,8 +26,14 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._checks import check_choice, check_positive_int, check_tensor
-from .attention import _check_layer_input, _resolve_scale, causal_mask, merge_heads, split_heads
+from ._checks import (
+    check_choice,
+    check_layer_input,
+    check_positive_int,
+    check_tensor,
+    resolve_scale,
+)
+from .attention import causal_mask, merge_heads, split_heads
 from .blocks import HeadRMSNorm, RecurrentCache, ShortConvolution
 
 NORMALIZER_EPS = 1e-6
@@ -193,7 +199,7 @@ def linear_attention_recurrent(
     ``elu_plus_one``) so that the denominator stays away from 0.
     """
     sizes, state, z = _check_linear_inputs(q, k, v, initial_state, normalize, eps)
-    q = q * _resolve_scale(scale, sizes["Dk"])
+    q = q * resolve_scale(scale, sizes["Dk"])
     outputs = []
     for t in range(sizes["T"]):
         q_t, k_t, v_t = q[:, :, t], k[:, :, t], v[:, :, t]
@@ -227,7 +233,7 @@ def linear_attention_parallel(
     ``[B, H, T, T]`` score matrix, like softmax attention.
     """
     sizes, state, z = _check_linear_inputs(q, k, v, initial_state, normalize, eps)
-    q = q * _resolve_scale(scale, sizes["Dk"])
+    q = q * resolve_scale(scale, sizes["Dk"])
     scores = causal_scores(q, k)
     o = scores @ v + q @ state
     if normalize:
@@ -261,7 +267,7 @@ def linear_attention_chunk(
     sizes, state, z = _check_linear_inputs(q, k, v, initial_state, normalize, eps)
     # a sequence shorter than one chunk is one chunk: no padding work
     chunk_size = min(check_positive_int("chunk_size", chunk_size), sizes["T"])
-    q = q * _resolve_scale(scale, sizes["Dk"])
+    q = q * resolve_scale(scale, sizes["Dk"])
     if normalize:
         v = torch.cat([v, torch.ones_like(v[..., :1])], dim=-1)
         state = torch.cat([state, z.unsqueeze(-1)], dim=-1)
@@ -451,7 +457,7 @@ class LinearAttentionLayer(nn.Module):
         self, x: torch.Tensor, cache: RecurrentCache | None = None, use_cache: bool = False
     ) -> tuple[torch.Tensor, RecurrentCache | None]:
         """Mix x over time; pass the returned cache back with the next tokens to continue."""
-        _check_layer_input(x, self.d_model, self.out.weight)
+        check_layer_input(x, self.d_model, self.out.weight)
         sizes = dict(B=x.shape[0], T=x.shape[1], H=self.n_heads, Dk=self.head_dim,
                      Dv=self.head_dim)
         cache = check_recurrent_cache(cache, sizes)

@@ -20,9 +20,8 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from ._checks import check_positive_int, check_tensor
+from ._checks import check_layer_input, check_positive_int, check_tensor
 from .attention import (
-    _check_layer_input,
     apply_rope,
     merge_heads,
     softmax_attention,
@@ -144,7 +143,7 @@ class MultiHeadLatentAttention(nn.Module):
     ) -> tuple[torch.Tensor, LatentCache | None]:
         """Attend over the cached prefix and x; the cache (if any, or new if ``use_cache``) grows
         by T tokens in place and is returned, so passing it back continues the sequence."""
-        _, t = _check_layer_input(x, self.d_model, self.w_o.weight)
+        _, t = check_layer_input(x, self.d_model, self.w_o.weight)
         if cache is not None and not isinstance(cache, LatentCache):
             raise ValueError(f"cache: expected a LatentCache or None, got {type(cache).__name__}")
         start = 0 if cache is None else cache.length
