@@ -200,3 +200,37 @@ def test_figures_draw(draw, values):
 def test_figures_reject_bad_values(draw, values, name):
     with pytest.raises(ValueError, match=name):
         draw(new_figure(), **values)
+
+
+def _texts(ax):
+    return [t.get_text() for t in ax.texts]
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_attention_row_names_every_key_and_query(causal):
+    fig = new_figure(9, 3.8)
+    figs.draw_attention_row(fig, query=4, causal=causal)
+    tokens, _ = figs.sentence_weights(figs.SENTENCE, causal)
+    ax_bar, ax_map = fig.axes
+    assert _texts(ax_bar) == _texts(ax_map)[: len(tokens)] == list(tokens)
+    assert _texts(ax_map)[len(tokens):] == [f"{i}·{t}" for i, t in enumerate(tokens)] + ["query i"]
+    assert "cheese" in ax_bar.get_title()
+    assert f"= {45 if causal else 81} dot products" in ax_map.get_title()
+    assert "key token j" in fig.texts[0].get_text()
+
+
+def test_score_spread_and_temperature_keep_their_keys_and_token_names():
+    fig = new_figure(9, 3.6)
+    figs.draw_score_spread(fig, dim=96)
+    data = figs.score_spread(96)
+    ax_s, ax_w = fig.axes
+    assert not ax_s.get_legend() and not ax_w.get_legend()
+    assert _texts(ax_s) == [f"■ q·k: std {data.raw_std:.1f} (√d = {math.sqrt(96):.1f})",
+                            f"■ q·k/√d: std {data.scaled_std:.2f}"]
+    assert _texts(ax_w) == [f"■ unscaled: mean {data.top_raw_mean:.2f}",
+                            f"■ scaled: mean {data.top_scaled_mean:.2f}"]
+    fig = new_figure(9, 3.4)
+    figs.draw_temperature(fig, temperature=0.5)
+    tokens, *_ = figs.toy_attention().qkv(figs.SENTENCE)
+    assert all(_texts(ax) == tokens for ax in fig.axes)
+    assert fig.texts[0].get_text() == "key token"

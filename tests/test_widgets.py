@@ -151,6 +151,18 @@ def test_lesson_1_figures_draw(draw, values):
     assert fig.axes and plotting.figure_png(fig)[:4] == b"\x89PNG"
 
 
+def test_table_memory_labels_are_plain_text_and_the_title_gives_the_size():
+    fig = plotting.new_figure()
+    figs.draw_table_memory(fig, 32768, 1536, marker=("Sophia", 32000, 1536))
+    ax = fig.axes[0]
+    ticks = [t.get_text() for t in ax.get_xticklabels() + ax.get_yticklabels()]
+    assert "32k" in ticks and "100" in ticks and not any("$" in t for t in ticks)
+    assert "50,331,648 parameters: 96.0 MiB" in ax.get_title()
+    texts = [t.get_text() for t in ax.texts]
+    assert [f"d = {d}" for d in figs.MEMORY_WIDTHS] == texts[:-1]
+    assert texts[-1] == "Sophia (V = 32,000, d = 1536)"
+
+
 def test_neighbours_figure_rejects_unknown_words():
     with pytest.raises(ValueError, match="word"):
         figs.draw_neighbours(plotting.new_figure(), word="zebra")

@@ -7,7 +7,8 @@ from functools import cache
 
 import torch
 from matplotlib.figure import Figure
-from matplotlib.transforms import ScaledTranslation
+from matplotlib.lines import Line2D
+from matplotlib.transforms import ScaledTranslation, offset_copy
 
 from ..embedding import (
     WORD_GROUPS,
@@ -79,30 +80,56 @@ def _row_box(row: int, width: int):
     return Rectangle((-0.5, row - 0.5), width, 1, fill=False, edgecolor=PALETTE[5], linewidth=2.5)
 
 
+#: Vocabulary sizes (tokens) and widths of the reference lines of :func:`draw_table_memory`.
+MEMORY_VOCABS = tuple(2**k for k in range(12, 19))
+MEMORY_WIDTHS = (512, 1024, 2048, 4096)
+
+
+def _kilo(tokens: int) -> str:
+    """A token count in binary thousands, as vocabularies are named: 32768 → "32k" (counts that
+    are not a multiple of 1024 stay as they are)."""
+    return f"{tokens // 1024}k" if tokens and tokens % 1024 == 0 else f"{tokens:,}"
+
+
 def draw_table_memory(fig: Figure, vocab_size: int, d_model: int,
                       marker: tuple[str, int, int] | None = None) -> None:
-    """Embedding-table memory (MiB, bf16) against vocabulary size, for the chosen width.
+    """Embedding-table memory (MiB, bf16) against vocabulary size: faint reference lines, one per
+    width in :data:`MEMORY_WIDTHS` and labelled at their left end, and the chosen ``vocab_size``
+    × ``d_model`` as a large dot, its size in the title.
 
-    ``marker`` = (name, vocab_size, d_model) of a real model to mark on the plot.
+    ``marker`` = (name, vocab_size, d_model) of a real model to mark (a star, named beside it).
     """
     ax = fig.subplots()
-    vocabs = [2**k for k in range(12, 19)]
-    for i, width in enumerate((512, 1024, 2048, 4096)):
-        ax.plot(vocabs, [embedding_bytes(v, width, "bf16") / MIB for v in vocabs], marker="o",
-                ms=3, color=PALETTE[i], label=f"d = {width}", alpha=0.35)
+    vocabs = MEMORY_VOCABS
+    left = offset_copy(ax.transData, fig=fig, x=-5, units="points")
+    for i, width in enumerate(MEMORY_WIDTHS):
+        mib = [embedding_bytes(v, width, "bf16") / MIB for v in vocabs]
+        ax.plot(vocabs, mib, marker="o", ms=3, color=PALETTE[i], alpha=0.35)
+        ax.text(vocabs[0], mib[0], f"d = {width}", transform=left, ha="right", va="center",
+                fontsize=8, color=PALETTE[i])
     chosen = embedding_bytes(vocab_size, d_model, "bf16") / MIB
-    ax.plot([vocab_size], [chosen], marker="o", ms=11, color=PALETTE[5], zorder=5,
-            label=f"V = {vocab_size:,}, d = {d_model}: {chosen:,.1f} MiB")
+    ax.plot([vocab_size], [chosen], marker="o", ms=11, color=PALETTE[5], zorder=5)
     if marker is not None:
         name, v, d = marker
         ax.plot([v], [embedding_bytes(v, d, "bf16") / MIB], marker="*", ms=14, color="black",
-                zorder=6, linestyle="none", label=f"{name} (V = {v:,}, d = {d})")
+                zorder=6, linestyle="none")
+        ax.text(v, embedding_bytes(v, d, "bf16") / MIB, f"{name} (V = {v:,}, d = {d})",
+                transform=offset_copy(ax.transData, fig=fig, x=10, units="points"),
+                va="center", fontsize=8)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.minorticks_off()  # minor log ticks cost more to draw than the whole data
-    style_axes(ax, "vocabulary size V (tokens, log scale)", "table memory in bf16 (MiB, log)",
-               f"V × d parameters = {vocab_size * d_model:,}")
-    ax.legend(loc="upper left")
+    # plain tick labels ("32k", "100"): the default 2^15 and 10^2 are mathtext, 3× slower to draw
+    ax.set_xticks(vocabs, [_kilo(v) for v in vocabs])
+    ax.set_xlim(left=vocabs[0] / 2)  # one octave of room for the line labels
+    lowest = embedding_bytes(vocabs[0], MEMORY_WIDTHS[0], "bf16") / MIB
+    highest = embedding_bytes(vocabs[-1], MEMORY_WIDTHS[-1], "bf16") / MIB
+    decades = [10**k for k in range(math.ceil(math.log10(lowest)),
+                                    math.floor(math.log10(highest)) + 1)]
+    ax.set_yticks(decades, [f"{m:,}" for m in decades])
+    style_axes(ax, "vocabulary size V (tokens, log scale)", "table memory in bf16 (MiB, log)")
+    ax.set_title(f"V × d = {vocab_size:,} × {d_model} = {vocab_size * d_model:,} parameters: "
+                 f"{chosen:,.1f} MiB", y=1.0)  # given y, not moved over the tick labels
 
 
 def draw_projection(fig: Figure, dim: int) -> None:
@@ -122,10 +149,10 @@ def draw_projection(fig: Figure, dim: int) -> None:
                                        fig.dpi_scale_trans)
             ax.text(x, y, word, fontsize=7, ha="center", va="center",
                     transform=ax.transData + offset)
-    for i, group in enumerate(WORD_GROUPS):
-        ax.scatter([], [], color=PALETTE[i], label=group)
     ax.margins(0.15)
-    fig.legend(loc="outside lower center", ncols=5, fontsize=8)
+    handles = [Line2D([], [], color=PALETTE[i], marker="o", ms=5, linestyle="none", label=group)
+               for i, group in enumerate(WORD_GROUPS)]  # lighter than empty scatters
+    fig.legend(handles=handles, loc="outside lower center", ncols=5, fontsize=8)
     style_axes(ax, "principal axis 1", "principal axis 2",
                f"Embeddings of width d = {dim}, projected to 2-D")
     ax.set_xticks([]), ax.set_yticks([])  # the coordinates themselves mean nothing
@@ -142,6 +169,7 @@ def draw_neighbours(fig: Figure, word: str, k: int = 8) -> None:
     ax = fig.subplots()
     ax.barh(words, sims, color=[_group_colour(w) for w in words])
     ax.set_xlim(-1, 1)
+    ax.set_xticks([-1, -0.5, 0, 0.5, 1])
     ax.axvline(0, color="black", linewidth=0.8)
     style_axes(ax, "cosine similarity to the chosen word", "nearest tokens",
                f"Nearest neighbours of “{word}” ({group_of(word)})")
