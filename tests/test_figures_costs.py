@@ -67,6 +67,27 @@ def test_draw_architecture_draws_every_architecture(arch):
     assert arch in fig._suptitle.get_text()
 
 
+def test_plain_rule_writes_every_rule_without_tex():
+    for arch in figs.ARCHITECTURES.values():
+        text = figs.plain_rule(arch.rule)
+        assert not set(text) & set("\\{}$_^"), (arch.name, text)
+    assert figs.plain_rule(figs.ARCHITECTURES["RetNet"].rule) == "Sₜ = γ\u2009Sₜ₋₁ + kₜvₜᵀ"
+    assert "Diag(αₜ)" in figs.plain_rule(figs.ARCHITECTURES["KDA"].rule)
+    assert "cₜᴷⱽ" in figs.plain_rule(figs.ARCHITECTURES["MLA"].rule)
+
+
+def test_map_figures_label_log_axes_in_plain_text():
+    fig = new_figure(9, 3.6)
+    figs.draw_architecture(fig, "MLA")
+    labels = [t.get_text() for t in fig.axes[1].get_yticklabels()]
+    assert labels and "1" in labels and not any("$" in label for label in labels)
+    assert "$" not in fig._suptitle.get_text()
+    fig = new_figure(8, 3.8)
+    figs.draw_memory_by_architecture(fig, 32768)
+    labels = [t.get_text() for t in fig.axes[0].get_xticklabels()]
+    assert "1 MB" in labels and "100 MB" in labels
+
+
 def test_draw_architecture_rejects_unknown():
     with pytest.raises(ValueError, match="arch"):
         figs.draw_architecture(new_figure(), "Transformer-XL")

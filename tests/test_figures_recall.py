@@ -6,6 +6,8 @@ nothing here trains a model.
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 from attnlab.figures import recall as figs
@@ -97,9 +99,12 @@ def test_draw_training_curves_extremes(mixer):
     figs.draw_training_curves(fig, fake_rows(), mixer=mixer)
     (ax,) = fig.axes
     assert figs.mixer_name(mixer) in ax.get_title()
-    assert len(ax.get_lines()) == len(MIXERS) + 1  # one curve per mixer, the 1/N line
     bold = [line for line in ax.get_lines() if line.get_linewidth() == 2.2]
     assert len(bold) == 1
+    # the other mixers: one grey line of len(MIXERS) - 1 curves, each ended by a NaN gap
+    (grey,) = [line for line in ax.get_lines() if line.get_color() == "0.75"]
+    assert sum(math.isnan(y) for y in grey.get_ydata()) == len(MIXERS) - 1
+    assert len(ax.get_lines()) == 3  # the chosen mixer, the others in grey, the 1/N line
     assert figure_png(fig)
 
 

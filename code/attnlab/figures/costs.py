@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cache
 
 import torch
 import torch.nn.functional as F
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from ..delta import delta_rule_recurrent, gated_delta_rule_recurrent
@@ -174,6 +178,30 @@ ARCHITECTURES: dict[str, Architecture] = {a.name: a for a in (
 """The nine mechanisms of the map, in the order of the course."""
 
 
+_SUBSCRIPT = str.maketrans("0123456789+-=()aehijklmnoprstuvx",
+                           "₀₁₂₃₄₅₆₇₈₉₊₋₌₍₎ₐₑₕᵢⱼₖₗₘₙₒₚᵣₛₜᵤᵥₓ")
+_SUPERSCRIPT = str.maketrans("0123456789+-=()KRTVn", "⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻⁼⁽⁾ᴷᴿᵀⱽⁿ")
+_TEX_SYMBOLS = {r"\alpha": "α", r"\beta": "β", r"\gamma": "γ", r"\top": "T", r"\,": "\u2009",
+                r"\ ": " "}
+
+
+def plain_rule(rule: str) -> str:
+    """An update rule of ``ARCHITECTURES`` (TeX) as plain Unicode text, e.g.
+    ``$S_t=\\gamma\\,S_{t-1}+k_tv_t^\\top$`` → "Sₜ = γ Sₜ₋₁ + kₜvₜᵀ": a figure title drawn
+    without mathtext, whose parsing costs more than the rest of the title."""
+    text = re.sub(r"\\mathrm\{(\w+)\}", r"\1", rule.strip("$"))
+    for command, symbol in _TEX_SYMBOLS.items():
+        text = text.replace(command, symbol)
+
+    def script(match: re.Match) -> str:
+        body = match.group(2).strip("{}")
+        return body.translate(_SUBSCRIPT if match.group(1) == "_" else _SUPERSCRIPT)
+
+    text = re.sub(r"([_^])(\{[^{}]*\}|.)", script, text)
+    text = re.sub(r"([;,])(?=\S)", r"\1 ", text)
+    return text.replace("-", " − ").replace("=", " = ").replace("+", " + ")
+
+
 def decoding_numbers(arch: str, config: ModelConfig, context: int) -> int:
     """Numbers one layer of ``arch`` keeps after ``context`` tokens with ``config``'s head dims:
     its cache (attention, MLA) or its state (the recurrent kinds), from ``memory.layer_numbers``.
@@ -184,10 +212,12 @@ def decoding_numbers(arch: str, config: ModelConfig, context: int) -> int:
     return n.cache + n.state
 
 
+@cache
 def _memory_picture(arch: str, tokens: int = 16, dim: int = 8, seed: int = 0) -> torch.Tensor:
     """What one head of ``arch`` holds after ``tokens`` random tokens (dk = dv = ``dim``): the
     state S [dk, dv] for the recurrent kinds (run through the package's kernel), the cache rows
-    [T, dk + dv] for softmax attention and [T, d_c + d_R] for MLA."""
+    [T, dk + dv] for softmax attention and [T, d_c + d_R] for MLA. Computed once per set of
+    arguments (a slider revisits them): treat the result as read-only."""
     gen = torch.Generator().manual_seed(seed)
     shape = (1, 1, tokens, dim)
     q, k, v = (torch.randn(*shape, generator=gen) for _ in range(3))
@@ -198,8 +228,10 @@ def _memory_picture(arch: str, tokens: int = 16, dim: int = 8, seed: int = 0) ->
     if arch == "softmax attention":
         return torch.cat([k[0, 0], v[0, 0]], dim=-1)
     if arch == "MLA":
-        layer = MultiHeadLatentAttention(dim, 1, dim, kv_lora_rank=dim // 2,
-                                         qk_rope_head_dim=dim // 4, rope=False)
+        with torch.random.fork_rng(devices=[]):  # seeded weights, global generator untouched
+            torch.manual_seed(seed)
+            layer = MultiHeadLatentAttention(dim, 1, dim, kv_lora_rank=dim // 2,
+                                             qk_rope_head_dim=dim // 4, rope=False)
         with torch.no_grad():
             _, cache = layer(torch.randn(1, tokens, dim, generator=gen), use_cache=True)
         return torch.cat([cache.c_kv[0], cache.k_rope[0]], dim=-1)
@@ -226,6 +258,35 @@ def _memory_picture(arch: str, tokens: int = 16, dim: int = 8, seed: int = 0) ->
 MAP_CONTEXTS = (512, 2048, 8192, 32768, 131072, 524288)
 
 
+@cache
+def _map_mib(config: ModelConfig,
+             contexts: tuple[int, ...] = MAP_CONTEXTS) -> dict[str, list[float]]:
+    """MiB one layer of each mechanism keeps at each of ``contexts`` in bf16 (the map's curves)."""
+    return {name: [decoding_numbers(name, config, t) * BYTES_PER_ELEMENT["bf16"] / 2**20
+                   for t in contexts] for name in ARCHITECTURES}
+
+
+def _log_ticks(ax: Axes, lo: float, hi: float, axis: str = "y",
+               fmt: Callable[[float], str] = "{:,g}".format) -> None:
+    """Log scale from ``lo`` to ``hi`` on ``axis`` ("x" or "y"), ticks at the powers of ten in
+    that range labelled by ``fmt``: plain text, cheaper to draw than the default mathtext 10^k,
+    and no minor ticks."""
+    ticks = [10.0**e for e in range(math.ceil(math.log10(lo)), math.floor(math.log10(hi)) + 1)]
+    set_scale, set_lim, set_ticks = ((ax.set_xscale, ax.set_xlim, ax.set_xticks) if axis == "x"
+                                     else (ax.set_yscale, ax.set_ylim, ax.set_yticks))
+    set_scale("log")
+    set_lim(lo, hi)
+    set_ticks(ticks, [fmt(t) for t in ticks])
+    ax.minorticks_off()
+
+
+def _decimal_bytes(n: float) -> str:
+    """A round number of bytes in decimal units: 1e5 → "100 kB", 1e9 → "1 GB"."""
+    units = ("B", "kB", "MB", "GB", "TB", "PB")
+    order = min(max(0, int(math.log10(n) + 1e-9) // 3), len(units) - 1)
+    return f"{n / 1000**order:g} {units[order]}"
+
+
 def draw_architecture(fig: Figure, arch: str = "KDA", config: ModelConfig = SOPHIA) -> None:
     """Left: what one head of ``arch`` holds after 16 random tokens (state or cache rows).
     Right: the numbers one layer keeps against the context with ``config``'s head dims, in bf16
@@ -239,25 +300,27 @@ def draw_architecture(fig: Figure, arch: str = "KDA", config: ModelConfig = SOPH
     lim = float(picture.abs().max())
     heatmap(left, picture, vmin=-lim, vmax=lim,
             xlabel="cached numbers per token" if grows else "value channel",
-            ylabel="token" if grows else "key channel",
-            title="cache after 16 tokens (grows)" if grows else "state after 16 tokens (fixed)",
-            cmap="PuOr")
+            ylabel="token" if grows else "key channel", cmap="PuOr")
+    # y=1.0 fixes the title's place: matplotlib otherwise measures the tick labels to place it
+    left.set_title("cache after 16 tokens (grows)" if grows else "state after 16 tokens (fixed)",
+                   y=1.0)
     contexts = list(MAP_CONTEXTS)
-    for name in ARCHITECTURES:
-        mib = [decoding_numbers(name, config, t) * BYTES_PER_ELEMENT["bf16"] / 2**20
-               for t in contexts]
-        mine = name == arch
-        right.plot(contexts, mib, "o-" if mine else "-", color=ATTN_COLOUR if mine else "0.8",
-                   lw=2 if mine else 1, zorder=3 if mine else 1, label=name if mine else None)
+    curves = _map_mib(config)
+    others = [mib for name, mib in curves.items() if name != arch]
+    # the eight grey curves as one Line2D (NaN breaks between them): one artist, not eight
+    grey_x = [t for _ in others for t in [*contexts, math.nan]]
+    grey_y = [m for mib in others for m in [*mib, math.nan]]
+    right.plot(grey_x, grey_y, "-", color="0.8", lw=1, zorder=1)
+    right.plot(contexts, curves[arch], "o-", color=ATTN_COLOUR, lw=2, zorder=3, label=arch)
     right.set_xscale("log", base=2)
-    right.set_yscale("log")
     right.set_xticks(contexts, [_context_label(c) for c in contexts])
-    right.minorticks_off()
+    every = [m for mib in curves.values() for m in mib]
+    _log_ticks(right, min(every) / 1.5, max(every) * 1.5)
     left.set_xticks([0, picture.shape[1] - 1])
     left.set_yticks([0, picture.shape[0] - 1])
     style_axes(right, "context T (tokens)", "one layer's memory (MiB, bf16, log)")
     right.legend(loc="upper left")
-    fig.suptitle(f"{arch}:  {info.rule}", fontsize=11)
+    fig.suptitle(f"{arch}:  {plain_rule(info.rule)}", fontsize=12)
 
 
 def draw_memory_by_architecture(fig: Figure, context: int = 4096,
@@ -273,12 +336,13 @@ def draw_memory_by_architecture(fig: Figure, context: int = 4096,
                for n in names]
     ax.barh(range(len(names)), n_bytes, color=colours)
     ax.set_yticks(range(len(names)), names)
+    ax.tick_params(axis="y", length=0)
     ax.invert_yaxis()
-    ax.set_xscale("log")
-    ax.set_xlim(min(n_bytes) / 2, max(n_bytes) * 12)
-    ax.minorticks_off()
+    _log_ticks(ax, min(n_bytes) / 2, max(n_bytes) * 12, axis="x", fmt=_decimal_bytes)
     for i, b in enumerate(n_bytes):
         ax.text(b * 1.15, i, format_bytes(b), va="center", fontsize=8)
     style_axes(ax, "bytes one layer keeps (bf16, log scale)", "")
+    ax.grid(axis="y", visible=False)  # the bars are categories: only the byte scale needs lines
     ax.set_title(f"{config.name}'s head dims ({config.n_heads} × {config.head_dim}), "
-                 f"T = {context:,} tokens: orange grows with T, blue is fixed", fontsize=10)
+                 f"T = {context:,} tokens: orange grows with T, blue is fixed", fontsize=10,
+                 y=1.0)  # a fixed place: matplotlib otherwise measures the ticks to place it

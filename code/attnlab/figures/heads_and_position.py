@@ -13,7 +13,7 @@ import matplotlib
 import torch
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
-from matplotlib.ticker import FixedLocator, NullLocator
+from matplotlib.ticker import FixedLocator, MaxNLocator, NullLocator
 
 from ..attention import (
     MultiHeadAttention,
@@ -313,22 +313,31 @@ def draw_rope_offset(fig: Figure, shift: int = 0, offset: int = 4) -> None:
     theta = float(rope_angles(torch.tensor([1.0]), ROPE_DIM)[0, 0])  # pair 0: 1 rad per token
     circle = torch.linspace(0, 2 * math.pi, 100)
     ax_plane.plot(circle.cos().numpy(), circle.sin().numpy(), color="#bbbbbb", lw=0.8)
-    for vec, pos, colour, name in ((q, m, PALETTE[0], "q"), (k, n, PALETTE[1], "k")):
+    tips, colours = [], (PALETTE[0], PALETTE[1])
+    for vec, pos, colour, name in ((q, m, colours[0], "q"), (k, n, colours[1], "k")):
         angle = math.atan2(vec[1], vec[0]) + pos * theta  # direction of the rotated pair
-        ax_plane.annotate("", xy=(math.cos(angle), math.sin(angle)), xytext=(0, 0),
-                          arrowprops={"arrowstyle": "-|>", "color": colour, "lw": 2})
+        tips.append((math.cos(angle), math.sin(angle)))
         ax_plane.text(1.32 * math.cos(angle), 1.32 * math.sin(angle), f"{name}\n@{pos}",
                       color=colour, ha="center", va="center", fontsize=8)
+    # both unit arrows in one artist (one quiver, not two annotations)
+    ax_plane.quiver([0, 0], [0, 0], [x for x, _ in tips], [y for _, y in tips], color=colours,
+                    angles="xy", scale_units="xy", scale=1, width=0.014, headwidth=4,
+                    headlength=5, headaxislength=4.5, zorder=3)
     ax_plane.set_xlim(-1.6, 1.6)
     ax_plane.set_ylim(-1.6, 1.6)
+    ax_plane.set_xticks([-1, 0, 1])  # the unit circle's extent: three ticks suffice
+    ax_plane.set_yticks([-1, 0, 1])
     ax_plane.set_aspect("equal")
-    style_axes(ax_plane, "coordinate 0 (direction)", "coordinate 1",
-               f"pair 0: {m} and {n} rad turned")
+    style_axes(ax_plane, "coordinate 0 (direction)", "coordinate 1")
+    # y=1.0 fixes each title's place: matplotlib otherwise measures the tick labels to place it
+    ax_plane.set_title(f"pair 0: {m} and {n} rad turned", y=1.0)
     ax_curve.plot(offsets.numpy(), curve.numpy(), color=PALETTE[2], lw=1.5)
     ax_curve.plot([offset], [score], "o", color=PALETTE[5], ms=9, zorder=5)
     ax_curve.axhline(0, color="black", lw=0.6)
-    style_axes(ax_curve, f"offset m − n (tokens), key at n = {n}", "score ⟨R_m q, R_n k⟩",
-               f"m = {m}, n = {n}: score {score:.4f}")
+    ax_curve.set_xticks(range(0, ROPE_OFFSETS[-1] + 1, ROPE_OFFSETS[-1] // 4))
+    ax_curve.yaxis.set_major_locator(MaxNLocator(4, steps=[1, 2, 5, 10]))
+    style_axes(ax_curve, f"offset m − n (tokens), key at n = {n}", "score ⟨R_m q, R_n k⟩")
+    ax_curve.set_title(f"m = {m}, n = {n}: score {score:.4f}", y=1.0)
 
 
 def _log_ticks(ax, ticks: list[float]) -> None:
@@ -351,17 +360,21 @@ def draw_rope_frequencies(fig: Figure, base: float = 10000.0, head_dim: int = 96
     pairs = torch.arange(head_dim // 2)
     wavelength = 2 * math.pi / theta
     ax_theta, ax_wave = fig.subplots(1, 2)
+    pair_ticks = range(0, head_dim // 2 + 1, 16)  # a tick every 16 pairs: 3 to 5 per axis
     ax_theta.semilogy(pairs.numpy(), theta.numpy(), ".", color=PALETTE[0])
     ax_theta.set_ylim(1e-7, 2)
     _log_ticks(ax_theta, [1e-6, 1e-4, 1e-2, 1])
-    style_axes(ax_theta, "pair index i", "angle per token θ_i (rad, log)",
-               f"θ_i = base^(−2i/d), base {base:,.0f}, d = {head_dim}")
+    ax_theta.set_xticks(pair_ticks)
+    style_axes(ax_theta, "pair index i", "angle per token θ_i (rad, log)")
+    # y=1.0 fixes each title's place: matplotlib otherwise measures the tick labels to place it
+    ax_theta.set_title(f"θ_i = base^(−2i/d), base {base:,.0f}, d = {head_dim}", y=1.0)
     ax_wave.semilogy(pairs.numpy(), wavelength.numpy(), ".", color=PALETTE[5])
     ax_wave.axhline(4096, color="black", lw=0.8, ls="--")
     ax_wave.text(0, 4096 * 1.4, "4,096 tokens", fontsize=8)
     ax_wave.set_ylim(1, 2e7)
     _log_ticks(ax_wave, [1, 1e2, 1e4, 1e6])
-    style_axes(ax_wave, "pair index i", "wavelength 2π/θ_i (tokens, log)",
-               f"{head_dim // 2} pairs: one full turn every …")
+    ax_wave.set_xticks(pair_ticks)
+    style_axes(ax_wave, "pair index i", "wavelength 2π/θ_i (tokens, log)")
+    ax_wave.set_title(f"{head_dim // 2} pairs: one full turn every …", y=1.0)
     ax_wave.text(head_dim // 2 - 1, float(wavelength[-1]) * 2.5,
                  f"{float(wavelength[-1]):,.0f} tokens", ha="right", fontsize=8, color=PALETTE[5])

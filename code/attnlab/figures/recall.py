@@ -7,11 +7,13 @@ sliders of the lesson move over results that were computed once, never over trai
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import torch
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch, Rectangle
+from matplotlib.ticker import MaxNLocator
 
 from ..plotting import PALETTE, style_axes
 from ..tasks import IGNORE, mqar_batch
@@ -211,17 +213,24 @@ def draw_training_curves(fig: Figure, rows: Sequence[dict], mixer: str,
     if mixer not in mixers:
         raise ValueError(f"mixer: expected one of the trained {mixers}, got {mixer!r}")
     ax = fig.subplots()
+    grey_steps: list[float] = []
+    grey_accuracy: list[float] = []
     for i, label in enumerate(mixers):
         runs = [r for r in selected if r["mixer"] == label]
-        bold = label == mixer
-        for j, run in enumerate(runs if bold else runs[:1]):
+        if label != mixer:  # first seed only, in grey, gathered into one line (NaN gaps)
+            grey_steps += [*runs[0]["history"].step, math.nan]
+            grey_accuracy += [*(100 * a for a in runs[0]["history"].accuracy), math.nan]
+            continue
+        for run in runs:
             history = run["history"]
-            ax.plot(history.step, [100 * a for a in history.accuracy],
-                    color=_colour(label, i) if bold else "0.75", linewidth=2.2 if bold else 1.0,
-                    zorder=3 if bold else 1,
-                    label=mixer_name(label) if bold and j == 0 else None)
+            ax.plot(history.step, [100 * a for a in history.accuracy], color=_colour(label, i),
+                    linewidth=2.2, zorder=3)
+    ax.plot(grey_steps, grey_accuracy, color="0.75", linewidth=1.0, zorder=1)
     ax.axhline(100 / n, color="0.3", linestyle="--", linewidth=1)
     ax.set_ylim(0, 105)
-    style_axes(ax, "optimiser steps", "held-out recall accuracy (%)",
-               f"{mixer_name(mixer)} (colour) against the others (grey), N = {n}")
-    ax.legend(loc="lower right")
+    ax.set_yticks(range(0, 101, 25))
+    ax.xaxis.set_major_locator(MaxNLocator(4, steps=[1, 2, 5, 10]))
+    style_axes(ax, "optimiser steps", "held-out recall accuracy (%)")
+    # the title names the coloured line (no legend needed); y=1.0 fixes its place, which
+    # matplotlib otherwise finds by measuring the tick labels
+    ax.set_title(f"{mixer_name(mixer)} (colour) against the others (grey), N = {n}", y=1.0)
