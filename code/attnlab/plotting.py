@@ -16,6 +16,7 @@ from collections.abc import Sequence
 import matplotlib
 import torch
 from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 #: Okabe–Ito colour-blind-safe palette, in the order lines are drawn.
@@ -60,6 +61,9 @@ def new_figure(width: float = 6.4, height: float = 3.6, ncols: int = 0, nrows: i
     """A figure in the course style; with ``ncols >= 1`` it already holds ``nrows × ncols`` axes."""
     with course_style():
         fig = Figure(figsize=(width, height), layout="constrained")
+        # its own Agg canvas: savefig then keeps one renderer, and with it matplotlib's caches of
+        # text measurements, from frame to frame (a bare Figure gets a new one every time)
+        FigureCanvasAgg(fig)
         if ncols:
             fig.subplots(nrows, ncols, squeeze=False)
     return fig
