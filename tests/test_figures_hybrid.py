@@ -8,7 +8,7 @@ import pytest
 from attnlab.figures import hybrid as figs
 from attnlab.memory import as_all_attention, cache_breakdown, format_bytes
 from attnlab.model import DEEPSEEK_V3, KIMI_LINEAR_48B_A3B, LLAMA3_8B, SOPHIA
-from attnlab.plotting import new_figure
+from attnlab.plotting import figure_png, new_figure
 
 # ---------------------------------------------------------------- Lesson 15
 
@@ -41,6 +41,18 @@ def test_draw_mla_bytes_default_is_gqa_2_25():
     figs.draw_mla_bytes(fig, kv_lora_rank=384, rope_dim=48)
     assert "GQA with 2.25 K/V heads" in fig.axes[0].get_title()
     assert "14.1% of MHA" in fig.axes[0].get_title()
+
+
+def test_draw_mla_bytes_labels_every_level_and_the_line():
+    fig = new_figure()
+    figs.draw_mla_bytes(fig, kv_lora_rank=384, rope_dim=48)
+    texts = [t.get_text() for t in fig.axes[0].texts]
+    for heads in (16, 8, 4, 2):
+        name = "MHA" if heads == 16 else "GQA"
+        assert f"{name}, {heads} K/V heads: {2 * heads * 96 * 2:,} B" in texts
+    assert "MQA, 1 K/V head: 384 B" in texts
+    assert any("MLA: (d_c + 48) × 2 B" in t for t in texts)
+    assert figure_png(fig).startswith(b"\x89PNG")
 
 
 @pytest.mark.parametrize(

@@ -26,7 +26,7 @@ from attnlab.kda import (
     kda_recurrent,
     kda_states,
 )
-from attnlab.plotting import new_figure
+from attnlab.plotting import figure_png, new_figure
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -258,6 +258,28 @@ def test_draw_chunk_split(chunk_size):
     assert f"{steps:,} sequential steps" in titles
 
 
+@pytest.mark.parametrize("chunk_size", [1, 16, 128])
+def test_draw_chunk_split_draws_the_cost_model_and_the_blocks(chunk_size):
+    fig = new_figure(9, 3.8)
+    figs.draw_chunk_split(fig, chunk_size=chunk_size)
+    ax_mat, ax_flops = fig.axes  # the colour scale sits in the matrix's empty upper triangle
+    bars = ax_flops.collections[0].get_paths()
+    n = len(figs.CHUNK_SIZES)
+    assert len(bars) == 2 * n  # state work (bottom) then work inside chunks (top), per size
+    for i, size in enumerate(figs.CHUNK_SIZES):
+        cost = delta_rule_cost("chunk", 4096, 64, size)
+        assert bars[i].vertices[:, 1].max() == pytest.approx(cost.inter_flops / 4096 / 1e3)
+        assert bars[n + i].vertices[:, 1].max() == pytest.approx(cost.flops / 4096 / 1e3)
+    picture = ax_mat.get_images()[0].get_array()
+    t = figs.CHUNK_PICTURE_LENGTH
+    assert picture.shape == (t, t, 4)
+    grey = picture[t - 1, 0, :3]  # the first and the last token: in one chunk only if C >= T
+    assert (tuple(grey) == (0xDD, 0xDD, 0xDD)) == (chunk_size < t)
+    assert (picture[:, :, 3][torch.ones(t, t, dtype=torch.bool).triu().numpy()] == 0).all()
+    assert any("inside a chunk" in text.get_text() for text in ax_mat.texts)
+    assert figure_png(fig).startswith(b"\x89PNG")
+
+
 @pytest.mark.parametrize("bad", [0, -4, 3.5, "64"])
 def test_draw_chunk_split_rejects_bad_chunk_size(bad):
     with pytest.raises(ValueError, match="chunk_size"):
@@ -305,6 +327,20 @@ def test_draw_channel_retention(spread, write_strength):
     fig = new_figure(10, 4)
     figs.draw_channel_retention(fig, spread=spread, write_strength=write_strength)
     assert any("shared" in ax.get_title() for ax in fig.axes)
+
+
+def test_draw_channel_retention_scale_and_keys():
+    fig = new_figure(10, 4)
+    figs.draw_channel_retention(fig, spread=2.0, write_strength=0.1)
+    ax_map, ax_recall = fig.axes  # the colour scale is drawn by the heat map's axes
+    demo = figs.retention_demo(2.0, 0.1)
+    assert ax_map.get_images()[0].get_array().shape == (*demo["retention"].T.shape, 4)
+    texts = [t.get_text() for t in ax_map.texts]
+    assert "share of k₀v₀ᵀ left in the channel" in texts and {"0", "0.5", "1"} <= set(texts)
+    keys = [t.get_text() for t in ax_recall.texts]
+    assert any("one gate per channel" in k for k in keys) and any("shared" in k for k in keys)
+    assert torch.allclose(torch.as_tensor(ax_recall.lines[0].get_ydata()), demo["recall"])
+    assert figure_png(fig).startswith(b"\x89PNG")
 
 
 @pytest.mark.parametrize(("kwargs", "name"), [

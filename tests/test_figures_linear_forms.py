@@ -17,7 +17,7 @@ from attnlab.linear import (
 )
 from attnlab.memory import as_all_attention, cache_breakdown, format_bytes
 from attnlab.model import SOPHIA
-from attnlab.plotting import new_figure
+from attnlab.plotting import figure_png, new_figure
 from torch.utils.flop_counter import FlopCounterMode
 
 # ---------------------------------------------------------------- Lesson 7: cache and state
@@ -196,7 +196,45 @@ def test_draw_chunk_size_rejects_chunk_longer_than_sequence():
         figs.draw_chunk_size(new_figure(), 64, 512, measured, {(512, "parallel"): 1e-3})
 
 
-# ---------------------------------------------------------------- cost model
+def test_chunk_size_panel_draws_every_measured_combination():
+    draw = figs.chunk_size_panel(CHUNK_SECONDS, FORM_SECONDS, head_dim=64)
+    assert draw.__name__ == "draw_chunk_panel"  # the name make bench reports
+    for chunk_size, length in itertools.product(GRID_C, GRID_T):
+        fig = new_figure(8, 3.8)
+        draw(fig, chunk_size=chunk_size, length=length)
+        flops_title, time_title = (ax.get_title() for ax in fig.axes[:2])
+        cost = linear_attention_cost("chunk", length, 64, chunk_size)
+        assert f"{cost.flops / 1e6:,.0f} MFLOP" in flops_title
+        assert f"{CHUNK_SECONDS[(length, chunk_size)] * 1e3:.3g} ms measured" in time_title
+        keys = [t.get_text() for t in fig.axes[0].texts]
+        assert any("chunkwise" in k for k in keys) and any("recurrent" in k for k in keys)
+        assert all(3 <= len(ax.get_yticks()) <= 5 for ax in fig.axes)
+    assert figure_png(fig).startswith(b"\x89PNG")
+
+
+@pytest.mark.parametrize(("chunk_size", "length", "name"),
+                         [(32, 4096, "chunk_size"), (64, 2048, "length")])
+def test_chunk_size_panel_rejects_unmeasured_slider_values(chunk_size, length, name):
+    draw = figs.chunk_size_panel(CHUNK_SECONDS, FORM_SECONDS)
+    with pytest.raises(ValueError, match=name):
+        draw(new_figure(), chunk_size=chunk_size, length=length)
+
+
+@pytest.mark.parametrize(("change", "name"), [
+    ({"chunk_seconds": {}}, "chunk_seconds"),
+    ({"chunk_seconds": {**CHUNK_SECONDS, (1024, 64): 0.0}}, "chunk_seconds"),
+    ({"chunk_seconds": {**CHUNK_SECONDS, (1024.0, 8): 1e-3}}, "chunk_seconds"),
+    ({"chunk_seconds": {**CHUNK_SECONDS, 1024: 1e-3}}, "chunk_seconds"),
+    ({"form_seconds": {(1024, "parallel"): 0.1, (1024, "recurrent"): 0.1}}, "form_seconds"),
+    ({"form_seconds": {**FORM_SECONDS, (4096, "parallel"): -1.0}}, "form_seconds"),
+    ({"head_dim": 0}, "head_dim"),
+    ({"head_dim": 64.0}, "head_dim"),
+])
+def test_chunk_size_panel_rejects_bad_measurements(change, name):
+    kwargs = {"chunk_seconds": CHUNK_SECONDS, "form_seconds": FORM_SECONDS, "head_dim": 64}
+    with pytest.raises(ValueError, match=name):
+        figs.chunk_size_panel(**{**kwargs, **change})
+
 
 
 def test_cost_closed_forms():

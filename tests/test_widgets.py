@@ -1,4 +1,5 @@
-"""attnlab.widgets and attnlab.plotting: the slider panel's two modes, its frames, its errors."""
+"""attnlab.widgets and attnlab.plotting: the slider panel's two modes, its frames, its errors, and
+the light drawing helpers (text legends, fixed titles, light ticks)."""
 
 import matplotlib.pyplot as plt
 import pytest
@@ -166,3 +167,38 @@ def test_table_memory_labels_are_plain_text_and_the_title_gives_the_size():
 def test_neighbours_figure_rejects_unknown_words():
     with pytest.raises(ValueError, match="word"):
         figs.draw_neighbours(plotting.new_figure(), word="zebra")
+
+
+def test_light_xticks_label_every_position_without_tick_objects():
+    fig = plotting.new_figure()
+    ax = fig.subplots()
+    ax.set_xscale("log", base=2)
+    ax.set_xlim(0.5, 2048)
+    plotting.light_xticks(ax, [1, 16, 1024], ["1", "16", "1024"])
+    ax.set_xlabel("chunk size C (tokens)")
+    assert len(ax.get_xticks()) == 0
+    assert [(t.get_position()[0], t.get_text()) for t in ax.texts] == [(1, "1"), (16, "16"),
+                                                                       (1024, "1024")]
+    assert list(ax.lines[0].get_xdata()) == [1, 16, 1024]  # the tick marks
+    fig.canvas.draw()
+    bottom = ax.get_window_extent().y0
+    label = ax.xaxis.label.get_window_extent()
+    assert all(label.y1 <= t.get_window_extent().y0 <= bottom for t in ax.texts)
+    with pytest.raises(ValueError):
+        plotting.light_xticks(ax, [1, 2], ["1"])
+
+
+def test_text_legend_and_title_at_top():
+    fig = plotting.new_figure()
+    ax = fig.subplots()
+    plotting.title_at_top(ax, "a title")
+    plotting.text_legend(ax, [("■ first", "#0072B2"), ("– – second", "#D55E00")])
+    assert ax.get_title() == "a title"
+    assert [(t.get_text(), t.get_color()) for t in ax.texts] == [("■ first", "#0072B2"),
+                                                                 ("– – second", "#D55E00")]
+    fig.canvas.draw()
+    first, second = (t.get_window_extent() for t in ax.texts)
+    assert second.y1 <= first.y0 + 1  # one line under the other, not on top of it
+
+
+# ---------------------------------------------------------------- cost model

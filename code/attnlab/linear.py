@@ -162,9 +162,10 @@ def chunk_states(
     state = initial_state
     for n in range(increments.shape[2]):
         states.append(state)
-        if decay is not None:
-            state = decay[:, :, n] * state
-        state = state + increments[:, :, n]
+        if decay is None:
+            state = state + increments[:, :, n]
+        else:
+            state = torch.addcmul(increments[:, :, n], decay[:, :, n], state)  # U + decay ⊙ S
     return torch.stack(states, dim=2), state
 
 

@@ -6,6 +6,8 @@ from collections.abc import Sequence
 
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
+from matplotlib.ticker import MaxNLocator
+from matplotlib.transforms import ScaledTranslation
 
 from ..memory import (
     BYTES_PER_ELEMENT,
@@ -15,7 +17,7 @@ from ..memory import (
 )
 from ..mla import mla_cache_elements_per_token
 from ..model import DEEPSEEK_V3, KIMI_LINEAR_48B_A3B, LLAMA3_8B, SOPHIA, ModelConfig
-from ..plotting import PALETTE, style_axes
+from ..plotting import PALETTE, style_axes, text_legend, title_at_top
 
 #: Colours of the layer kinds and of the parts of the decoding memory.
 KIND_COLOURS = {"kda": PALETTE[0], "mla": PALETTE[1], "attn": PALETTE[5]}
@@ -120,7 +122,8 @@ def draw_mla_bytes(
     dtype: str = "bf16",
 ) -> None:
     """Bytes per token per layer of MLA as the latent size d_c grows (line, dot at the chosen
-    d_c), against multi-head attention (2 · n_h · d_h) and GQA with fewer K/V heads (dashed)."""
+    d_c), against multi-head attention (2 · n_h · d_h, solid) and GQA/MQA with fewer K/V heads
+    (dashed), each level labelled with its bytes."""
     _check_int("kv_lora_rank", kv_lora_rank, 1, 4096)
     _check_int("rope_dim", rope_dim, 1, 1024)
     _check_int("n_heads", n_heads, 1, 1024)
@@ -129,29 +132,34 @@ def draw_mla_bytes(
     width = BYTES_PER_ELEMENT[dtype]
     ax = fig.subplots()
     d_max = max(1024, kv_lora_rank)
-    xs = list(range(0, d_max + 1, 32))
-    ax.plot(xs, [(x + rope_dim) * width for x in xs], color=PALETTE[1], linewidth=2.5,
-            label=f"MLA: (d_c + {rope_dim}) × {width} B")
+    ax.plot([0, d_max], [rope_dim * width, (d_max + rope_dim) * width], color=PALETTE[1],
+            linewidth=2.5)
     chosen = mla_sweep_bytes(kv_lora_rank, rope_dim, dtype)
     ax.plot([kv_lora_rank], [chosen], marker="o", ms=10, color=PALETTE[1], zorder=5)
-    kv_heads = [h for h in (n_heads, n_heads // 2, n_heads // 4, n_heads // 8, 1)
-                if h >= 1 and n_heads % h == 0]
-    for i, h in enumerate(dict.fromkeys(kv_heads)):
-        level = 2 * h * head_dim * width
+    kv_heads = list(dict.fromkeys(h for h in (n_heads, n_heads // 2, n_heads // 4, n_heads // 8, 1)
+                                  if h >= 1 and n_heads % h == 0))
+    levels = [2 * h * head_dim * width for h in kv_heads]
+    colours = [(PALETTE[5], PALETTE[0], PALETTE[2], PALETTE[3], "#777777")[i % 5]
+               for i in range(len(kv_heads))]
+    ax.hlines(levels, 0, d_max * 1.02, colors=colours, linewidth=1.3,
+              linestyles=["-" if h == n_heads else "--" for h in kv_heads])
+    above_left = ax.transData + ScaledTranslation(-4 / 72, 3 / 72, fig.dpi_scale_trans)
+    for h, level in zip(kv_heads, levels, strict=True):
         name = "MHA" if h == n_heads else ("MQA" if h == 1 else "GQA")
-        ax.axhline(level, color=(PALETTE[5], PALETTE[0], PALETTE[2], PALETTE[3], "#777777")[i % 5],
-                   linestyle="-" if h == n_heads else "--", linewidth=1.3)
-        ax.annotate(f"{name}, {h} K/V head{'s' if h > 1 else ''}: {level:,} B", (d_max, level),
-                    textcoords="offset points", xytext=(-4, 3), ha="right", fontsize=8)
+        ax.text(d_max, level, f"{name}, {h} K/V head{'s' if h > 1 else ''}: {level:,} B",
+                transform=above_left, ha="right", va="bottom", fontsize=8)
     mha = 2 * n_heads * head_dim * width
     groups = chosen / (2 * head_dim * width)
     ax.set_xlim(0, d_max * 1.02)
     ax.set_ylim(0, mha * 1.1)
-    style_axes(ax, "latent size d_c (numbers)", f"cache per token per layer ({dtype}, bytes)",
-               f"MLA with d_c = {kv_lora_rank}, d_R = {rope_dim}: {chosen:,} B per token per "
-               f"layer\n= {chosen / mha:.1%} of MHA ({n_heads} × {head_dim}), as much as GQA "
-               f"with {groups:.2f} K/V heads")
-    ax.legend(loc="upper left", bbox_to_anchor=(0.0, 0.86))
+    ax.set_xticks([round(d_max * i / 4) for i in range(5)])
+    ax.yaxis.set_major_locator(MaxNLocator(nbins=4))
+    style_axes(ax, "latent size d_c (numbers)", f"cache per token per layer ({dtype}, bytes)")
+    title_at_top(ax, f"MLA with d_c = {kv_lora_rank}, d_R = {rope_dim}: {chosen:,} B per token "
+                     f"per layer\n= {chosen / mha:.1%} of MHA ({n_heads} × {head_dim}), as much "
+                     f"as GQA with {groups:.2f} K/V heads")
+    text_legend(ax, [(f"━━ MLA: (d_c + {rope_dim}) × {width} B", PALETTE[1])], x=0.02, y=0.84,
+                fontsize=9)
 
 
 # ---------------------------------------------------------------- Lesson 16: the hybrid stack

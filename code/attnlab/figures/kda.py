@@ -10,14 +10,24 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from matplotlib import colormaps
-from matplotlib.colors import to_rgba
+from matplotlib.collections import PolyCollection
+from matplotlib.colors import Normalize, to_rgba
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullLocator
 from matplotlib.transforms import ScaledTranslation
 
 from ..delta import delta_rule_cost, transition_product, ut_transform
 from ..kda import association_retention, kda_states
-from ..plotting import DIVERGING_CMAP, PALETTE, SEQUENTIAL_CMAP, heatmap, style_axes
+from ..plotting import (
+    DIVERGING_CMAP,
+    PALETTE,
+    SEQUENTIAL_CMAP,
+    heatmap,
+    light_xticks,
+    style_axes,
+    text_legend,
+    title_at_top,
+)
 
 
 def _check_int_in(name: str, value: object, low: int, high: int) -> int:
@@ -106,27 +116,44 @@ _SCALE_ROWS = (0.14 * CHUNK_PICTURE_LENGTH, 0.19 * CHUNK_PICTURE_LENGTH)
 _SCALE_MAX = 0.5
 
 
-def _title(ax, text: str) -> None:
-    """``ax.set_title`` at the default height, given explicitly: matplotlib then skips looking
-    for tick labels above the axes (there are none here), which lays the y axis out once more."""
-    ax.set_title(text, y=1.0)
+def _stacked_bars(ax, stacks: Sequence[Sequence[float]], colours: Sequence[Sequence],
+                  width: float = 0.7) -> None:
+    """Stacked bars at x = 0, 1, 2, ...: ``stacks[k][i]`` is the height of layer k (bottom
+    first) of bar i, ``colours[k][i]`` its colour. One collection instead of one patch per bar
+    (what ``ax.bar`` makes), which matters on a slider. Sets the x limits, not the y limits."""
+    heights = np.asarray(stacks, dtype=float)
+    tops = heights.cumsum(axis=0)
+    half = width / 2
+    boxes = [[(i - half, top - h), (i + half, top - h), (i + half, top), (i - half, top)]
+             for h_row, top_row in zip(heights, tops, strict=True)
+             for i, (h, top) in enumerate(zip(h_row, top_row, strict=True))]
+    ax.add_collection(PolyCollection(boxes, facecolors=[c for row in colours for c in row],
+                                     edgecolors="none"), autolim=False)
+    ax.set_xlim(-0.6, heights.shape[1] - 0.4)
 
 
-def _text_legend(ax, entries: Sequence[tuple[str, str]], x: float = 0.03, y: float = 0.97,
-                 fontsize: float = 8) -> None:
-    """A legend made of coloured lines of text, top-left corner at (``x``, ``y``) in axes
-    fractions: each entry is (text, colour), the text starting with its own key (e.g. "■" for a
-    bar colour, "– –" for a dashed line). Far cheaper to draw than ``ax.legend``."""
-    step = 1.35 * fontsize / 72  # inches between baselines
-    for i, (text, colour) in enumerate(entries):
-        offset = ScaledTranslation(0, -i * step, ax.figure.dpi_scale_trans)
-        ax.text(x, y, text, color=colour, fontsize=fontsize, ha="left", va="top",
-                transform=ax.transAxes + offset)
+def _colour_scale(ax, cmap, norm: Normalize, ticks: Sequence[float], label: str,
+                  left: float = 1.02, width: float = 0.03) -> None:
+    """A colour bar drawn by ``ax`` itself just right of it (from ``left`` to ``left + width``,
+    axes fractions): a gradient over ``norm``'s range, the ``ticks`` values beside it and its
+    ``label`` along it. It reads like ``fig.colorbar`` but costs no extra axes, which is most
+    of a colour bar's drawing time on a slider. Set ``ax``'s limits after calling this."""
+    image = ax.imshow(np.linspace(0, 1, 128)[:, None], cmap=cmap, vmin=0, vmax=1,
+                      origin="lower", aspect="auto", interpolation="bilinear",
+                      extent=(left, left + width, 0, 1), transform=ax.transAxes)
+    image.set_clip_on(False)
+    right = ax.transAxes + ScaledTranslation(3 / 72, 0, ax.figure.dpi_scale_trans)  # 3 points
+    for value in ticks:
+        ax.text(left + width, float(norm(value)), f"{value:g}", transform=right, ha="left",
+                va="center", fontsize=9)
+    beyond_labels = ax.transAxes + ScaledTranslation(24 / 72, 0, ax.figure.dpi_scale_trans)
+    ax.text(left + width, 0.5, label, transform=beyond_labels, rotation=90, ha="left",
+            va="center")
 
 
 @cache
 def _chunk_picture_rgba(chunk_size: int) -> np.ndarray:
-    """The matrix picture of ``draw_chunk_split`` as one RGBA image ``[T, T, 4]`` (T =
+    """The matrix picture of ``draw_chunk_split`` as one RGBA image ``[T, T, 4]`` (uint8) (T =
     ``CHUNK_PICTURE_LENGTH``): |β_i k_iᵀ k_j| in the sequential colour map (0 to _SCALE_MAX)
     inside the C × C diagonal blocks, strictly below the diagonal; grey below the blocks (token i
     meets token j through the state); transparent on and above the diagonal."""
@@ -140,16 +167,16 @@ def _chunk_picture_rgba(chunk_size: int) -> np.ndarray:
     rgba[lower & ~same] = to_rgba(_STATE_GREY)
     inside = lower & same
     rgba[inside] = colormaps[SEQUENTIAL_CMAP](np.clip(inner[inside] / _SCALE_MAX, 0, 1))
-    return rgba
+    return (rgba * 255).round().astype(np.uint8)  # 8-bit RGBA draws 3× faster than floats
 
 
 def _scale_in_upper_triangle(ax) -> None:
     """The colour scale of the chunk picture, drawn in its empty upper-right triangle: a
-    gradient from 0 to _SCALE_MAX with three values under it and its name above."""
+    gradient from 0 to _SCALE_MAX with its two ends under it and its name above."""
     (left, right), (top, bottom) = _SCALE_COLUMNS, _SCALE_ROWS
     ax.imshow(np.linspace(0, 1, 64)[None, :], cmap=SEQUENTIAL_CMAP, vmin=0, vmax=1,
               extent=(left, right, bottom, top), aspect="auto", interpolation="bilinear")
-    for value in (0, _SCALE_MAX / 2, _SCALE_MAX):
+    for value in (0, _SCALE_MAX):
         ax.text(left + (right - left) * value / _SCALE_MAX, bottom + 0.5, f"{value:g}",
                 ha="center", va="top", fontsize=8)
     ax.text((left + right) / 2, top - 0.7, "|β_i k_iᵀ k_j| inside a chunk", ha="center",
@@ -172,45 +199,45 @@ def draw_chunk_split(fig: Figure, chunk_size: int = 16, head_dim: int = 64,
     d = _check_int_in("head_dim", head_dim, 1, 4096)
     t = _check_int_in("length", length, 1, 2**24)
     t_pic = CHUNK_PICTURE_LENGTH
-    ax_mat, ax_flops = _fixed_axes(fig, [(0.05, 0.15, 0.36, 0.68), (0.54, 0.15, 0.44, 0.68)])
+    ax_mat, ax_flops = _fixed_axes(fig, [(0.07, 0.15, 0.36, 0.68), (0.54, 0.15, 0.44, 0.68)])
+    ax_mat.set_anchor("W")  # the square picture at the left of its box, next to its y label
 
     ax_mat.imshow(_chunk_picture_rgba(c), aspect="equal", interpolation="nearest")
     _scale_in_upper_triangle(ax_mat)
     ax_mat.set_xlim(-0.5, t_pic - 0.5)
     ax_mat.set_ylim(t_pic - 0.5, -0.5)
     ax_mat.grid(False)
-    ax_mat.set_xticks([0, t_pic - 1], ["1", str(t_pic)])
-    ax_mat.set_yticks([0, t_pic - 1], ["1", str(t_pic)])
-    ax_mat.set_xlabel("earlier token j (grey: via the state)")
-    ax_mat.set_ylabel("token i")
+    # the range in the labels, not as ticks: four ticks would cost a tenth of the frame
+    ax_mat.set_xticks([])
+    ax_mat.set_yticks([])
+    ax_mat.set_xlabel(f"earlier token j = 1…{t_pic} (grey: via the state)")
+    ax_mat.set_ylabel(f"token i = 1…{t_pic}")
     if c >= t_pic:
-        _title(ax_mat, f"C = {c}: all {t_pic} tokens\nin one {t_pic} × {t_pic} solve")
+        title_at_top(ax_mat, f"C = {c}: one {t_pic} × {t_pic} solve")
     else:
-        _title(ax_mat, f"C = {c}: {-(-t_pic // c)} solves of {c} × {c}\nfor {t_pic} tokens")
+        title_at_top(ax_mat, f"C = {c}: {-(-t_pic // c)} solves of {c} × {c}")
 
     sizes = sorted({*CHUNK_SIZES, c})
     cost = {s: delta_rule_cost("chunk", t, d, s) for s in sizes}
     intra = [cost[s].intra_flops / t / 1e3 for s in sizes]
     inter = [cost[s].inter_flops / t / 1e3 for s in sizes]
     recurrent = delta_rule_cost("recurrent", t, d).flops / t / 1e3
-    slots = range(len(sizes))
     alphas = [1.0 if s == c else 0.35 for s in sizes]
-    ax_flops.bar(slots, inter, color=[to_rgba(PALETTE[0], a) for a in alphas], width=0.7)
-    ax_flops.bar(slots, intra, bottom=inter, color=[to_rgba(PALETTE[2], a) for a in alphas],
-                 width=0.7)
+    _stacked_bars(ax_flops, [inter, intra],
+                  [[to_rgba(PALETTE[0], a) for a in alphas],
+                   [to_rgba(PALETTE[2], a) for a in alphas]])
     ax_flops.axhline(recurrent, color=PALETTE[5], linestyle="--", linewidth=1.2)
-    ax_flops.set_xticks(list(slots), [str(s) for s in sizes])
-    ax_flops.set_xlim(-0.6, len(sizes) - 0.4)
+    ax_flops.set_ylim(0, 1.05 * max(recurrent, *(a + b for a, b in zip(inter, intra, strict=True))))
+    light_xticks(ax_flops, range(len(sizes)), [str(s) for s in sizes], grid=False)
     ax_flops.yaxis.set_major_locator(MaxNLocator(nbins=4))
-    _text_legend(ax_flops, [("■ inside chunks (intra)", PALETTE[2]),
+    text_legend(ax_flops, [("■ inside chunks (intra)", PALETTE[2]),
                             ("■ with the state (inter)", PALETTE[0]),
                             ("– – recurrent form, all work", PALETTE[5])])
     chosen = cost[c]
+    ratio = chosen.intra_flops / chosen.inter_flops
     style_axes(ax_flops, "chunk size C (tokens)", "kFLOP per token and head (model)")
-    _title(ax_flops, f"d = {d}: intra / inter = {chosen.intra_flops / chosen.inter_flops:.2f}; "
-                     f"T = {t:,} takes\n{chosen.sequential_steps:,} sequential steps "
-                     f"(recurrent: {t:,})")
-    ax_flops.grid(axis="x", visible=False)
+    title_at_top(ax_flops, f"d = {d}: intra / inter = {ratio:.2f}; T = {t:,} takes\n"
+                           f"{chosen.sequential_steps:,} sequential steps (recurrent: {t:,})")
 
 
 def draw_measured_times(fig: Figure, lengths: Sequence[int], recurrent_seconds: Sequence[float],
@@ -367,38 +394,47 @@ def retention_demo(spread: float, write_strength: float, steps: int = RETENTION_
 _cached_retention_demo = cache(retention_demo)  # a slider revisits the same few settings
 
 
+#: The colour range of the retention heat map (a little beyond [0, 1]: writes can overshoot).
+_RETENTION_RANGE = (-0.2, 1.2)
+
+
 def draw_channel_retention(fig: Figure, spread: float = 2.0, write_strength: float = 0.1) -> None:
     """Per-channel survival of an old association under KDA (``retention_demo``): a heat map
-    of channel × time (channels sorted by half-life), and what the old key still recalls, with
-    per-channel gates and with one shared gate of the same mean log-decay. Laid out for a
-    figure of about 10 × 4 inches."""
+    of channel × time (channels sorted by half-life, four of them labelled with their half-life
+    in tokens), and what the old key still recalls, with per-channel gates and with one shared
+    gate of the same mean log-decay. Laid out for a figure of about 10 × 4 inches."""
     demo = _cached_retention_demo(spread, write_strength)
     retention, t = demo["retention"], demo["retention"].shape[0] - 1
-    half_lives = -math.log(2) / demo["log_gates"]
-    ax_map, cax, ax_recall = _fixed_axes(fig, [(0.075, 0.13, 0.40, 0.76),
-                                               (0.485, 0.13, 0.012, 0.76),
-                                               (0.63, 0.13, 0.355, 0.76)])
-    heatmap(ax_map, retention.T, xlabel="tokens since the association was written",
-            ylabel="key channel: its half-life (tokens)", cmap=SEQUENTIAL_CMAP, vmin=-0.2,
-            vmax=1.2, title=f"spread ±{spread:g} octaves, later writes β = {write_strength:g}")
-    fig.colorbar(ax_map.images[0], cax=cax, label="share of k₀v₀ᵀ left in the channel",
-                 ticks=[0, 0.5, 1])
-    rows = list(range(0, retention.shape[1], 3))
+    half_lives = (-math.log(2) / demo["log_gates"]).tolist()
+    ax_map, ax_recall = _fixed_axes(fig, [(0.075, 0.13, 0.40, 0.76), (0.63, 0.13, 0.355, 0.76)])
+    # colour-mapped here, once: an 8-bit RGBA image draws several times faster than floats
+    norm, cmap = Normalize(*_RETENTION_RANGE), colormaps[SEQUENTIAL_CMAP]
+    ax_map.imshow(cmap(norm(retention.T.numpy()), bytes=True), aspect="auto",
+                  interpolation="nearest")
+    ax_map.grid(False)
+    ax_map.set_xlabel("tokens since the association was written")
+    ax_map.set_ylabel("key channel: its half-life (tokens)")
+    title_at_top(ax_map, f"spread ±{spread:g} octaves, later writes β = {write_strength:g}")
+    _colour_scale(ax_map, cmap, norm, [0, 0.5, 1], "share of k₀v₀ᵀ left in the channel")
+    rows = np.linspace(0, len(half_lives) - 1, 4).round().astype(int).tolist()
     ax_map.set_yticks(rows, [f"{half_lives[i]:.0f}" if half_lives[i] >= 10 else
                              f"{half_lives[i]:.1f}" for i in rows])
-    ax_map.set_xticks([0, 16, 32, 48, t], ["0", "16", "32", "48", str(t)])
-    steps = list(range(t + 1))
-    ax_recall.plot(steps, demo["recall"].tolist(), color=PALETTE[0], linewidth=2,
-                   label="KDA: one gate per channel")
-    ax_recall.plot(steps, demo["recall_shared"].tolist(), color=PALETTE[5], linestyle="--",
-                   linewidth=1.6, label="one shared gate, same mean log α")
+    light_xticks(ax_map, [0, t // 2, t], ["0", str(t // 2), str(t)], grid=False)
+    steps = np.arange(t + 1)
+    ax_map.set_xlim(-0.5, t + 0.5)
+    ax_map.set_ylim(len(half_lives) - 0.5, -0.5)
+    ax_recall.plot(steps, demo["recall"].numpy(), color=PALETTE[0], linewidth=2)
+    ax_recall.plot(steps, demo["recall_shared"].numpy(), color=PALETTE[5], linestyle="--",
+                   linewidth=1.6)
     ax_recall.set_ylim(-0.05, 1.05)
     ax_recall.set_xlim(0, t)
-    ax_recall.set_yticks([0, 0.25, 0.5, 0.75, 1])
-    ax_recall.set_xticks([0, 16, 32, 48, t])
+    ax_recall.set_yticks([0, 0.5, 1])
+    light_xticks(ax_recall, [0, t // 2, t], ["0", str(t // 2), str(t)])
     late = t // 2
     style_axes(ax_recall, "tokens since the association was written",
-               "recall of v₀ by k₀ (1 = intact)",
-               f"after {late} tokens: {demo['recall'][late]:.2f} against "
-               f"{demo['recall_shared'][late]:.2f} shared")
-    ax_recall.legend(loc="upper right", fontsize=8)
+               "recall of v₀ by k₀ (1 = intact)")
+    title_at_top(ax_recall, f"after {late} tokens: {demo['recall'][late]:.2f} against "
+                            f"{demo['recall_shared'][late]:.2f} shared")
+    text_legend(ax_recall, [("—— KDA: one gate per channel", PALETTE[0]),
+                             ("– – one shared gate, same mean log α", PALETTE[5])],
+                 x=0.97, ha="right")

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import torch
 from matplotlib.colors import ListedColormap
@@ -15,7 +16,15 @@ from matplotlib.ticker import NullLocator
 from ..linear import LINEAR_FORMS, elu_plus_one, linear_attention_cost, linear_attention_recurrent
 from ..memory import BYTES_PER_ELEMENT, as_all_attention, cache_breakdown, format_bytes
 from ..model import SOPHIA, ModelConfig
-from ..plotting import DIVERGING_CMAP, PALETTE, heatmap, style_axes
+from ..plotting import (
+    DIVERGING_CMAP,
+    PALETTE,
+    heatmap,
+    light_xticks,
+    style_axes,
+    text_legend,
+    title_at_top,
+)
 
 # --------------------------------------------------------------------------- Lesson 7
 
@@ -65,12 +74,18 @@ def _check_int_in(name: str, value: object, low: int, high: int) -> int:
     return value
 
 
-def _log_axis(ax, values: Sequence[float], mantissas: Sequence[int] = (1, 2, 5)) -> None:
+def _log_axis(ax, values: Sequence[float], mantissas: Sequence[int] = (1, 2, 5),
+              max_ticks: int | None = None) -> None:
     """Log-scaled y axis over ``values`` with explicit ticks m·10^k (m in ``mantissas``) and
-    plain labels: cheaper to render than matplotlib's log locator, and easier to read."""
+    plain labels: cheaper to render than matplotlib's log locator, and easier to read. With
+    ``max_ticks``, the last mantissas are dropped while there would be more ticks than that
+    (each tick costs ~2 ms of a slider frame)."""
     lo, hi = min(values) / 1.4, max(values) * 1.4
-    ticks = [m * 10.0**e for e in range(math.floor(math.log10(lo)), math.ceil(math.log10(hi)) + 1)
-             for m in mantissas if lo <= m * 10.0**e <= hi]
+    decades = range(math.floor(math.log10(lo)), math.ceil(math.log10(hi)) + 1)
+    for n in range(len(mantissas), 0, -1):
+        ticks = [m * 10.0**e for e in decades for m in mantissas[:n] if lo <= m * 10.0**e <= hi]
+        if max_ticks is None or len(ticks) <= max_ticks:
+            break
     ax.set_yscale("log")
     ax.set_ylim(lo, hi)
     ax.set_yticks(ticks, [f"{t:,g}" for t in ticks])
@@ -92,8 +107,9 @@ def draw_cache_and_state(fig: Figure, t: int = 6) -> None:
     rows[:t, :d], rows[:t, d:] = k[0, 0, :t], v[0, 0, :t]
     limit = float(torch.cat([k, v], -1).abs().max())
     heatmap(ax_cache, rows, xlabel="cached numbers: φ(k_i) (left) | v_i (right)",
-            ylabel="token i", cmap=DIVERGING_CMAP, vmin=-limit, vmax=limit,
-            title=f"KV cache after t = {t} tokens:\n2 × {t} × {d} = {2 * t * d} numbers (grows)")
+            ylabel="token i", cmap=DIVERGING_CMAP, vmin=-limit, vmax=limit)
+    title_at_top(ax_cache, f"KV cache after t = {t} tokens:\n2 × {t} × {d} = {2 * t * d} numbers "
+                           "(grows)")
     ax_cache.axvline(d - 0.5, color="black", linewidth=1)
     ax_cache.add_patch(Rectangle((-0.5, -0.5), 2 * d, DEMO_STEPS, fill=False, linestyle=":",
                                  edgecolor="#999999"))
@@ -101,8 +117,9 @@ def draw_cache_and_state(fig: Figure, t: int = 6) -> None:
     ax_cache.set_xticks([])
     s_limit = float(full.abs().max())
     heatmap(ax_state, state[0, 0], xlabel="value channel (column of S)",
-            ylabel="key channel (row of S)", cmap=DIVERGING_CMAP, vmin=-s_limit, vmax=s_limit,
-            title=f"state S_{t} = Σ φ(k_i) v_iᵀ (i ≤ {t}):\n{d} × {d} = {d * d} numbers (fixed)")
+            ylabel="key channel (row of S)", cmap=DIVERGING_CMAP, vmin=-s_limit, vmax=s_limit)
+    title_at_top(ax_state, f"state S_{t} = Σ φ(k_i) v_iᵀ (i ≤ {t}):\n{d} × {d} = {d * d} numbers "
+                           "(fixed)")
     ax_state.set_xticks([])
     ax_state.set_yticks([])
 
@@ -128,6 +145,13 @@ def context_label(tokens: int) -> str:
     return f"{tokens // 1024}k" if tokens >= 1024 and tokens % 1024 == 0 else f"{tokens}"
 
 
+@functools.cache
+def _memory_curve(name: str, dtype: str, contexts: tuple[int, ...]) -> tuple[int, ...]:
+    """``memory_at(name, T, dtype)`` for each T of ``contexts``, computed once per argument set
+    (the memory panel redraws the same curves at every slider move)."""
+    return tuple(memory_at(name, c, dtype) for c in contexts)
+
+
 def draw_memory_vs_context(fig: Figure, context: int = 4096, dtype: str = "bf16") -> None:
     """What Sophia keeps while decoding one sequence, against the context (log–log): with all 28
     layers as softmax attention (the KV cache grows), as linear attention (a fixed state), and
@@ -136,17 +160,19 @@ def draw_memory_vs_context(fig: Figure, context: int = 4096, dtype: str = "bf16"
     context = _check_int_in("context", context, 1, _MEMORY_T_MAX)
     dtype = _check_dtype(dtype)
     ax = fig.subplots()
-    contexts = [2**e for e in range(4, 21)]
+    contexts = tuple(2**e for e in range(4, 21))
     mib = 2**20
-    plotted = []
+    plotted, dots = [], []
     for i, name in enumerate(MEMORY_MODELS):
-        values = [memory_at(name, c, dtype) / mib for c in contexts]
+        values = [b / mib for b in _memory_curve(name, dtype, contexts)]
         plotted += values
         chosen = memory_at(name, context, dtype)
         style = dict(color=PALETTE[i], linewidth=2.5 if i < 2 else 1.5,
                      linestyle="-" if i < 2 else "--")
         ax.plot(contexts, values, **style, label=f"{name}: {format_bytes(chosen)}")
-        ax.plot([context], [chosen / mib], marker="o", ms=8, color=PALETTE[i], zorder=5)
+        dots.append(chosen / mib)
+    # the three dots as one artist: a scatter with one colour per model
+    ax.scatter([context] * len(dots), dots, s=64, c=PALETTE[:len(dots)], zorder=5)
     ax.axvline(context, color="#999999", linewidth=0.8, linestyle=":")
     ax.set_xscale("log", base=2)
     ticks = [16, 256, 4096, 65536, 2**20]
@@ -154,9 +180,9 @@ def draw_memory_vs_context(fig: Figure, context: int = 4096, dtype: str = "bf16"
     ax.xaxis.set_minor_locator(NullLocator())
     _log_axis(ax, plotted, mantissas=(1,))
     ax.set_xlim(_MEMORY_T_MIN, _MEMORY_T_MAX)
-    style_axes(ax, "context T (tokens in the sequence)", "memory kept, batch 1 (MiB, log scale)",
-               f"Sophia while decoding, T = {context:,} tokens, {dtype} "
-               f"({BYTES_PER_ELEMENT[dtype]} B per number)")
+    style_axes(ax, "context T (tokens in the sequence)", "memory kept, batch 1 (MiB, log scale)")
+    title_at_top(ax, f"Sophia while decoding, T = {context:,} tokens, {dtype} "
+                     f"({BYTES_PER_ELEMENT[dtype]} B per number)")
     ax.legend(loc="upper left", fontsize=8)
 
 
@@ -270,11 +296,13 @@ def draw_chunk_size(fig: Figure, chunk_size: int, length: int,
                     chunk_seconds: Mapping[tuple[int, int], float],
                     form_seconds: Mapping[tuple[int, str], float], head_dim: int = 64) -> None:
     """The chunk size C between the two extremes, for a sequence of ``length`` tokens: the FLOP
-    model of ``linear_attention_cost`` (left) and the measured time (right) against C, with the
-    parallel and recurrent forms as horizontal lines and the chosen C marked.
+    model of ``linear_attention_cost`` (left, MFLOP for one head of ``head_dim``) and the
+    measured time (right, ms) against C, log–log, with the parallel and recurrent forms as
+    dashed horizontal lines and the chosen C marked.
 
-    ``chunk_seconds[(T, C)]`` and ``form_seconds[(T, form)]`` are measurements taken when the
-    notebook ran (a static page cannot measure); ``chunk_size`` and ``length`` must be among them.
+    ``chunk_seconds[(T, C)]`` and ``form_seconds[(T, form)]`` are measurements in seconds taken
+    when the notebook ran (a static page cannot measure); ``chunk_size`` and ``length`` must be
+    among them.
     """
     sizes = sorted(c for (t, c) in chunk_seconds if t == length)
     if not sizes:
@@ -291,35 +319,65 @@ def draw_chunk_size(fig: Figure, chunk_size: int, length: int,
     d = head_dim
     ax_flops, ax_time = fig.subplots(1, 2)
     cost = {c: linear_attention_cost("chunk", length, d, c) for c in sizes}
-    ax_flops.plot(sizes, [cost[c].flops / 1e6 for c in sizes], marker="^", color=PALETTE[2],
-                  label="chunkwise")
-    ax_time.plot(sizes, [chunk_seconds[(length, c)] * 1e3 for c in sizes], marker="^",
-                 color=PALETTE[2], label="chunkwise")
-    for form in ("parallel", "recurrent"):
-        colour, _ = _FORM_STYLE[form]
-        ax_flops.axhline(linear_attention_cost(form, length, d).flops / 1e6, color=colour,
-                         linestyle="--", linewidth=1.2, label=_FORM_LABEL[form])
-        ax_time.axhline(form_seconds[(length, form)] * 1e3, color=colour, linestyle="--",
-                        linewidth=1.2, label=_FORM_LABEL[form])
-    chosen = cost[chunk_size]
-    chosen_ms = chunk_seconds[(length, chunk_size)] * 1e3
-    ax_flops.plot([chunk_size], [chosen.flops / 1e6], marker="o", ms=10, color=PALETTE[1],
-                  zorder=5)
-    ax_time.plot([chunk_size], [chosen_ms], marker="o", ms=10, color=PALETTE[1], zorder=5)
-    flops_values = [cost[c].flops / 1e6 for c in sizes] + [
-        linear_attention_cost(f, length, d).flops / 1e6 for f in ("parallel", "recurrent")]
-    time_values = [chunk_seconds[(length, c)] * 1e3 for c in sizes] + [
-        form_seconds[(length, f)] * 1e3 for f in ("parallel", "recurrent")]
-    for ax, values in ((ax_flops, flops_values), (ax_time, time_values)):
+    mflops = {c: cost[c].flops / 1e6 for c in sizes}
+    forms = ("parallel", "recurrent")
+    form_mflops = {f: linear_attention_cost(f, length, d).flops / 1e6 for f in forms}
+    ms = {c: chunk_seconds[(length, c)] * 1e3 for c in sizes}
+    form_ms = {f: form_seconds[(length, f)] * 1e3 for f in forms}
+    x_range = (sizes[0] / 1.4, sizes[-1] * 1.4)  # the log axis's margins, a third of an octave
+    for ax, chunk, extremes in ((ax_flops, mflops, form_mflops), (ax_time, ms, form_ms)):
+        ax.plot(sizes, [chunk[c] for c in sizes], marker="^", color=PALETTE[2])
+        ax.hlines([extremes[f] for f in forms], *x_range, linestyles="--",
+                  colors=[_FORM_STYLE[f][0] for f in forms], linewidth=1.2)
+        ax.plot([chunk_size], [chunk[chunk_size]], marker="o", ms=10, color=PALETTE[1],
+                zorder=5)
         ax.set_xscale("log", base=2)
-        ax.set_xticks(sizes, [str(c) for c in sizes])
         ax.xaxis.set_minor_locator(NullLocator())
-        _log_axis(ax, values, mantissas=(1, 3))
-    style_axes(ax_flops, "chunk size C (tokens)", "work (MFLOP, model)",
-               f"T = {length:,}, C = {chunk_size}: {chosen.flops / 1e6:,.0f} MFLOP,\n"
-               f"{chosen.sequential_steps:,} sequential steps (one head, d = {d})")
-    best = min(sizes, key=lambda c: chunk_seconds[(length, c)])
-    style_axes(ax_time, "chunk size C (tokens)", "measured time (ms)",
-               f"T = {length:,}, C = {chunk_size}: {chosen_ms:.3g} ms measured\n"
-               f"(fastest: C = {best})")
-    ax_flops.legend(loc="center left", fontsize=8)
+        ax.set_xlim(*x_range)
+        light_xticks(ax, sizes, [str(c) for c in sizes])
+        _log_axis(ax, [*chunk.values(), *extremes.values()], mantissas=(1, 3), max_ticks=5)
+    chosen = cost[chunk_size]
+    style_axes(ax_flops, "chunk size C (tokens)", "work (MFLOP, model)")
+    title_at_top(ax_flops, f"T = {length:,}, C = {chunk_size}: {chosen.flops / 1e6:,.0f} MFLOP,\n"
+                           f"{chosen.sequential_steps:,} sequential steps (one head, d = {d})")
+    best = min(sizes, key=lambda c: ms[c])
+    style_axes(ax_time, "chunk size C (tokens)", "measured time (ms)")
+    # T and C head the left panel's title: one line here
+    title_at_top(ax_time, f"{ms[chunk_size]:.3g} ms measured (fastest: C = {best})")
+    text_legend(ax_flops, [(f"—▲— {_FORM_LABEL['chunk']}", PALETTE[2]),
+                           *((f"– – {_FORM_LABEL[f]}", _FORM_STYLE[f][0]) for f in forms)],
+                y=0.62)
+
+
+def chunk_size_panel(chunk_seconds: Mapping[tuple[int, int], float],
+                     form_seconds: Mapping[tuple[int, str], float],
+                     head_dim: int = 64) -> Callable[[Figure, int, int], None]:
+    """Lesson 8's chunk-size slider: returns ``draw_chunk_panel(fig, chunk_size, length)``,
+    which draws ``draw_chunk_size`` for those two slider values from the measurements made when
+    the notebook ran: ``chunk_seconds[(T, C)]``, seconds of the chunkwise form for T tokens in
+    chunks of C, and ``form_seconds[(T, form)]``, seconds of the "parallel" and "recurrent"
+    forms, for one head of ``head_dim``. The figure: FLOPs (MFLOP, model) and measured time (ms)
+    against C, log–log. The measurements are checked here, once, not at every slider move."""
+    if not chunk_seconds:
+        raise ValueError("chunk_seconds: expected measurements {(T, C): seconds}, got none")
+    for key, seconds in chunk_seconds.items():
+        if (not isinstance(key, tuple) or len(key) != 2
+                or not all(isinstance(n, int) and n >= 1 for n in key)):
+            raise ValueError(f"chunk_seconds: expected keys (T, C) of positive integers, "
+                             f"got {key!r}")
+        if not seconds > 0:
+            raise ValueError(f"chunk_seconds: expected positive seconds, got {seconds!r} at "
+                             f"{key}")
+    for t in sorted({t for t, _ in chunk_seconds}):
+        for form in ("parallel", "recurrent"):
+            if not form_seconds.get((t, form), 0) > 0:
+                raise ValueError(f"form_seconds: expected positive seconds of the {form} form "
+                                 f"at T = {t}, got {form_seconds.get((t, form))!r}")
+    d = _check_int_in("head_dim", head_dim, 1, 4096)
+    chunk_seconds, form_seconds = dict(chunk_seconds), dict(form_seconds)
+
+    def draw_chunk_panel(fig: Figure, chunk_size: int, length: int) -> None:
+        """``draw_chunk_size`` at this chunk size and length, from the bound measurements."""
+        draw_chunk_size(fig, chunk_size, length, chunk_seconds, form_seconds, head_dim=d)
+
+    return draw_chunk_panel
