@@ -107,8 +107,9 @@ def _ut_matrix(a_kk: torch.Tensor, beta: torch.Tensor) -> torch.Tensor:
 
     a_kk [..., C, C] (only its strictly lower triangle is read), beta [..., C] -> L [..., C, C].
     """
-    eye = torch.eye(a_kk.shape[-1], dtype=a_kk.dtype, device=a_kk.device)
-    return eye + (beta[..., :, None] * a_kk).tril(-1)
+    lower = (beta[..., :, None] * a_kk).tril_(-1)  # one new tensor, then edited in place
+    lower.diagonal(dim1=-2, dim2=-1).fill_(1)
+    return lower
 
 
 def _solve_unit_lower(lower: torch.Tensor, rhs: torch.Tensor) -> torch.Tensor:
@@ -260,7 +261,7 @@ def delta_rule_chunk(
     qc, kc, vc = (split_chunks(x, chunk_size) for x in (q, k, v))  # [B, H, N, C, D]
     bc = split_chunks(beta.unsqueeze(-1), chunk_size).squeeze(-1)  # [B, H, N, C]
     lower = _ut_matrix(kc @ kc.transpose(-1, -2), bc)
-    a_qk = (qc @ kc.transpose(-1, -2)).tril()
+    a_qk = (qc @ kc.transpose(-1, -2)).tril_()
     state = _start_state(initial_state, sizes, q)
     o, state = _chunk_recurrence(qc, kc, vc, bc, kc, lower, a_qk, None, state)
     return merge_chunks(o, sizes["T"]), (state if output_final_state else None)
