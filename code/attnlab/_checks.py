@@ -108,3 +108,17 @@ def check_layer_input(x: torch.Tensor, d_model: int, weight: torch.Tensor) -> tu
         raise ValueError(f"x: expected {weight.dtype} on {weight.device} like the layer's "
                          f"parameters, got {x.dtype} on {x.device}")
     return sizes["B"], sizes["T"]
+
+
+def check_int_in(name: str, value: object, low: int, high: int) -> int:
+    """Check that ``value`` is an int in [low, high] (bools rejected) and return it."""
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ValueError(f"{name}: expected an integer in [{low}, {high}], got {value!r}")
+    return value
+
+
+def check_float_in(name: str, value: object, low: float, high: float) -> float:
+    """Check that ``value`` is a number in [low, high] (bools rejected); return it as a float."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not low <= value <= high:
+        raise ValueError(f"{name}: expected a number in [{low}, {high}], got {value!r}")
+    return float(value)

@@ -16,6 +16,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullLocator
 from matplotlib.transforms import ScaledTranslation
 
+from .._checks import check_float_in, check_int_in
 from ..delta import delta_rule_cost, transition_product, ut_transform
 from ..kda import association_retention, kda_states
 from ..plotting import (
@@ -28,18 +29,6 @@ from ..plotting import (
     text_legend,
     title_at_top,
 )
-
-
-def _check_int_in(name: str, value: object, low: int, high: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise ValueError(f"{name}: expected an integer in [{low}, {high}], got {value!r}")
-    return value
-
-
-def _check_float_in(name: str, value: object, low: float, high: float) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not low <= value <= high:
-        raise ValueError(f"{name}: expected a number in [{low}, {high}], got {value!r}")
-    return float(value)
 
 
 def _log2_axis(ax, ticks: Sequence[int]) -> None:
@@ -74,8 +63,8 @@ def draw_wy_identity(fig: Figure, n_factors: int = 4, head_dim: int = 8) -> None
     """The WY identity on one toy chunk: the C factors (I − β_i k_i k_iᵀ) multiplied out one by
     one (``transition_product``), the same matrix as I − Kᵀ W from the UT transform
     (``ut_transform``), and W itself: C rows instead of C matrix products."""
-    c = _check_int_in("n_factors", n_factors, 1, 16)
-    d = _check_int_in("head_dim", head_dim, 2, 16)
+    c = check_int_in("n_factors", n_factors, 1, 16)
+    d = check_int_in("head_dim", head_dim, 2, 16)
     k, v, beta = toy_chunk(c, d)
     product = transition_product(k, beta=beta)[0, 0]
     w, _ = ut_transform(k, v, beta=beta)
@@ -195,9 +184,9 @@ def draw_chunk_split(fig: Figure, chunk_size: int = 16, head_dim: int = 64,
     work, against C, with the recurrent form's for reference and the number of sequential steps
     for ``length`` tokens in the title.
     """
-    c = _check_int_in("chunk_size", chunk_size, 1, 4096)
-    d = _check_int_in("head_dim", head_dim, 1, 4096)
-    t = _check_int_in("length", length, 1, 2**24)
+    c = check_int_in("chunk_size", chunk_size, 1, 4096)
+    d = check_int_in("head_dim", head_dim, 1, 4096)
+    t = check_int_in("length", length, 1, 2**24)
     t_pic = CHUNK_PICTURE_LENGTH
     ax_mat, ax_flops = _fixed_axes(fig, [(0.07, 0.15, 0.36, 0.68), (0.54, 0.15, 0.44, 0.68)])
     ax_mat.set_anchor("W")  # the square picture at the left of its box, next to its y label
@@ -304,7 +293,7 @@ def draw_decay_then_correct(fig: Figure, head_dim: int = 8, seed: int = 3) -> No
     """One KDA step on a toy state, in its two halves: S_{t−1}; Diag(α_t) S_{t−1} (each key
     channel, a row, fades by its own α); then the delta-rule write, which replaces what the
     decayed state held under k_t by v_t."""
-    d = _check_int_in("head_dim", head_dim, 2, 16)
+    d = check_int_in("head_dim", head_dim, 2, 16)
     gen = torch.Generator().manual_seed(seed)
     state = torch.randn(1, 1, 1, d, d, generator=gen, dtype=torch.float64)[:, :, 0]
     k = F.normalize(torch.randn(1, 1, 1, d, generator=gen, dtype=torch.float64), dim=-1)
@@ -345,9 +334,9 @@ def channel_log_gates(n_channels: int, half_life: float, spread: float) -> torch
     half-lives h_d = half_life · 2^(spread · z_d) for z_d evenly spaced in [−1, 1]: spread 0
     gives every channel the same decay, spread s spans s octaves either side of ``half_life``.
     Channel 0 forgets fastest."""
-    n = _check_int_in("n_channels", n_channels, 1, 1024)
-    h = _check_float_in("half_life", half_life, 1e-3, 1e6)
-    s = _check_float_in("spread", spread, 0.0, 10.0)
+    n = check_int_in("n_channels", n_channels, 1, 1024)
+    h = check_float_in("half_life", half_life, 1e-3, 1e6)
+    s = check_float_in("spread", spread, 0.0, 10.0)
     z = torch.linspace(-1.0, 1.0, n, dtype=torch.float64) if n > 1 else torch.zeros(
         1, dtype=torch.float64)
     return -math.log(2) / (h * torch.exp2(s * z))
@@ -366,10 +355,10 @@ def retention_demo(spread: float, write_strength: float, steps: int = RETENTION_
       per-channel log-gates (Gated DeltaNet's scalar gate with the same average decay);
     - ``log_gates`` [Dk].
     """
-    t = _check_int_in("steps", steps, 1, 4096)
+    t = check_int_in("steps", steps, 1, 4096)
     dk = n_channels
     log_gates = channel_log_gates(dk, half_life, spread)
-    beta_value = _check_float_in("write_strength", write_strength, 0.0, 1.0)
+    beta_value = check_float_in("write_strength", write_strength, 0.0, 1.0)
     gen = torch.Generator().manual_seed(seed)
     dv = dk
     key = torch.full((1, 1, dk), dk ** -0.5, dtype=torch.float64)

@@ -13,6 +13,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch, Rectangle
 from matplotlib.ticker import NullLocator
 
+from .._checks import check_int_in
 from ..linear import LINEAR_FORMS, elu_plus_one, linear_attention_cost, linear_attention_recurrent
 from ..memory import BYTES_PER_ELEMENT, as_all_attention, cache_breakdown, format_bytes
 from ..model import SOPHIA, ModelConfig
@@ -68,11 +69,6 @@ def demo_stream(steps: int = DEMO_STEPS, dim: int = DEMO_DIM, seed: int = 0):
     return k, v
 
 
-def _check_int_in(name: str, value: object, low: int, high: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise ValueError(f"{name}: expected an integer in [{low}, {high}], got {value!r}")
-    return value
-
 
 def _log_axis(ax, values: Sequence[float], mantissas: Sequence[int] = (1, 2, 5),
               max_ticks: int | None = None) -> None:
@@ -96,7 +92,7 @@ def draw_cache_and_state(fig: Figure, t: int = 6) -> None:
     """After t tokens of a toy stream: the KV cache (t rows of [φ(k) | v], growing) next to the
     linear-attention state S_t = Σ_{i≤t} φ(k_i) v_iᵀ (``dim × dim``, fixed), on one colour scale
     per panel for every t so that the reader sees the state fill up."""
-    t = _check_int_in("t", t, 1, DEMO_STEPS)
+    t = check_int_in("t", t, 1, DEMO_STEPS)
     k, v = demo_stream()
     _, state = linear_attention_recurrent(k[:, :, :t], k[:, :, :t], v[:, :, :t], scale=1.0,
                                           output_final_state=True)
@@ -157,7 +153,7 @@ def draw_memory_vs_context(fig: Figure, context: int = 4096, dtype: str = "bf16"
     layers as softmax attention (the KV cache grows), as linear attention (a fixed state), and
     as built (21 KDA states plus 7 MLA caches). The dots mark ``context``; the legend gives the
     bytes there in MB and MiB. Everything in ``dtype``, batch 1."""
-    context = _check_int_in("context", context, 1, _MEMORY_T_MAX)
+    context = check_int_in("context", context, 1, _MEMORY_T_MAX)
     dtype = _check_dtype(dtype)
     ax = fig.subplots()
     contexts = tuple(2**e for e in range(4, 21))
@@ -195,8 +191,8 @@ def draw_three_forms(fig: Figure, length: int = 12, chunk_size: int = 4) -> None
     """Where each query–key pair (i, j ≤ i) is handled, in the three forms: as an explicit score
     of a T × T (parallel) or C × C (chunkwise, diagonal blocks) matrix, or through the state
     (recurrent: every pair; chunkwise: pairs in earlier chunks, via S_[n])."""
-    t = _check_int_in("length", length, 2, 64)
-    c = _check_int_in("chunk_size", chunk_size, 1, t)
+    t = check_int_in("length", length, 2, 64)
+    c = check_int_in("chunk_size", chunk_size, 1, t)
     axes = fig.subplots(1, 3, sharey=True)
     titles = ("parallel: one masked\nT × T product, 1 step",
               f"recurrent: T = {t} steps,\neach through S_t",
@@ -373,7 +369,7 @@ def chunk_size_panel(chunk_seconds: Mapping[tuple[int, int], float],
             if not form_seconds.get((t, form), 0) > 0:
                 raise ValueError(f"form_seconds: expected positive seconds of the {form} form "
                                  f"at T = {t}, got {form_seconds.get((t, form))!r}")
-    d = _check_int_in("head_dim", head_dim, 1, 4096)
+    d = check_int_in("head_dim", head_dim, 1, 4096)
     chunk_seconds, form_seconds = dict(chunk_seconds), dict(form_seconds)
 
     def draw_chunk_panel(fig: Figure, chunk_size: int, length: int) -> None:

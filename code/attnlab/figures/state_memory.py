@@ -17,6 +17,7 @@ import torch.nn.functional as F
 from matplotlib.colors import LogNorm
 from matplotlib.figure import Figure
 
+from .._checks import check_int_in
 from ..gated import (
     GLA_GATE_NORMALIZER,
     effective_horizon,
@@ -43,11 +44,6 @@ CAPACITY_DIMS: tuple[int, ...] = (16, 32, 64, 96)
 CAPACITY_TRIALS = 16
 
 
-def _check_int_in(name: str, value: object, low: int, high: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise ValueError(f"{name}: expected an integer in [{low}, {high}], got {value!r}")
-    return value
-
 
 def _fixed_axes(fig: Figure, ncols: int, **grid: float) -> list:
     """``ncols`` axes side by side at fixed margins (fractions of the figure), with no layout
@@ -59,7 +55,7 @@ def _fixed_axes(fig: Figure, ncols: int, **grid: float) -> list:
 
 
 def _generator(seed: int) -> torch.Generator:
-    return torch.Generator().manual_seed(_check_int_in("seed", seed, 0, 2**31 - 1))
+    return torch.Generator().manual_seed(check_int_in("seed", seed, 0, 2**31 - 1))
 
 
 def draw_readout(fig: Figure, n_pairs: int = 8, dim: int = 16, seed: int = 0) -> None:
@@ -69,8 +65,8 @@ def draw_readout(fig: Figure, n_pairs: int = 8, dim: int = 16, seed: int = 0) ->
     the state returns, Sᵀ k_1 (dots), coordinate by coordinate. With orthonormal keys they agree;
     with random keys the gap is the crosstalk Σ_{i≠1} (k_i·k_1) v_i.
     """
-    n = _check_int_in("n_pairs", n_pairs, 1, 64)
-    d = _check_int_in("dim", dim, 2, 64)
+    n = check_int_in("n_pairs", n_pairs, 1, 64)
+    d = check_int_in("dim", dim, 2, 64)
     if n > d:
         raise ValueError(f"n_pairs: at most dim={d} pairs so that orthonormal keys exist, got {n}")
     axes = fig.subplots(1, 2, sharey=True)
@@ -107,11 +103,11 @@ def draw_gram(fig: Figure, n_pairs: int = 32, dims: tuple[int, ...] = (32, 96)) 
     """Gram matrices K Kᵀ of ``n_pairs`` keys: orthonormal keys in ``dims[0]`` dimensions (the
     identity), then random unit keys in each of ``dims``. The off-diagonal entries are the
     crosstalk weights k_i·k_j; their root mean square is about 1/√d."""
-    n = _check_int_in("n_pairs", n_pairs, 2, 256)
+    n = check_int_in("n_pairs", n_pairs, 2, 256)
     if not dims:
         raise ValueError("dims: expected at least one dimension, got none")
     for d in dims:
-        _check_int_in("dims", d, 2, 4096)
+        check_int_in("dims", d, 2, 4096)
     if dims[0] < n:
         raise ValueError(f"dims: the first must be at least n_pairs={n} for orthonormal keys, "
                          f"got {dims[0]}")
@@ -199,7 +195,7 @@ def forgetting_errors(length: int) -> torch.Tensor:
     random pairs (d = ``FORGET_DIM``) after writing them all with a constant decay α, one α per
     row, pair order as written (last column = the newest), averaged over ``FORGET_TRIALS``
     draws. One ``recall_errors_by_pair`` call per draw, the decays as its heads. Cached."""
-    n = _check_int_in("length", length, 1, 4096)
+    n = check_int_in("length", length, 1, 4096)
     generator = _generator(length)
     log_alpha = torch.log(torch.tensor(FORGET_ALPHAS, dtype=torch.float64))  # [H]
     g = log_alpha[None, :, None].expand(1, len(FORGET_ALPHAS), n)  # [1, H, N]
@@ -271,8 +267,8 @@ def draw_gate_kinds(fig: Figure, length: int = 48, channels: int = 16, seed: int
     (one data-dependent decay per step: ``softplus_decay_gate`` with A = 1 and Δ ≈ 0.05 at
     x = 0, a large input at step 30) and GLA (one per channel and step:
     logsigmoid(z) / 16, channel logits centred from −4 to 4)."""
-    t = _check_int_in("length", length, 8, 256)
-    c = _check_int_in("channels", channels, 2, 128)
+    t = check_int_in("length", length, 8, 256)
+    c = check_int_in("channels", channels, 2, 128)
     gen = _generator(seed)
     retnet = retnet_gate(1, 3, t, dtype=torch.float64)[0, 2]  # [T]
     x = torch.randn(t, generator=gen, dtype=torch.float64)
