@@ -16,6 +16,7 @@ from attnlab.delta import (
     delta_rule_recurrent,
     gated_delta_rule_chunk,
     gated_delta_rule_recurrent,
+    unit_lower_inverse,
 )
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
@@ -150,6 +151,36 @@ def test_parallel_equals_recurrent(seed, shape, beta_kind):
     o_r, _ = delta_rule_recurrent(q, k, v, beta=beta)
     assert none is None
     assert_close(o_p, o_r)
+
+
+@given(seed=seeds, size=st.integers(1, 100), batch=st.integers(1, 3))
+def test_unit_lower_inverse_inverts(seed, size, batch):
+    """By halves down to blocks of 16, with odd sizes split unevenly: L⁻¹ L = I, and the same
+    numbers as one triangular solve against the identity. L is a UT matrix of unit keys and
+    β ≤ 1, as the kernels give it (a random triangle's inverse grows like 2^C)."""
+    gen = torch.Generator().manual_seed(seed)
+    k = F.normalize(torch.randn(batch, size, 8, generator=gen, dtype=torch.float64), dim=-1)
+    beta = torch.rand(batch, size, generator=gen, dtype=torch.float64)
+    lower = torch.eye(size, dtype=torch.float64) + (beta[:, :, None] * (k @ k.mT)).tril(-1)
+    inverse = unit_lower_inverse(lower)
+    identity = torch.eye(size, dtype=torch.float64).expand_as(lower)
+    solved = torch.linalg.solve_triangular(lower, identity, upper=False, unitriangular=True)
+    assert inverse.shape == lower.shape
+    assert torch.equal(inverse.triu(1), torch.zeros_like(inverse))
+    assert_close(inverse @ lower, identity)
+    assert_close(inverse, solved)
+
+
+def test_unit_lower_inverse_gradient():
+    """Its gradient is that of the inverse: torch's numerical gradient check, in float64."""
+    gen = torch.Generator().manual_seed(0)
+    strict = (0.3 * torch.randn(1, 21, 21, generator=gen, dtype=torch.float64)).tril(-1)
+    strict.requires_grad_(True)
+
+    def inverse_of(strict_part):
+        return unit_lower_inverse(torch.eye(21, dtype=torch.float64) + strict_part.tril(-1))
+
+    assert torch.autograd.gradcheck(inverse_of, (strict,))
 
 
 @settings(max_examples=15)

@@ -11,8 +11,9 @@ This is one gradient step with learning rate ``β_t`` on ``½‖Sᵀk_t − v_t�
 rule decays the memory by a scalar ``α_t = exp(g_t)`` per head before writing.
 
 The chunkwise forms (the WY / UT transform of Yang et al. 2024) turn the product of the
-``(I − β_i k_i k_iᵀ)`` factors inside a chunk into one triangular solve per chunk, so a sequence
-of ``T`` tokens needs ``T / C`` sequential steps instead of ``T``.
+``(I − β_i k_i k_iᵀ)`` factors inside a chunk into one small unit lower-triangular system per
+chunk, so a sequence of ``T`` tokens needs ``T / C`` sequential steps instead of ``T``. The
+system's inverse 𝒯 is formed for all chunks at once, and each step only multiplies matrices.
 
 Shapes: q, k ``[B, H, T, Dk]``; v ``[B, H, T, Dv]``; beta ``[B, H, T]``; scalar log-gates g
 ``[B, H, T]``; states ``[B, H, Dk, Dv]``, read as ``o = Sᵀ q``. The layers ``DeltaNetLayer`` and
@@ -112,6 +113,34 @@ def _ut_matrix(a_kk: torch.Tensor, beta: torch.Tensor) -> torch.Tensor:
     return lower
 
 
+#: blocks up to this size are inverted by one triangular solve; larger ones by halves
+_INVERSE_BLOCK = 16
+
+
+def unit_lower_inverse(lower: torch.Tensor) -> torch.Tensor:
+    """L⁻¹ for unit lower-triangular L [..., C, C], by halves (a blocked triangular inverse):
+
+        [A  0]⁻¹   [     A⁻¹      0  ]
+        [B  D]   = [ −D⁻¹ B A⁻¹  D⁻¹ ]
+
+    recursively, until a block of at most 16 rows is inverted by one triangular solve against
+    the identity. The same numbers as solving L X = I in one go, but most of the work is in
+    the matrix products of the merges, which a CPU runs several times faster than a solve.
+    """
+    size = lower.shape[-1]
+    if size <= _INVERSE_BLOCK:
+        identity = torch.eye(size, dtype=lower.dtype, device=lower.device).expand_as(lower)
+        return _solve_unit_lower(lower, identity)
+    half = size // 2
+    top = unit_lower_inverse(lower[..., :half, :half])
+    bottom = unit_lower_inverse(lower[..., half:, half:])
+    inverse = torch.zeros_like(lower)
+    inverse[..., :half, :half] = top
+    inverse[..., half:, half:] = bottom
+    inverse[..., half:, :half] = -(bottom @ lower[..., half:, :half]) @ top
+    return inverse
+
+
 def _solve_unit_lower(lower: torch.Tensor, rhs: torch.Tensor) -> torch.Tensor:
     """X = L⁻¹ R for unit lower-triangular L [..., C, C] and R [..., C, D]: one triangular solve.
 
@@ -136,36 +165,40 @@ def _chunk_recurrence(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The sequential part of every chunkwise delta rule: one step per chunk, S entering it.
 
-        V_new = L⁻¹ diag(β) (V − K_in S)      (one triangular solve per chunk)
+    First, for all chunks at once, the UT transform 𝒯 = L⁻¹ (:func:`unit_lower_inverse`)
+    with β folded in; then one step per chunk:
+
+        V_new = 𝒯 diag(β) (V − K_in S)
         S     ← Diag(decay) S + K_outᵀ V_new
-    then, for all chunks at once,
+    and again for all chunks at once,
         O     = Q_in S + A_qk V_new
 
-    V − K_in S is what the entering state gets wrong about the chunk's values; solving with
-    L = I + StrictTril(diag(β) A_kk) adds the interference of the chunk's own writes. So
-    V_new = U − W S for the U = L⁻¹ diag(β) V and W = L⁻¹ diag(β) K_in of the WY / UT form
-    (MATH.md §4–§6), without forming U and W.
+    V − K_in S is what the entering state gets wrong about the chunk's values; 𝒯, the inverse
+    of L = I + StrictTril(diag(β) A_kk), adds the interference of the chunk's own writes. So
+    V_new = U − W S for the U = 𝒯 diag(β) V and W = 𝒯 diag(β) K_in of the WY / UT form
+    (MATH.md §4–§6), without forming U and W: the loop does three matrix products a chunk.
 
     Shapes (N chunks of C): q_in, k_in, k_out [B, H, N, C, Dk]; v [B, H, N, C, Dv]; beta
     [B, H, N, C]; lower, a_qk [B, H, N, C, C]; decay [B, H, N, 1] (scalar gate), [B, H, N, Dk]
     (per channel) or None; state [B, H, Dk, Dv]. Returns O [B, H, N, C, Dv] and the final state.
     """
     batch, heads, n_chunks, size = lower.shape[:4]
+    ut_beta = unit_lower_inverse(lower) * beta[..., None, :]  # 𝒯 diag(β) [B, H, N, C, C]
     # fold B and H into one batch axis for baddbmm: out = input + batch1 @ batch2 in one call
-    q_in, k_in, v, beta, k_out, lower, a_qk, state = (
-        x.flatten(0, 1) for x in (q_in, k_in, v, beta, k_out, lower, a_qk, state)
+    q_in, k_in, v, ut_beta, k_out, a_qk, state = (
+        x.flatten(0, 1) for x in (q_in, k_in, v, ut_beta, k_out, a_qk, state)
     )
-    decay = None if decay is None else decay.flatten(0, 1)
-    k_out_t = k_out.transpose(-1, -2)
+    n_decays = [None] * n_chunks if decay is None else decay.flatten(0, 1).unbind(1)
     entering_states, new_values = [], []
-    for n in range(n_chunks):
+    for v_n, k_n, ut_n, k_out_n, decay_n in zip(  # chunk n of each, [B·H, ...]
+        v.unbind(1), k_in.unbind(1), ut_beta.unbind(1), k_out.unbind(1), n_decays, strict=True
+    ):
         entering_states.append(state)
-        error = torch.baddbmm(v[:, n], k_in[:, n], state, alpha=-1)  # V − K_in S
-        v_new = _solve_unit_lower(lower[:, n], beta[:, n, :, None] * error)
+        v_new = ut_n @ torch.baddbmm(v_n, k_n, state, alpha=-1)  # 𝒯 diag(β) (V − K_in S)
         new_values.append(v_new)
-        if decay is not None:
-            state = decay[:, n, :, None] * state
-        state = torch.baddbmm(state, k_out_t[:, n], v_new)  # + K_outᵀ V_new
+        if decay_n is not None:
+            state = decay_n[:, :, None] * state
+        state = torch.baddbmm(state, k_out_n.transpose(-1, -2), v_new)  # + K_outᵀ V_new
     states = torch.stack(entering_states, dim=1)  # [B·H, N, Dk, Dv]
     v_new = torch.stack(new_values, dim=1)  # [B·H, N, C, Dv]
     o = torch.baddbmm((q_in @ states).flatten(0, 1), a_qk.flatten(0, 1), v_new.flatten(0, 1))
@@ -243,11 +276,11 @@ def delta_rule_chunk(
 
     Within each chunk of C tokens (computed for all chunks at once):
 
-        L = I + StrictTril(diag(β) K Kᵀ)           (𝒯 = L⁻¹ is the UT transform)
+        L = I + StrictTril(diag(β) K Kᵀ),    𝒯 = L⁻¹    (the UT transform)
 
     then sequentially over chunks, with S the state entering the chunk:
 
-        V_new = L⁻¹ diag(β) (V − K S)              (one triangular solve per chunk)
+        V_new = 𝒯 diag(β) (V − K S)
         O = Q S + (Q Kᵀ ⊙ M) V_new,                S ← S + Kᵀ V_new
 
     V_new = U − W S with the W = 𝒯 diag(β) K and U = 𝒯 diag(β) V of the WY form: the same
@@ -351,7 +384,10 @@ def delta_rule_cost(
         Q S (3 · 2Cd²): inter = 6 N C d², the recurrent work again; N sequential steps.
 
     So the chunkwise form does *more* arithmetic, (7C − 1) / (6d) more, but in matrix products
-    and in T / C sequential steps instead of T.
+    and in T / C sequential steps instead of T. These are the algorithm's terms, with each
+    chunk's triangular system solved by substitution; ``delta_rule_chunk`` spends a little more
+    (it forms 𝒯 = L⁻¹, about 2C³/3, and multiplies by the full C × C matrix, 2C²d instead of
+    C(C − 1) d), because on a CPU a matrix product runs several times faster than a solve.
     """
     check_choice("form", form, DELTA_FORMS)
     t = check_positive_int("length", length)
@@ -464,8 +500,8 @@ def gated_delta_rule_chunk(
     With b the within-chunk cumulative sum of g (b_C its last entry) and the decay between two
     positions Γ_ij = exp(b_i − b_j) for i ≥ j (formed pairwise, never as exp(b_i)·exp(−b_j)):
 
-        L = I + StrictTril(diag(β) (K Kᵀ ⊙ Γ))
-        V_new = L⁻¹ diag(β) (V − (K ⊙ e^b) S)       (one triangular solve per chunk)
+        L = I + StrictTril(diag(β) (K Kᵀ ⊙ Γ))      (its inverse formed for all chunks at once)
+        V_new = L⁻¹ diag(β) (V − (K ⊙ e^b) S)
         O = (Q ⊙ e^b) S + (Q Kᵀ ⊙ Γ) V_new
         S ← e^{b_C} S + (K ⊙ e^{b_C − b})ᵀ V_new
 

@@ -138,8 +138,8 @@ def kda_chunk(
     the decay from position j to i excludes j: γ_(j,i] = Π_{s=j+1..i} α_s = exp(B_i − B_j).
 
         A_kk[i, j] = k_iᵀ Diag(γ_(j,i]) k_j (i > j),    A_qk[i, j] = q_iᵀ Diag(γ_(j,i]) k_j (i ≥ j)
-        L = I + StrictTril(diag(β) A_kk)
-        V_new = L⁻¹ diag(β) (V − (e^B ⊙ K) S)         (one triangular solve per chunk)
+        L = I + StrictTril(diag(β) A_kk)                (its inverse formed for all chunks at once)
+        V_new = L⁻¹ diag(β) (V − (e^B ⊙ K) S)
         O = (e^B ⊙ Q) S + A_qk V_new
         S ← Diag(e^{b_C}) S + (e^{b_C − B} ⊙ K)ᵀ V_new
 

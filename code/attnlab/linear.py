@@ -33,7 +33,7 @@ from ._checks import (
     check_tensor,
     resolve_scale,
 )
-from .attention import causal_mask, merge_heads, split_heads
+from .attention import merge_heads, split_heads
 from .blocks import HeadRMSNorm, RecurrentCache, ShortConvolution
 
 NORMALIZER_EPS = 1e-6
@@ -171,8 +171,7 @@ def chunk_states(
 
 def causal_scores(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
     """Q Kᵀ ⊙ M over the last two axes: q, k ``[..., T, Dk]`` -> ``[..., T, T]``, zero for j > i."""
-    t = q.shape[-2]
-    return (q @ k.transpose(-1, -2)).masked_fill_(~causal_mask(t, t, q.device), 0)
+    return (q @ k.transpose(-1, -2)).tril_()
 
 
 # --------------------------------------------------------------------------- kernels
