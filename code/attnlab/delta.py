@@ -41,7 +41,12 @@ from ._checks import (
 )
 from .attention import merge_heads, split_heads
 from .blocks import HeadRMSNorm, RecurrentCache
-from .gated import check_gate, init_softplus_decay, segment_decay, softplus_decay_gate
+from .gated import (
+    channel_decay_terms,
+    check_gate,
+    init_softplus_decay,
+    softplus_decay_gate,
+)
 from .linear import ConvQKV, check_qkv, check_recurrent_cache, merge_chunks, split_chunks
 
 SCALAR_GATE_DIMS = ("B", "H", "T")
@@ -498,15 +503,17 @@ def gated_delta_rule_chunk(
     """The gated delta rule chunk by chunk (MATH.md §5).
 
     With b the within-chunk cumulative sum of g (b_C its last entry) and the decay between two
-    positions Γ_ij = exp(b_i − b_j) for i ≥ j (formed pairwise, never as exp(b_i)·exp(−b_j)):
+    positions Γ_ij = exp(b_i − b_j) for i ≥ j:
 
         L = I + StrictTril(diag(β) (K Kᵀ ⊙ Γ))      (its inverse formed for all chunks at once)
         V_new = L⁻¹ diag(β) (V − (K ⊙ e^b) S)
         O = (Q ⊙ e^b) S + (Q Kᵀ ⊙ Γ) V_new
         S ← e^{b_C} S + (K ⊙ e^{b_C − b})ᵀ V_new
 
-    V_new = U − W S with W = 𝒯̃ (K ⊙ e^b), U = 𝒯̃ V, 𝒯̃ = L⁻¹ diag(β) (MATH.md §5). Every
-    exponent is ≤ 0, so gates of −20 per step stay finite in float32.
+    V_new = U − W S with W = 𝒯̃ (K ⊙ e^b), U = 𝒯̃ V, 𝒯̃ = L⁻¹ diag(β) (MATH.md §5). This is
+    ``kda.kda_chunk`` with one gate for all channels, and it uses the same
+    ``channel_decay_terms`` (with a channel axis of size 1), which never forms e^{−b} alone: gates
+    of −20 per step stay finite in float32.
     Same arguments as :func:`gated_delta_rule_recurrent`, plus ``chunk_size`` (any T).
     """
     sizes = _check_kernel_inputs(
@@ -516,16 +523,14 @@ def gated_delta_rule_chunk(
     chunk_size = min(check_positive_int("chunk_size", chunk_size), sizes["T"])
     q = q * resolve_scale(scale, sizes["Dk"])
     qc, kc, vc = (split_chunks(x, chunk_size) for x in (q, k, v))  # [B, H, N, C, D]
-    bc, gc = (split_chunks(x.unsqueeze(-1), chunk_size).squeeze(-1) for x in (beta, g))
-    b = gc.cumsum(dim=-1)  # [B, H, N, C]
-    b_last = b[..., -1:]  # b_C  [B, H, N, 1]
-    gamma = segment_decay(b)  # Γ  [B, H, N, C, C]
-    lower = _ut_matrix((kc @ kc.transpose(-1, -2)) * gamma, bc)
-    a_qk = (qc @ kc.transpose(-1, -2)) * gamma
-    from_start, to_end = b.exp()[..., None], (b_last - b).exp()[..., None]  # e^b, e^{b_C − b}
+    bc = split_chunks(beta.unsqueeze(-1), chunk_size).squeeze(-1)  # [B, H, N, C]
+    b = split_chunks(g.unsqueeze(-1), chunk_size).cumsum(dim=-2)  # b  [B, H, N, C, 1]
+    # Q Kᵀ ⊙ Γ, K Kᵀ ⊙ Γ (the solve reads j < i), e^b ⊙ Q, e^b ⊙ K and e^{b_C − b} ⊙ K
+    (a_qk, a_kk), (q_in, k_in), k_out = channel_decay_terms((qc, kc), kc, b)
+    lower = _ut_matrix(a_kk, bc)
     state = _start_state(initial_state, sizes, q)
-    o, state = _chunk_recurrence(qc * from_start, kc * from_start, vc, bc, kc * to_end, lower,
-                                 a_qk, b_last.exp(), state)
+    o, state = _chunk_recurrence(q_in, k_in, vc, bc, k_out, lower, a_qk, b[..., -1, :].exp(),
+                                 state)
     return merge_chunks(o, sizes["T"]), (state if output_final_state else None)
 
 
