@@ -129,8 +129,8 @@ def unit_lower_inverse(lower: torch.Tensor) -> torch.Tensor:
         [B  D]   = [ −D⁻¹ B A⁻¹  D⁻¹ ]
 
     recursively, until a block of at most 16 rows is inverted by one triangular solve against
-    the identity. The same numbers as solving L X = I in one go, but most of the work is in
-    the matrix products of the merges, which a CPU runs several times faster than a solve.
+    the identity. The same inverse as solving L X = I in one go (up to rounding), but most of
+    the work is in the matrix products of the merges, which a CPU runs faster than a solve.
     """
     size = lower.shape[-1]
     if size <= _INVERSE_BLOCK:
