@@ -210,6 +210,35 @@ def _chunk_recurrence(
     return o.view(batch, heads, n_chunks, size, -1), state.unflatten(0, (batch, heads))
 
 
+def decayed_chunk_recurrence(
+    qc: torch.Tensor,
+    kc: torch.Tensor,
+    vc: torch.Tensor,
+    bc: torch.Tensor,
+    b: torch.Tensor,
+    state: torch.Tensor,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The chunkwise delta rule with a decay, for Gated DeltaNet (one gate per head) and KDA
+    (one per channel). B is the cumulative log-gate inside each chunk, b_C its last row, and
+    γ_(j,i] = exp(B_i − B_j) the decay from position j to i:
+
+        A_qk[i, j] = q_iᵀ Diag(γ_(j,i]) k_j  (i ≥ j),   A_kk[i, j] = k_iᵀ Diag(γ_(j,i]) k_j  (i > j)
+        L = I + StrictTril(diag(β) A_kk)
+        V_new = L⁻¹ diag(β) (V − (e^B ⊙ K) S)
+        O = (e^B ⊙ Q) S + A_qk V_new
+        S ← Diag(e^{b_C}) S + (e^{b_C − B} ⊙ K)ᵀ V_new
+
+    The scores and the three decayed inputs come from ``channel_decay_terms`` (shared with
+    GLA), which never forms e^{−B} alone, so gates of −20 per step stay finite in float32; the
+    rest is :func:`_chunk_recurrence`. qc, kc [B, H, N, C, Dk]; vc [B, H, N, C, Dv]; bc (β)
+    [B, H, N, C]; b [B, H, N, C, Dk], or [B, H, N, C, 1] for one gate shared by the channels;
+    state [B, H, Dk, Dv] entering the first chunk. Returns O [B, H, N, C, Dv] and the final state.
+    """
+    (a_qk, a_kk), (q_in, k_in), k_out = channel_decay_terms((qc, kc), kc, b)
+    lower = _ut_matrix(a_kk, bc)
+    return _chunk_recurrence(q_in, k_in, vc, bc, k_out, lower, a_qk, b[..., -1, :].exp(), state)
+
+
 # ----------------------------------------------------------------------------------------------
 # The delta rule (DeltaNet)
 # ----------------------------------------------------------------------------------------------
@@ -511,9 +540,9 @@ def gated_delta_rule_chunk(
         S ← e^{b_C} S + (K ⊙ e^{b_C − b})ᵀ V_new
 
     V_new = U − W S with W = 𝒯̃ (K ⊙ e^b), U = 𝒯̃ V, 𝒯̃ = L⁻¹ diag(β) (MATH.md §5). This is
-    ``kda.kda_chunk`` with one gate for all channels, and it uses the same
-    ``channel_decay_terms`` (with a channel axis of size 1), which never forms e^{−b} alone: gates
-    of −20 per step stay finite in float32.
+    ``kda.kda_chunk`` with one gate for all channels: both call
+    :func:`decayed_chunk_recurrence`, here with a channel axis of size 1. It never forms e^{−b}
+    alone, so gates of −20 per step stay finite in float32.
     Same arguments as :func:`gated_delta_rule_recurrent`, plus ``chunk_size`` (any T).
     """
     sizes = _check_kernel_inputs(
@@ -525,12 +554,8 @@ def gated_delta_rule_chunk(
     qc, kc, vc = (split_chunks(x, chunk_size) for x in (q, k, v))  # [B, H, N, C, D]
     bc = split_chunks(beta.unsqueeze(-1), chunk_size).squeeze(-1)  # [B, H, N, C]
     b = split_chunks(g.unsqueeze(-1), chunk_size).cumsum(dim=-2)  # b  [B, H, N, C, 1]
-    # Q Kᵀ ⊙ Γ, K Kᵀ ⊙ Γ (the solve reads j < i), e^b ⊙ Q, e^b ⊙ K and e^{b_C − b} ⊙ K
-    (a_qk, a_kk), (q_in, k_in), k_out = channel_decay_terms((qc, kc), kc, b)
-    lower = _ut_matrix(a_kk, bc)
     state = _start_state(initial_state, sizes, q)
-    o, state = _chunk_recurrence(q_in, k_in, vc, bc, k_out, lower, a_qk, b[..., -1, :].exp(),
-                                 state)
+    o, state = decayed_chunk_recurrence(qc, kc, vc, bc, b, state)
     return merge_chunks(o, sizes["T"]), (state if output_final_state else None)
 
 

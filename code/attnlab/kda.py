@@ -26,15 +26,15 @@ from .attention import split_heads
 from .delta import (
     CHANNEL_GATE_DIMS,
     _check_kernel_inputs,
-    _chunk_recurrence,
     _delta_write,
     _DeltaLayerBase,
     _read,
     _solve_unit_lower,
     _start_state,
     _ut_matrix,
+    decayed_chunk_recurrence,
 )
-from .gated import channel_decay_terms, init_softplus_decay, softplus_decay_gate
+from .gated import init_softplus_decay, softplus_decay_gate
 from .linear import merge_chunks, split_chunks
 
 
@@ -145,10 +145,11 @@ def kda_chunk(
 
     V_new = U − W S with KL's W = 𝓜 (e^B ⊙ K), U = 𝓜 V, 𝓜 = L⁻¹ diag(β) (KL eqs. 6–9).
 
-    A_kk, A_qk and the three decayed inputs come from ``channel_decay_terms`` (shared with
-    GLA), which never forms exp(−B) alone: from one reference point per chunk when the chunk's
-    decay is mild, else by ``channel_decay_scores``'s split. So gates of −20 per step stay
-    finite in float32, and so do the gradients.
+    All of it is ``delta.decayed_chunk_recurrence`` (shared with Gated DeltaNet). Its A_kk, A_qk
+    and decayed inputs come from ``channel_decay_terms`` (shared with GLA), which never forms
+    exp(−B) alone: from one reference point per chunk when the chunk's decay is mild, else by
+    ``channel_decay_scores``'s split. So gates of −20 per step stay finite in float32, and so
+    do the gradients.
     Same arguments as :func:`kda_recurrent`, plus ``chunk_size`` (any T is accepted).
     """
     sizes = _check_kernel_inputs(
@@ -160,14 +161,8 @@ def kda_chunk(
     qc, kc, vc, gc = (split_chunks(x, chunk_size) for x in (q, k, v, g))  # [B, H, N, C, D]
     bc = split_chunks(beta.unsqueeze(-1), chunk_size).squeeze(-1)  # [B, H, N, C]
     b = gc.cumsum(dim=-2)  # B  [B, H, N, C, Dk]
-    b_last = b[..., -1:, :]  # b_C  [B, H, N, 1, Dk]
-    # A_qk[i, j] = q_iᵀ Diag(γ_(j,i]) k_j, A_kk the same with k_i (the solve reads j < i),
-    # e^B ⊙ Q, e^B ⊙ K and e^{b_C − B} ⊙ K
-    (a_qk, a_kk), (q_in, k_in), k_out = channel_decay_terms((qc, kc), kc, b)
-    lower = _ut_matrix(a_kk, bc)
     state = _start_state(initial_state, sizes, q)
-    o, state = _chunk_recurrence(q_in, k_in, vc, bc, k_out, lower, a_qk,
-                                 b_last.exp()[..., 0, :], state)
+    o, state = decayed_chunk_recurrence(qc, kc, vc, bc, b, state)
     return merge_chunks(o, sizes["T"]), (state if output_final_state else None)
 
 
