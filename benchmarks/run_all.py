@@ -46,10 +46,14 @@ def slider_table(rows: list[dict]) -> list[str]:
 
 def kernel_table(report: dict) -> list[str]:
     threads, matmul = report["threads"], report["matmul_gflops"]
+    batched = report["batched_matmul_gflops"]
     lines = [f"Threads: {threads} (torch's default here, one per core), and 1 for the "
              f"last speed-up column. Machine's float32 matmul (512 × 512): "
              f"**{matmul[threads]:.1f} GFLOP/s** on {threads} threads, "
-             f"{matmul[1]:.1f} on 1. glibc malloc told to keep freed memory: "
+             f"{matmul[1]:.1f} on 1; 256 batched 64 × 64 products, the chunkwise kernels' own "
+             f"kind of work: **{batched[threads]:.1f} GFLOP/s** on {threads} threads, "
+             f"{batched[1]:.1f} on 1 (this rate has halved within an hour on this shared "
+             f"machine, and the chunkwise times with it). glibc malloc told to keep freed memory: "
              f"{'yes' if report['malloc_tuned'] else 'no'}.", "",
              "| kernel | T | recurrent (ms) | chunkwise (ms) | speed-up | speed-up on 1 thread "
              "| max abs. difference | chunkwise nominal GFLOP/s |",
