@@ -4,8 +4,12 @@ Every sequence kernel takes tensors ``[B, H, T, D]``, keeps a state ``[B, H, Dk,
 ``o_t = S_tᵀ q_t``, takes gates in log space (``g = log α ≤ 0``) and betas by keyword, and returns
 ``(o, final_state_or_None)``. The recurrent form of each is its readable definition; the parallel
 and chunkwise forms compute the same numbers faster (the tests prove it).
+
+Importing it caps torch's thread count at the container's CPU quota, where there is one (see
+``_threads``): on Binder, torch would otherwise start a thread for every core of the host.
 """
 
+from ._threads import limit_threads_to_cpu_quota
 from .attention import (
     MultiHeadAttention,
     apply_rope,
@@ -61,3 +65,5 @@ __all__ = [
     "merge_heads", "rope_angles", "softmax_attention", "softmax_attention_online",
     "split_heads", "stable_softmax",
 ]
+
+limit_threads_to_cpu_quota()
