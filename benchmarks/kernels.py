@@ -80,8 +80,9 @@ def batched_matmul_gflops(batch: int = 256, n: int = 64, repeats: int = 10) -> f
     """GFLOP/s of ``batch`` independent n × n float32 products in one call: the chunkwise
     kernels' typical operation at T = 4096 (B·H·N = 4 · 64 chunks of 64 tokens), 4 MiB per
     operand. Unlike the 512 × 512 product, whose operands fit in a core's own cache, this one
-    reads and writes the cache and memory the machine shares with its neighbours; here it has
-    taken from 0.9 to 1.9 ms on 2 threads within an hour, while the 512 × 512 rate held."""
+    reads and writes the cache and memory the machine shares with its neighbours, so on a
+    shared machine its rate can drop while the 512 × 512 rate holds: read the chunkwise times
+    against it."""
     a, b = torch.randn(batch, n, n), torch.randn(batch, n, n)
     seconds, _ = best_time(lambda: (a @ b,), repeats)
     return 2 * batch * n**3 / seconds / 1e9

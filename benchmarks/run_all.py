@@ -52,8 +52,8 @@ def kernel_table(report: dict) -> list[str]:
              f"**{matmul[threads]:.1f} GFLOP/s** on {threads} threads, "
              f"{matmul[1]:.1f} on 1; 256 batched 64 × 64 products, the chunkwise kernels' own "
              f"kind of work: **{batched[threads]:.1f} GFLOP/s** on {threads} threads, "
-             f"{batched[1]:.1f} on 1 (this rate has halved within an hour on this shared "
-             f"machine, and the chunkwise times with it). glibc malloc told to keep freed memory: "
+             f"{batched[1]:.1f} on 1 (a lower rate here than usual means a busy machine, not "
+             f"slower kernels). glibc malloc told to keep freed memory: "
              f"{'yes' if report['malloc_tuned'] else 'no'}.", "",
              "| kernel | T | recurrent (ms) | chunkwise (ms) | speed-up | speed-up on 1 thread "
              "| max abs. difference | chunkwise nominal GFLOP/s |",
