@@ -119,7 +119,7 @@ def _ut_matrix(a_kk: torch.Tensor, beta: torch.Tensor) -> torch.Tensor:
 
 
 #: blocks up to this size are inverted by one triangular solve; larger ones by halves
-_INVERSE_BLOCK = 16
+INVERSE_BLOCK = 16
 
 
 def unit_lower_inverse(lower: torch.Tensor) -> torch.Tensor:
@@ -128,12 +128,13 @@ def unit_lower_inverse(lower: torch.Tensor) -> torch.Tensor:
         [A  0]⁻¹   [     A⁻¹      0  ]
         [B  D]   = [ −D⁻¹ B A⁻¹  D⁻¹ ]
 
-    recursively, until a block of at most 16 rows is inverted by one triangular solve against
-    the identity. The same inverse as solving L X = I in one go (up to rounding), but most of
-    the work is in the matrix products of the merges, which a CPU runs faster than a solve.
+    recursively, until a block of at most ``INVERSE_BLOCK`` rows is inverted by one triangular
+    solve against the identity. The same inverse as solving L X = I in one go (up to rounding),
+    but most of the work is in the matrix products of the merges, which a CPU runs faster than
+    a solve.
     """
     size = lower.shape[-1]
-    if size <= _INVERSE_BLOCK:
+    if size <= INVERSE_BLOCK:
         identity = torch.eye(size, dtype=lower.dtype, device=lower.device).expand_as(lower)
         return _solve_unit_lower(lower, identity)
     half = size // 2
