@@ -48,3 +48,6 @@ chromium:
 	@command -v chromium >/dev/null || { command -v apt-get >/dev/null && \
 	  (apt-get update -qq && apt-get install -y -qq chromium >/dev/null) ; } || \
 	  { echo "Install Debian's chromium (apt-get install chromium) for the site tests"; exit 1; }
+	@fc-list 2>/dev/null | grep -q "Noto Sans CJK" || { command -v apt-get >/dev/null && \
+	  (apt-get update -qq && apt-get install -y -qq fonts-noto-cjk >/dev/null) ; } || \
+	  { echo "Install a CJK font (apt-get install fonts-noto-cjk): screenshots show the glossary"; exit 1; }

@@ -1,7 +1,11 @@
 """Shared test settings: a hypothesis profile sized for a 2-core machine, and the headless
 Chromium (Debian's, driven by playwright: no browser download) of the site and lab tests."""
 
+import functools
+import http.server
 import os
+import threading
+from pathlib import Path
 
 import pytest
 import torch
@@ -28,3 +32,21 @@ def browser():
         )
         yield b
         b.close()
+
+
+@pytest.fixture(scope="session")
+def base_url():
+    """The built site (``_build/html``, or ``$ATTNLAB_SITE/html``) served on 127.0.0.1."""
+    html = Path(os.environ.get("ATTNLAB_SITE", Path(__file__).resolve().parents[1] / "_build"))
+    html = html / "html"
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(
+        ("127.0.0.1", 0), functools.partial(Quiet, directory=str(html))
+    )
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_port}"
+    server.shutdown()

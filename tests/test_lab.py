@@ -121,6 +121,24 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
         log.close()
 
 
+def _move_first_control(page, panel: Locator) -> None:
+    """One step of the panel's first control: a slider's arrow key, the next dropdown option, or
+    the next toggle button."""
+    handles = panel.locator(".widget-slider .noUi-handle")
+    if handles.count():
+        handle = handles.first
+        handle.focus()
+        at_end = handle.get_attribute("aria-valuenow") == handle.get_attribute("aria-valuemax")
+        page.keyboard.press("ArrowLeft" if at_end else "ArrowRight")
+    elif panel.locator("select").count():
+        select = panel.locator("select").first
+        n = select.locator("option").count()
+        current = select.evaluate("s => s.selectedIndex")
+        select.select_option(index=(current + 1) % n)
+    else:
+        panel.locator(".widget-toggle-button:not(.mod-active)").first.click()
+
+
 def _visible_figure(panel: Locator) -> str:
     """The base64 PNG of the figure the panel shows now ('' while its frame is empty)."""
     return panel.evaluate(
@@ -177,7 +195,10 @@ def test_lesson_1_runs_live_in_jupyterlab(lab: Lab, browser: Browser) -> None:
             ".attnlab-panel img.attnlab-figure").count()
         grids = [panels.nth(i).evaluate(
             "el => [...el.querySelectorAll('.noUi-handle')]"
-            ".reduce((n, h) => n * (Number(h.getAttribute('aria-valuemax')) + 1), 1)")
+            ".reduce((n, h) => n * (Number(h.getAttribute('aria-valuemax')) + 1), 1)"
+            " * [...el.querySelectorAll('select')].reduce((n, s) => n * s.options.length, 1)"
+            " * [...el.querySelectorAll('.widget-toggle-buttons')]"
+            ".reduce((n, t) => n * t.querySelectorAll('button').length, 1)")
             for i in range(panels.count())]
         n_sent, n_live = len({png for _, png in sent}), panels.count() + plain
         assert n_live < sum(grids), "pre-rendering would not show: the grids are too small"
@@ -192,11 +213,8 @@ def test_lesson_1_runs_live_in_jupyterlab(lab: Lab, browser: Browser) -> None:
             assert shown == 1, f"panel {i} shows {shown} figures, expected its current frame"
             before = _visible_figure(panel)
             assert before, f"panel {i} shows no figure"
-            handle = panel.locator(".widget-slider .noUi-handle").first
-            handle.focus()
-            at_end = handle.get_attribute("aria-valuenow") == handle.get_attribute("aria-valuemax")
             moves += 1
-            page.keyboard.press("ArrowLeft" if at_end else "ArrowRight")
+            _move_first_control(page, panel)
             page.wait_for_function(
                 "([el, before]) => [...el.querySelectorAll('img.attnlab-figure')]"
                 ".some(i => i.offsetParent !== null && !i.src.endsWith(before))",

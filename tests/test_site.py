@@ -12,10 +12,8 @@ saved under ``_build/screenshots/``.
 from __future__ import annotations
 
 import functools
-import http.server
 import os
 import re
-import threading
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urldefrag, urljoin, urlparse
@@ -52,24 +50,12 @@ def test_site_was_built():
     assert LESSONS, "no lesson pages under _build/html/chapters"
 
 
-@pytest.fixture(scope="session")
-def base_url():
-    class Quiet(http.server.SimpleHTTPRequestHandler):
-        def log_message(self, *args):
-            pass
-
-    server = http.server.ThreadingHTTPServer(
-        ("127.0.0.1", 0), functools.partial(Quiet, directory=str(HTML))
-    )
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_port}"
-    server.shutdown()
-
-
 def open_page(browser, url: str):
     page = browser.new_page(viewport={"width": 1280, "height": 1600})
-    log: dict[str, list[str]] = {"errors": [], "failed": [], "external": [], "http": []}
-    page.on("console", lambda m: m.type == "error" and log["errors"].append(m.text))
+    log: dict[str, list[str]] = {"errors": [], "warnings": [], "failed": [], "external": [],
+                                 "http": []}
+    page.on("console", lambda m: m.type in ("error", "warning")
+            and log["errors" if m.type == "error" else "warnings"].append(m.text))
     page.on("pageerror", lambda e: log["errors"].append(str(e)))
     page.on("requestfailed", lambda r: log["failed"].append(f"{r.url} {r.failure}"))
     page.on("response", lambda r: r.status >= 400 and not r.url.endswith("favicon.ico")
@@ -138,40 +124,65 @@ def test_page_renders_offline(browser, base_url, rel):
 
 
 def visible_frame(panel) -> str:
-    """What the panel shows now: the visible image's data (or the visible message)."""
+    """What the panel shows now: the visible frame's image data or message ('' if none)."""
     return panel.evaluate(
-        "el => [...el.querySelectorAll('.widget-html img, .widget-html .attnlab-message')]"
-        ".filter(x => x.offsetParent !== null).map(x => x.src || x.textContent).join('|')")
+        "el => [...el.querySelectorAll('.attnlab-frame')].filter(f => !f.hidden)"
+        ".map(f => { const x = f.querySelector('img, .attnlab-message');"
+        " return x ? (x.src || x.textContent) : ''; }).join('|')")
+
+
+def move_control(page, control) -> None:
+    """Move one control one step, as a reader would: arrow key, click or choice."""
+    kind = control.evaluate("c => c.querySelector('input[type=range]') ? 'range' :"
+                            " c.querySelector('select') ? 'select' : 'toggles'")
+    if kind == "range":
+        handle = control.locator("input[type=range]")
+        at_end = handle.evaluate("r => r.value === r.max")
+        handle.focus()
+        page.keyboard.press("ArrowLeft" if at_end else "ArrowRight")
+    elif kind == "select":
+        select = control.locator("select")
+        n = select.locator("option").count()
+        select.select_option(index=(int(select.input_value()) + 1) % n)
+    else:
+        radios = control.locator("input[type=radio]")
+        chosen = next(i for i in range(radios.count()) if radios.nth(i).is_checked())
+        control.locator("label.attnlab-toggle").nth((chosen + 1) % radios.count()).click()
 
 
 @pytest.mark.parametrize("rel", LESSONS)
-def test_every_slider_moves_its_figure_without_a_kernel(browser, base_url, rel):
+def test_every_control_moves_its_figure_without_a_kernel(browser, base_url, rel):
     page, log = open_page(browser, f"{base_url}/{rel}")
     try:
         wait_for_rendering(page)
-        panels = page.locator(".attnlab-panel")
+        panels = page.locator(".attnlab-static")
         assert panels.count() > 0, "a lesson needs at least one slider panel"
         for i in range(panels.count()):
             panel = panels.nth(i)
             panel.scroll_into_view_if_needed()
-            sliders = panel.locator(".widget-slider .noUi-handle")
-            assert sliders.count() > 0, f"panel {i} has no slider"
-            for j in range(sliders.count()):
+            controls = panel.locator(".attnlab-control")
+            assert controls.count() > 0, f"panel {i} has no control"
+            for j in range(controls.count()):
                 before = visible_frame(panel)
                 assert before, f"panel {i} shows no figure"
-                handle = sliders.nth(j)
-                handle.focus()
-                key = "ArrowRight" if handle.get_attribute("aria-valuenow") != \
-                    handle.get_attribute("aria-valuemax") else "ArrowLeft"
-                page.keyboard.press(key)
-                page.wait_for_timeout(250)
+                move_control(page, controls.nth(j))
                 after = visible_frame(panel)
-                assert after and after != before, f"panel {i}, slider {j}: figure did not change"
-                page.keyboard.press("ArrowLeft" if key == "ArrowRight" else "ArrowRight")
-                page.wait_for_timeout(150)
-                assert visible_frame(panel) == before, f"panel {i}, slider {j}: did not go back"
+                assert after and after != before, f"panel {i}, control {j}: figure did not change"
+                announced = panel.evaluate(
+                    "el => [el.querySelector('.attnlab-status').textContent,"
+                    " [...el.querySelectorAll('.attnlab-frame')].filter(f => !f.hidden)"
+                    ".map(f => { const x = f.querySelector('img, .attnlab-message');"
+                    " return x.alt || x.textContent; })[0]]")
+                assert announced[0] and announced[0] == announced[1], \
+                    f"panel {i}, control {j}: the new frame was not announced ({announced})"
+                spoken = panel.evaluate(
+                    "el => [...el.querySelectorAll('input[type=range]')].map(r =>"
+                    " [r.getAttribute('aria-valuetext'),"
+                    "  r.parentNode.querySelector('output').textContent])")
+                assert all(a == b for a, b in spoken), f"panel {i}: sliders announce {spoken}"
     finally:
         page.close()
+    assert not log["errors"] or all(any(k in e for k in KNOWN_HARMLESS) for e in log["errors"])
 
 
 class _Links(HTMLParser):

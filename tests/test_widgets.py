@@ -1,6 +1,8 @@
 """attnlab.widgets and attnlab.plotting: the slider panel's two modes, its frames, its errors, and
 the light drawing helpers (text legends, fixed titles, light ticks)."""
 
+import re
+
 import matplotlib.pyplot as plt
 import pytest
 from attnlab import plotting
@@ -20,14 +22,46 @@ def alt(slope, intercept=0):
     return f"a line of slope {slope}"
 
 
-def test_static_mode_renders_every_frame_with_alt_text():
+def static_frames(panel) -> dict[str, tuple[bool, str]]:
+    """The static page's frames: data-index -> (visible, the frame's HTML)."""
+    parts = re.findall(r'<div class="attnlab-frame" data-index="([\d,]*)"( hidden)?>(.*?)</div>',
+                       panel.page_html)
+    return {index: (not hidden, content) for index, hidden, content in parts}
+
+
+def test_static_mode_renders_every_frame_with_alt_text_and_shows_the_default():
     panel = slider_panel(draw_line, {"slope": [1, 2, 3], "intercept": [0, 2]}, alt=alt,
-                         mode="static")
-    assert len(panel.frames) == 6
-    for index, frame in panel.frames.items():
-        assert frame.value, index
-    assert 'alt="a line of slope 2"' in panel.frames[(1, 0)].value
-    assert panel.frames[(0, 0)].value != panel.frames[(1, 0)].value
+                         defaults={"slope": 2}, mode="static")
+    frames = static_frames(panel)
+    assert len(frames) == 6 and all(content for _, content in frames.values())
+    assert 'alt="a line of slope 2"' in frames["1,0"][1]
+    assert frames["0,0"][1] != frames["1,0"][1]
+    assert [index for index, (visible, _) in frames.items() if visible] == ["1,0"]
+    assert 'aria-live="polite">a line of slope 2<' in panel.page_html
+    assert panel.widget is None  # no widget library on the website
+
+
+def test_numbers_get_a_slider_and_categories_toggles_or_a_dropdown():
+    import ipywidgets as widgets
+
+    controls = {"slope": [1, 2], "intercept": [0]}
+    words = [f"w{i}" for i in range(6)]
+
+    def draw(fig, slope, intercept, colour, word):
+        draw_line(fig, slope, intercept)
+
+    grid = {**controls, "colour": ["red", "blue"], "word": words}
+    static = slider_panel(draw, grid, alt="a line", mode="static")
+    assert static.page_html.count('type="range"') == 2
+    assert static.page_html.count('type="radio"') == 2
+    assert static.page_html.count("<option") == 6
+    assert 'aria-valuetext="1"' in static.page_html
+    live = slider_panel(draw, grid, alt="a line", mode="live")
+    kinds = [type(control) for control in live.sliders]
+    assert kinds == [widgets.SelectionSlider, widgets.SelectionSlider, widgets.ToggleButtons,
+                     widgets.Dropdown]
+    live.sliders[2].value = "blue"
+    assert live.frames[(0, 0, 1, 0)].value
 
 
 def test_live_mode_renders_on_demand_and_the_figure_changes():
@@ -82,12 +116,12 @@ def test_open_panels_are_listed_oldest_first():
     assert len(one.render_seconds) == 1  # live: only the frame on display
 
 
-def test_sliders_are_linked_to_the_stacks_in_the_browser():
+def test_live_controls_are_linked_to_the_stacks_in_the_browser():
     import ipywidgets as widgets
     from ipywidgets.widgets.widget_link import Link
 
     panel = slider_panel(draw_line, {"slope": [1, 2], "intercept": [0, 2]}, alt=alt,
-                         mode="static")
+                         mode="live")
     outer = panel.widget.children[-1]
     assert isinstance(outer, widgets.Stack) and len(outer.children) == 2
     assert all(isinstance(child, widgets.Stack) for child in outer.children)

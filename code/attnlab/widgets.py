@@ -3,18 +3,20 @@ the static website, where no kernel runs.
 
 One call, ``slider_panel(draw, controls)``, gives both behaviours:
 
-* Every slider moves over a small grid of values. Each combination of values has its own frame
-  (an ``<img>`` with alt text). Frames sit in nested ``ipywidgets.Stack`` s whose selected index is
-  ``jslink`` -ed to the sliders, so switching frames happens in the browser, with no kernel.
+* Every control moves over a small grid of values: a slider for numbers, toggle buttons (or a
+  dropdown) for categories. Each combination of values has its own frame (an ``<img>`` with alt
+  text).
+* In JupyterLab or Binder (``mode="live"``) the controls are ipywidgets: only the first frame is
+  rendered, the package function runs when a control reaches a new combination, and the frame is
+  kept for the next visit (frames sit in ``ipywidgets.Stack`` s ``jslink`` -ed to the controls).
 * When the notebook is executed to build the website (``mode="static"``) every frame is rendered
-  up front, so the page holds them all. In JupyterLab or Binder (``mode="live"``) only the first
-  frame is rendered; the package function runs when a slider reaches a new combination, and the
-  frame is kept for the next visit.
+  up front into plain HTML with the browser's own controls (``attnlab.panel_page``): the page
+  switches frames with no kernel and no widget library.
 
 ``draw(fig, **values)`` adds its axes (``fig.subplots(...)``) to a cleared figure that the panel
-reuses, in the course style, so nothing flickers and
-no figure leaks. If ``draw`` rejects a combination with ``ValueError``, the frame shows that
-message instead of a traceback, and the panel keeps working.
+reuses, in the course style, so nothing flickers and no figure leaks. If ``draw`` rejects a
+combination with ``ValueError``, the frame shows that message instead of a traceback, and the
+panel keeps working.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ import ipywidgets as widgets
 from matplotlib.figure import Figure
 from matplotlib.layout_engine import ConstrainedLayoutEngine
 
+from .panel_page import MAX_TOGGLES, is_ordered, panel_html
 from .plotting import course_style, figure_html, new_figure
 
 DrawFunction = Callable[..., None]
@@ -105,9 +108,11 @@ class SliderPanel:
     mode: str
     figure: Figure
     dpi: int
-    sliders: list[widgets.SelectionSlider] = field(default_factory=list)
+    sliders: list[widgets.ValueWidget] = field(default_factory=list)
     frames: dict[tuple[int, ...], widgets.HTML] = field(default_factory=dict)
     widget: widgets.VBox | None = None
+    page_html: str = ""
+    default_index: tuple[int, ...] = ()
     render_seconds: list[float] = field(default_factory=list)
     layouts: dict[tuple[str, ...], list[Any]] = field(default_factory=dict)
     number: int = field(default_factory=lambda: next(_PANEL_NUMBERS))
@@ -122,6 +127,9 @@ class SliderPanel:
         return {c.name: c.values[i] for c, i in zip(self.controls, index, strict=True)}
 
     def current_index(self) -> tuple[int, ...]:
+        """The slider positions now (the defaults, in static mode, where there are no sliders)."""
+        if not self.sliders:
+            return self.default_index
         return tuple(s.index for s in self.sliders)
 
     def render(self, index: tuple[int, ...]) -> str:
@@ -173,9 +181,20 @@ class SliderPanel:
         self.fill(self.current_index())
 
     def _ipython_display_(self) -> None:
-        from IPython.display import display
+        from IPython.display import HTML, display
 
-        display(self.widget)
+        display(HTML(self.page_html) if self.mode == "static" else self.widget)
+
+    def static_html(self) -> str:
+        """Every frame rendered, as the plain-HTML panel of the website (no widgets)."""
+        controls = [(c.label, [c.fmt(v) for v in c.values], is_ordered(c.values))
+                    for c in self.controls]
+        frames = {}
+        for index in itertools.product(*(range(len(c.values)) for c in self.controls)):
+            values = self.values_at(index)
+            alt = self.alt(**values) if callable(self.alt) else self.alt
+            frames[index] = (self.render(index), alt)
+        return panel_html(f"attnlab-panel-{self.number}", controls, frames, self.current_index())
 
 
 def slider_panel(
@@ -221,8 +240,12 @@ def slider_panel(
 
     _freeze_long_lived_objects()
     panel = SliderPanel(draw, parsed, alt, mode, new_figure(width, height), dpi)
+    panel.default_index = tuple(c.values.index(c.default) for c in parsed)
+    if mode == "static":
+        panel.page_html = panel.static_html()
+        return panel
     _OPEN_PANELS[panel.number] = panel
-    panel.sliders = [_make_slider(c) for c in parsed]
+    panel.sliders = [_make_control(c) for c in parsed]
     shape = [len(c.values) for c in parsed]
     panel.frames = {
         index: widgets.HTML(layout=widgets.Layout(min_height=f"{int(height * dpi)}px"))
@@ -233,12 +256,8 @@ def slider_panel(
     panel.widget.add_class("attnlab-panel")
 
     panel.fill(panel.current_index())
-    if mode == "static":
-        for index in panel.frames:
-            panel.fill(index)
-    else:
-        for slider in panel.sliders:
-            slider.observe(panel._on_slider, names="index")
+    for slider in panel.sliders:
+        slider.observe(panel._on_slider, names="index")
     return panel
 
 
@@ -271,16 +290,18 @@ def _nested_stack(panel: SliderPanel, prefix: tuple[int, ...], depth: int) -> wi
     return stack
 
 
-def _make_slider(control: Control) -> widgets.SelectionSlider:
+def _make_control(control: Control) -> widgets.ValueWidget:
+    """A slider for an ordered grid (numbers); toggle buttons, or a dropdown past
+    ``MAX_TOGGLES`` options, for categories — as on the website (see ``panel_page``)."""
     options = [(control.fmt(v), v) for v in control.values]
-    return widgets.SelectionSlider(
-        options=options,
-        value=control.default,
-        description=control.label,
-        continuous_update=False,
-        style={"description_width": "initial"},
-        layout=widgets.Layout(width="min(100%, 520px)"),
-    )
+    common = dict(options=options, value=control.default, description=control.label,
+                  style={"description_width": "initial"})
+    if is_ordered(control.values):
+        return widgets.SelectionSlider(**common, continuous_update=False,
+                                       layout=widgets.Layout(width="min(100%, 520px)"))
+    if len(options) <= MAX_TOGGLES:
+        return widgets.ToggleButtons(**common)
+    return widgets.Dropdown(**common)
 
 
 def _format_value(value: Any) -> str:

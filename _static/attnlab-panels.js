@@ -1,0 +1,45 @@
+// From KV Cache to KDA: the website's slider panels (markup written by attnlab.panel_page).
+// Each control selects one position; the frame whose data-index matches all positions is shown.
+(function () {
+  "use strict";
+  function position(control) {
+    var range = control.querySelector('input[type="range"]');
+    if (range) return Number(range.value);
+    var select = control.querySelector("select");
+    if (select) return Number(select.value);
+    var checked = control.querySelector('input[type="radio"]:checked');
+    return checked ? Number(checked.value) : 0;
+  }
+  function update(panel) {
+    var controls = panel.querySelectorAll(".attnlab-control");
+    var index = Array.prototype.map.call(controls, position).join(",");
+    panel.querySelectorAll(".attnlab-control input[type=range]").forEach(function (range) {
+      var shown = JSON.parse(range.dataset.values)[Number(range.value)];
+      range.setAttribute("aria-valuetext", shown);
+      var readout = range.parentNode.querySelector(".attnlab-readout");
+      if (readout) readout.textContent = shown;
+    });
+    var alt = "";
+    panel.querySelectorAll(".attnlab-frame").forEach(function (frame) {
+      var on = frame.dataset.index === index;
+      frame.hidden = !on;
+      if (on) {
+        var content = frame.querySelector("img[alt], .attnlab-message");
+        alt = content ? (content.alt || content.textContent) : "";
+      }
+    });
+    var status = panel.querySelector(".attnlab-status");
+    if (status) status.textContent = alt;
+  }
+  function wire(panel) {
+    panel.addEventListener("input", function () { update(panel); });
+    panel.addEventListener("change", function () { update(panel); });
+    update(panel);  // a browser may restore control positions on reload
+  }
+  function start() { document.querySelectorAll(".attnlab-static").forEach(wire); }
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", start);
+  } else {
+    start();
+  }
+})();
