@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.nn.functional as F
+from attnlab._chunk_engine import unit_lower_inverse
 from attnlab.blocks import RecurrentCache
 from attnlab.delta import (
     DeltaNetLayer,
@@ -16,7 +17,6 @@ from attnlab.delta import (
     delta_rule_recurrent,
     gated_delta_rule_chunk,
     gated_delta_rule_recurrent,
-    unit_lower_inverse,
 )
 from hypothesis import example, given, settings
 from hypothesis import strategies as st

@@ -7,14 +7,16 @@ import math
 
 import pytest
 import torch
-from attnlab.blocks import RecurrentCache
-from attnlab.gated import (
+from attnlab._chunk_engine import (
     MAX_FACTORISED_SPAN,
-    GLALayer,
     channel_decay_scores,
     channel_decay_terms,
-    effective_horizon,
     factorised_decay_scores,
+)
+from attnlab.blocks import RecurrentCache
+from attnlab.gated import (
+    GLALayer,
+    effective_horizon,
     gla_chunk,
     gla_recurrent,
     init_softplus_decay,

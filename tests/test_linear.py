@@ -186,7 +186,7 @@ def test_kernels_compute_in_the_input_dtype():
 
 def test_state_size_does_not_grow_with_t():
     for t in (1, 10, 100):
-        q, k, v, _ = random_inputs(2, (1, 2, t, 4, 3))
+        q, k, v, _ = random_inputs(2, (1, 2, t, 4, 3), normalize=True)
         _, (s, z) = linear_attention_chunk(q, k, v, normalize=True, output_final_state=True)
         assert s.shape == (1, 2, 4, 3) and z.shape == (1, 2, 4)
 
