@@ -41,15 +41,16 @@ from .delta import (
 from .gated import init_softplus_decay, softplus_decay_gate
 
 
-def _kda_step(
+def kda_update(
     q: torch.Tensor,
     k: torch.Tensor,
     v: torch.Tensor,
+    *,
     g: torch.Tensor,
     beta: torch.Tensor,
     state: torch.Tensor,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """One KDA token (q already scaled; no checks):
+    """One KDA token, the definition (q already scaled; no checks: :func:`kda_step` checks):
 
         S' = Diag(exp(g)) S        S_new = S' + β k (v − S'ᵀ k)ᵀ        o = S_newᵀ q
 
@@ -92,7 +93,7 @@ def kda_step(
     if torch.isinf(g).any():
         raise ValueError("g: expected finite log-gates (g = log α, α > 0), got -inf")
     q = q * resolve_scale(scale, sizes["Dk"])
-    return _kda_step(q, k, v, g, beta, state)
+    return kda_update(q, k, v, g=g, beta=beta, state=state)
 
 
 def kda_recurrent(
@@ -121,7 +122,8 @@ def kda_recurrent(
     state = _start_state(initial_state, sizes, q)
     outputs = []
     for t in range(sizes["T"]):
-        o_t, state = _kda_step(q[:, :, t], k[:, :, t], v[:, :, t], g[:, :, t], beta[:, :, t], state)
+        o_t, state = kda_update(q[:, :, t], k[:, :, t], v[:, :, t], g=g[:, :, t],
+                                beta=beta[:, :, t], state=state)
         outputs.append(o_t)
     return torch.stack(outputs, dim=2), (state if output_final_state else None)
 
