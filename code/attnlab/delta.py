@@ -75,7 +75,7 @@ def _check_kernel_inputs(
     :func:`check_beta`; the log-gates g, if given, must have ``gate_dims`` and be finite and
     ≤ 0 (decays α = exp(g) in (0, 1]).
     """
-    sizes = check_qkv(q, k, v, initial_state)
+    sizes = check_qkv(q, k, v, initial_state=initial_state)
     for name, size in sizes.items():
         if size == 0:
             raise ValueError(f"q: expected non-empty axes, got {name}=0 (q {tuple(q.shape)})")
@@ -120,7 +120,7 @@ def _read(state: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
 
 
 def _delta_write(
-    state: torch.Tensor, k: torch.Tensor, v: torch.Tensor, beta: torch.Tensor
+    state: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, beta: torch.Tensor
 ) -> torch.Tensor:
     """S + β k (v − Sᵀk)ᵀ: move what S stores under key k a fraction β of the way to v.
 
@@ -157,7 +157,7 @@ def delta_rule_recurrent(
     state = _start_state(initial_state, sizes, q)
     outputs = []
     for t in range(sizes["T"]):
-        state = _delta_write(state, k[:, :, t], v[:, :, t], beta[:, :, t])
+        state = _delta_write(state, k[:, :, t], v[:, :, t], beta=beta[:, :, t])
         outputs.append(_read(state, q[:, :, t]))
     return torch.stack(outputs, dim=2), (state if output_final_state else None)
 
@@ -444,7 +444,7 @@ def gated_delta_rule_recurrent(
     outputs = []
     for t in range(sizes["T"]):
         state = g[:, :, t].exp()[..., None, None] * state
-        state = _delta_write(state, k[:, :, t], v[:, :, t], beta[:, :, t])
+        state = _delta_write(state, k[:, :, t], v[:, :, t], beta=beta[:, :, t])
         outputs.append(_read(state, q[:, :, t]))
     return torch.stack(outputs, dim=2), (state if output_final_state else None)
 

@@ -89,7 +89,7 @@ def gla_recurrent(
     channel) or ``[B, H, T]`` (one per head: Mamba-2/SSD; a constant ``g = log γ`` is RetNet),
     ``g <= 0``; state ``[B, H, Dk, Dv]``. Returns ``(o [B, H, T, Dv], S_T or None)``.
     """
-    sizes = check_qkv(q, k, v, initial_state)
+    sizes = check_qkv(q, k, v, initial_state=initial_state)
     g = check_gate(g, sizes, q)
     alpha = torch.exp(g.unsqueeze(-1) if g.dim() == 3 else g)  # [B, H, T, Dk or 1]
     q = q * resolve_scale(scale, sizes["Dk"])
@@ -138,7 +138,7 @@ def gla_chunk(
     ``[C, C, Dk]`` tensor of exponentials and no exponent above e^20 for any gate. Arguments
     and shapes as ``gla_recurrent``; any T works (the last chunk is padded with zero gates).
     """
-    sizes = check_qkv(q, k, v, initial_state)
+    sizes = check_qkv(q, k, v, initial_state=initial_state)
     g = check_gate(g, sizes, q)
     chunk_size = check_positive_int("chunk_size", chunk_size)
     q = q * resolve_scale(scale, sizes["Dk"])
@@ -173,7 +173,7 @@ def gla_chunk_reference(
     any size stay finite. g is ``[B, H, T, Dk]`` or ``[B, H, T]`` (one gate per head); the last
     chunk may be shorter than C. Arguments and shapes as :func:`gla_recurrent`.
     """
-    sizes = check_qkv(q, k, v, initial_state)
+    sizes = check_qkv(q, k, v, initial_state=initial_state)
     g = check_gate(g, sizes, q)
     g = g.unsqueeze(-1) if g.dim() == 3 else g  # [B, H, T, Dk or 1]
     chunk_size = check_positive_int("chunk_size", chunk_size)

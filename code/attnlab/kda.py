@@ -57,7 +57,7 @@ def kda_update(
     q, k, g [B, H, Dk]; v [B, H, Dv]; beta [B, H]; state [B, H, Dk, Dv] -> (o [B, H, Dv], S_new).
     """
     decayed = g.exp()[..., :, None] * state
-    state = _delta_write(decayed, k, v, beta)
+    state = _delta_write(decayed, k, v, beta=beta)
     return _read(state, q), state
 
 
@@ -293,7 +293,7 @@ def kda_states(
     states = []
     for t in range(sizes["T"]):
         state = _delta_write(g[:, :, t].exp()[..., :, None] * state, k[:, :, t], v[:, :, t],
-                             beta[:, :, t])
+                             beta=beta[:, :, t])
         states.append(state)
     return torch.stack(states, dim=2)
 

@@ -69,7 +69,7 @@ FEATURE_MAPS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
 
 # --------------------------------------------------------------------------- shared checks
 def check_qkv(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, initial_state: torch.Tensor | None = None
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, initial_state: torch.Tensor | None = None
 ) -> dict[str, int]:
     """Check q, k ``[B, H, T, Dk]``, v ``[B, H, T, Dv]`` and ``initial_state [B, H, Dk, Dv]``.
 
@@ -107,7 +107,7 @@ def _split_normalised_state(
 
 
 def _check_linear_inputs(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, initial_state: object, normalize: bool,
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, initial_state: object, normalize: bool,
     eps: float,
 ) -> tuple[dict[str, int], torch.Tensor, torch.Tensor | None]:
     """Check the inputs of a linear-attention kernel; return sizes and the zero-filled (S_0, z_0).
@@ -117,7 +117,7 @@ def _check_linear_inputs(
     meaningless, so they are refused.
     """
     s0, z0 = _split_normalised_state(initial_state, normalize)
-    sizes = check_qkv(q, k, v, s0)
+    sizes = check_qkv(q, k, v, initial_state=s0)
     if normalize and z0 is not None:
         check_tensor("initial_state[1] (z)", z0, ("B", "H", "Dk"), sizes, dtype=q.dtype,
                      device=q.device)
@@ -176,7 +176,8 @@ def linear_attention_recurrent(
     only there to keep the division defined). Normalising assumes positive features (e.g.
     ``elu_plus_one``) so that the denominator stays away from 0.
     """
-    sizes, state, z = _check_linear_inputs(q, k, v, initial_state, normalize, eps)
+    sizes, state, z = _check_linear_inputs(
+        q, k, v, initial_state=initial_state, normalize=normalize, eps=eps)
     q = q * resolve_scale(scale, sizes["Dk"])
     outputs = []
     for t in range(sizes["T"]):
@@ -210,7 +211,8 @@ def linear_attention_parallel(
     Shapes and state format as ``linear_attention_recurrent``. Costs ``O(T² D)`` time and a
     ``[B, H, T, T]`` score matrix, like softmax attention.
     """
-    sizes, state, z = _check_linear_inputs(q, k, v, initial_state, normalize, eps)
+    sizes, state, z = _check_linear_inputs(
+        q, k, v, initial_state=initial_state, normalize=normalize, eps=eps)
     q = q * resolve_scale(scale, sizes["Dk"])
     scores = causal_scores(q, k)
     o = scores @ v + q @ state
@@ -244,7 +246,8 @@ def linear_attention_chunk(
     :func:`linear_attention_chunk_reference`, from the private fast engine (all chunks' local
     products at once).
     """
-    sizes, state, z = _check_linear_inputs(q, k, v, initial_state, normalize, eps)
+    sizes, state, z = _check_linear_inputs(
+        q, k, v, initial_state=initial_state, normalize=normalize, eps=eps)
     chunk_size = check_positive_int("chunk_size", chunk_size)
     q = q * resolve_scale(scale, sizes["Dk"])
     o, state, z = engine.linear_attention_chunks(q, k, v, state=state, normaliser=z, eps=eps,
@@ -274,7 +277,8 @@ def linear_attention_chunk_reference(
     Returns (o [B, H, T, Dv], S_T or None). No normaliser: ``linear_attention_chunk`` gets it
     by the same computation with a column of ones appended to V.
     """
-    sizes, state, _ = _check_linear_inputs(q, k, v, initial_state, False, 0.0)
+    sizes, state, _ = _check_linear_inputs(
+        q, k, v, initial_state=initial_state, normalize=False, eps=0.0)
     chunk_size = check_positive_int("chunk_size", chunk_size)
     q = q * resolve_scale(scale, sizes["Dk"])
     outputs = []
