@@ -213,16 +213,18 @@ def kda_chunk_reference(
         causal = torch.ones(size, size, dtype=torch.bool, device=q.device).tril()
         pair = log_decay[:, :, :, None] - log_decay[:, :, None, :]  # B_i − B_j  [B, H, C, C, Dk]
         gamma = pair.masked_fill(~causal[..., None], -math.inf).exp()  # γ_(j,i], 0 for j > i
-        a_qk = torch.einsum("bhid,bhijd,bhjd->bhij", q_n, gamma, k_n)
-        a_kk = torch.einsum("bhid,bhijd,bhjd->bhij", k_n, gamma, k_n)
+        a_qk = torch.einsum("bhid,bhijd,bhjd->bhij", q_n, gamma, k_n)  # (1) A_qk
+        a_kk = torch.einsum("bhid,bhijd,bhjd->bhij", k_n, gamma, k_n)  # (1) A_kk
         lower = torch.eye(size, dtype=q.dtype, device=q.device) + (beta_n * a_kk).tril(-1)  # L
         w = torch.linalg.solve_triangular(lower, beta_n * log_decay.exp() * k_n, upper=False,
-                                          unitriangular=True)
-        u = torch.linalg.solve_triangular(lower, beta_n * v_n, upper=False, unitriangular=True)
+                                          unitriangular=True)  # (2) W
+        u = torch.linalg.solve_triangular(lower, beta_n * v_n, upper=False,
+                                          unitriangular=True)  # (3) U
         v_new = u - w @ state  # U − W S
-        outputs.append((log_decay.exp() * q_n) @ state + a_qk @ v_new)  # O_[n]
+        outputs.append((log_decay.exp() * q_n) @ state + a_qk @ v_new)  # (4) O_[n]
         to_end = (log_last - log_decay).exp()  # e^(B_C − B)  [B, H, C, Dk]
-        state = log_last.exp().transpose(-1, -2) * state + (to_end * k_n).transpose(-1, -2) @ v_new
+        state = (log_last.exp().transpose(-1, -2) * state  # (4) S_[n+1]
+                 + (to_end * k_n).transpose(-1, -2) @ v_new)
     return torch.cat(outputs, dim=2), (state if output_final_state else None)
 
 
