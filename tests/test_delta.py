@@ -447,3 +447,17 @@ def test_one_chunk_helpers_check_beta_against_the_keys():
     for fn, extra in ((ut_transform, (v,)), (transition_product, ())):
         with pytest.raises(ValueError, match="beta, k"):
             fn(3 * k, *extra, beta=beta + 0.5)
+
+
+def test_allow_unstable_shows_the_explosion_the_check_prevents():
+    args = valid_args(torch.float64)
+    q, k, v = args["q"], 10 * args["k"], args["v"]
+    beta = torch.ones_like(args["beta"])
+    with pytest.raises(ValueError, match="beta, k"):
+        delta_rule_recurrent(q, k, v, beta=beta)
+    o, _ = delta_rule_recurrent(q, k, v, beta=beta, allow_unstable=True)
+    assert o.abs().max() > 1e12  # eigenvalue 1 − 100 along k: the state explodes
+    with pytest.raises(ValueError, match="beta"):
+        delta_rule_recurrent(q, k, v, beta=-beta, allow_unstable=True)
+    with pytest.raises(ValueError, match="allow_unstable"):
+        delta_rule_recurrent(q, k, v, beta=beta, allow_unstable="yes")

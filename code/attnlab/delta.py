@@ -68,19 +68,25 @@ def _check_kernel_inputs(
     g: torch.Tensor | None = None,
     gate_dims: Sequence[str] = (),
     initial_state: torch.Tensor | None = None,
+    allow_unstable: bool = False,
 ) -> dict[str, int]:
     """Check every input of a delta-rule kernel; return the sizes ``B, H, T, Dk, Dv``.
 
     q, k, v (and S_0) must be finite (``check_qkv``); beta ``[B, H, T]`` must pass
-    :func:`check_beta`; the log-gates g, if given, must have ``gate_dims`` and be finite and
-    ≤ 0 (decays α = exp(g) in (0, 1]).
+    :func:`check_beta` (only β ≥ 0 when ``allow_unstable``); the log-gates g, if given, must
+    have ``gate_dims`` and be finite and ≤ 0 (decays α = exp(g) in (0, 1]).
     """
     sizes = check_qkv(q, k, v, initial_state=initial_state)
     for name, size in sizes.items():
         if size == 0:
             raise ValueError(f"q: expected non-empty axes, got {name}=0 (q {tuple(q.shape)})")
     check_tensor("beta", beta, ("B", "H", "T"), sizes, dtype=q.dtype, device=q.device)
-    check_beta(beta, k)
+    if not isinstance(allow_unstable, bool):
+        raise ValueError(f"allow_unstable: expected True or False, got {allow_unstable!r}")
+    if allow_unstable:
+        check_range("beta", beta, 0.0, None)
+    else:
+        check_beta(beta, k)
     if g is not None:
         check_tensor("g", g, gate_dims, sizes, dtype=q.dtype, device=q.device)
         check_gate(g, sizes, q)
@@ -144,6 +150,7 @@ def delta_rule_recurrent(
     scale: float | None = None,
     initial_state: torch.Tensor | None = None,
     output_final_state: bool = False,
+    allow_unstable: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """The delta rule, one token at a time (the definition).
 
@@ -151,8 +158,11 @@ def delta_rule_recurrent(
 
     q, k [B, H, T, Dk]; v [B, H, T, Dv]; beta [B, H, T] ≥ 0 with β‖k‖² ≤ 2 (:func:`check_beta`);
     initial_state S_0 [B, H, Dk, Dv] (zeros if None). Returns o [B, H, T, Dv] and S_T (or None).
+    ``allow_unstable=True`` skips the β‖k‖² ≤ 2 check, to watch the state grow without bound
+    when it fails (Lesson 11's demonstration); no layer or other kernel offers it.
     """
-    sizes = _check_kernel_inputs(q, k, v, beta=beta, initial_state=initial_state)
+    sizes = _check_kernel_inputs(q, k, v, beta=beta, initial_state=initial_state,
+                                 allow_unstable=allow_unstable)
     q = q * resolve_scale(scale, sizes["Dk"])
     state = _start_state(initial_state, sizes, q)
     outputs = []
