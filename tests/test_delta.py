@@ -7,16 +7,20 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.nn.functional as F
+from attnlab._chunk_engine import unit_lower_inverse
 from attnlab.blocks import RecurrentCache
 from attnlab.delta import (
     DeltaNetLayer,
     GatedDeltaNetLayer,
     delta_rule_chunk,
+    delta_rule_chunk_reference,
     delta_rule_parallel,
     delta_rule_recurrent,
     gated_delta_rule_chunk,
+    gated_delta_rule_chunk_reference,
     gated_delta_rule_recurrent,
-    unit_lower_inverse,
+    transition_product,
+    ut_transform,
 )
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
@@ -265,6 +269,8 @@ KERNELS = [
     (delta_rule_parallel, False),
     (gated_delta_rule_recurrent, True),
     (gated_delta_rule_chunk, True),
+    (delta_rule_chunk_reference, False),
+    (gated_delta_rule_chunk_reference, True),
 ]
 
 
@@ -383,3 +389,75 @@ def test_layer_refuses_bad_inputs():
     _, cache = layer(torch.randn(2, 5, 8), use_cache=True)
     with pytest.raises(ValueError, match="cache"):
         layer(torch.randn(3, 1, 8), cache=cache)
+
+
+# ------------------------------------------------------------------------- the chunkwise references
+@given(seed=seeds, shape=shapes, chunk_size=st.integers(1, 80), beta_kind=beta_kinds,
+       gate_scale=gate_scales, with_state=st.booleans())
+@example(seed=0, shape=(1, 1, 1, 3, 5), chunk_size=64, beta_kind="uniform", gate_scale=0.5,
+         with_state=True)  # T = 1, C > T
+@example(seed=1, shape=(2, 1, 65, 4, 3), chunk_size=64, beta_kind="upto2", gate_scale=30.0,
+         with_state=True)  # gates down to -30 per step, a last chunk of 1
+@example(seed=2, shape=(1, 2, 9, 3, 2), chunk_size=1, beta_kind="ends", gate_scale=30.0,
+         with_state=False)  # C = 1, β exactly 0 or 1
+def test_references_equal_recurrent_and_fast_chunk(seed, shape, chunk_size, beta_kind,
+                                                   gate_scale, with_state):
+    q, k, v, beta, g, s0 = random_inputs(seed, shape, beta_kind, gate_scale)
+    kw = dict(beta=beta, initial_state=s0 if with_state else None, output_final_state=True)
+    for recurrent, chunk, reference, gate in (
+        (delta_rule_recurrent, delta_rule_chunk, delta_rule_chunk_reference, {}),
+        (gated_delta_rule_recurrent, gated_delta_rule_chunk, gated_delta_rule_chunk_reference,
+         {"g": g}),
+    ):
+        o_ref, s_ref = reference(q, k, v, chunk_size=chunk_size, **gate, **kw)
+        for o, s in (recurrent(q, k, v, **gate, **kw),
+                     chunk(q, k, v, chunk_size=chunk_size, **gate, **kw)):
+            assert_close(o_ref, o)
+            assert_close(s_ref, s)
+
+
+@pytest.mark.parametrize("kernel,gated", KERNELS)
+def test_nan_and_inf_in_q_k_v_and_state_are_refused(kernel, gated):
+    for name in ("q", "k", "v", "initial_state"):
+        if kernel is delta_rule_parallel and name == "initial_state":
+            continue
+        for bad in (float("nan"), float("inf")):
+            args = valid_args()
+            args[name] = args[name].clone()
+            args[name].view(-1)[3] = bad
+            with pytest.raises(ValueError, match=f"{name}: expected finite"):
+                call(kernel, gated, args)
+
+
+@pytest.mark.parametrize("kernel,gated", KERNELS)
+def test_long_keys_are_refused_by_the_stability_condition(kernel, gated):
+    """β ‖k‖² ≤ 2, not β ≤ 2: with ‖k‖ = 10 and β = 1 the recurrence would explode."""
+    args = valid_args()
+    args["k"] = 10 * args["k"]
+    args["beta"] = torch.ones_like(args["beta"])
+    with pytest.raises(ValueError, match=r"beta, k: expected β‖k‖² <= 2"):
+        call(kernel, gated, args)
+    args["beta"] = torch.full_like(args["beta"], 0.02)  # β ‖k‖² = 2: the edge, allowed
+    o, _ = call(kernel, gated, args)
+    assert torch.isfinite(o).all()
+
+
+def test_one_chunk_helpers_check_beta_against_the_keys():
+    _, k, v, beta, _, _ = random_inputs(0, (1, 2, 6, 4, 3))
+    for fn, extra in ((ut_transform, (v,)), (transition_product, ())):
+        with pytest.raises(ValueError, match="beta, k"):
+            fn(3 * k, *extra, beta=beta + 0.5)
+
+
+def test_allow_unstable_shows_the_explosion_the_check_prevents():
+    args = valid_args(torch.float64)
+    q, k, v = args["q"], 10 * args["k"], args["v"]
+    beta = torch.ones_like(args["beta"])
+    with pytest.raises(ValueError, match="beta, k"):
+        delta_rule_recurrent(q, k, v, beta=beta)
+    o, _ = delta_rule_recurrent(q, k, v, beta=beta, allow_unstable=True)
+    assert o.abs().max() > 1e12  # eigenvalue 1 − 100 along k: the state explodes
+    with pytest.raises(ValueError, match="beta"):
+        delta_rule_recurrent(q, k, v, beta=-beta, allow_unstable=True)
+    with pytest.raises(ValueError, match="allow_unstable"):
+        delta_rule_recurrent(q, k, v, beta=beta, allow_unstable="yes")

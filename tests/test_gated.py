@@ -7,15 +7,18 @@ import math
 
 import pytest
 import torch
-from attnlab.blocks import RecurrentCache
-from attnlab.gated import (
+from attnlab._chunk_engine import (
     MAX_FACTORISED_SPAN,
-    GLALayer,
     channel_decay_scores,
     channel_decay_terms,
-    effective_horizon,
     factorised_decay_scores,
+)
+from attnlab.blocks import RecurrentCache
+from attnlab.gated import (
+    GLALayer,
+    effective_horizon,
     gla_chunk,
+    gla_chunk_reference,
     gla_recurrent,
     init_softplus_decay,
     retnet_decay,
@@ -363,7 +366,7 @@ def _bad_cases():
     ]
 
 
-@pytest.mark.parametrize("kernel", [gla_recurrent, gla_chunk])
+@pytest.mark.parametrize("kernel", [gla_recurrent, gla_chunk, gla_chunk_reference])
 @pytest.mark.parametrize("name,override", _bad_cases())
 def test_bad_inputs_raise_value_error_naming_the_argument(kernel, name, override):
     q, k, v, g, _ = random_inputs(3, (1, 2, 5, 4, 3), dtype=torch.float32)
@@ -445,3 +448,34 @@ def test_layer_bad_inputs():
                                                 use_cache=True)
     with pytest.raises(ValueError, match="cache.state"):
         layer(x, cache=cache)
+
+
+# ---------------------------------------------------------------- the chunkwise reference
+@given(shape=shapes, seed=seeds, chunk=st.integers(1, 80), kind=gate_kinds,
+       gate_scale=st.sampled_from([0.0, 1e-6, 1.0, 15.0]), with_state=st.booleans())
+@example(shape=(1, 1, 1, 3, 2), seed=0, chunk=64, kind="channel", gate_scale=1.0,
+         with_state=True)  # T = 1, C > T
+@example(shape=(2, 1, 65, 4, 3), seed=1, chunk=64, kind="channel", gate_scale=15.0,
+         with_state=True)  # gates down to -30 per step, a last chunk of 1
+@example(shape=(1, 2, 9, 3, 3), seed=2, chunk=1, kind="scalar", gate_scale=15.0,
+         with_state=False)  # C = 1
+def test_reference_equals_recurrent_and_fast_chunk(shape, seed, chunk, kind, gate_scale,
+                                                   with_state):
+    q, k, v, g, s0 = random_inputs(seed, shape, kind, gate_scale, with_state=with_state)
+    kw = dict(g=g, initial_state=s0, output_final_state=True)
+    o_ref, s_ref = gla_chunk_reference(q, k, v, chunk_size=chunk, **kw)
+    for o, s in (gla_recurrent(q, k, v, **kw), gla_chunk(q, k, v, chunk_size=chunk, **kw)):
+        assert_close(o_ref, o)
+        assert_close(s_ref, s)
+
+
+@pytest.mark.parametrize("kernel", [gla_recurrent, gla_chunk, gla_chunk_reference])
+@pytest.mark.parametrize("name", ["q", "k", "v", "initial_state"])
+def test_nan_and_inf_are_refused_naming_the_argument(kernel, name):
+    q, k, v, g, s0 = random_inputs(3, (1, 2, 5, 4, 3), dtype=torch.float32)
+    for bad in (math.nan, math.inf):
+        args = dict(q=q, k=k, v=v, g=g, initial_state=s0)
+        args[name] = args[name].clone()
+        args[name].view(-1)[1] = bad
+        with pytest.raises(ValueError, match=f"{name}: expected finite"):
+            kernel(**args)

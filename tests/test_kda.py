@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 from attnlab.blocks import RecurrentCache
 from attnlab.delta import gated_delta_rule_chunk, gated_delta_rule_recurrent
-from attnlab.kda import KDALayer, kda_chunk, kda_recurrent, kda_step
+from attnlab.kda import KDALayer, kda_chunk, kda_chunk_reference, kda_recurrent, kda_step
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -319,3 +319,51 @@ def test_layer_trains():
     y.square().mean().backward()
     for name, p in layer.named_parameters():
         assert p.grad is not None and torch.isfinite(p.grad).all(), name
+
+
+# ------------------------------------------------------------------------- the chunkwise reference
+@given(seed=seeds, shape=shapes, chunk_size=st.integers(1, 80), gate_kind=gate_kinds,
+       beta_kind=st.sampled_from(["uniform", "ends", "upto2", "zeros", "ones"]),
+       with_state=st.booleans())
+@example(seed=0, shape=(1, 1, 1, 3, 5), chunk_size=64, gate_kind=0.5, beta_kind="uniform",
+         with_state=True)  # T = 1, C > T
+@example(seed=1, shape=(2, 1, 65, 4, 3), chunk_size=64, gate_kind="mixed", beta_kind="upto2",
+         with_state=True)  # a last chunk of 1
+@example(seed=2, shape=(1, 2, 48, 8, 2), chunk_size=1, gate_kind=30.0, beta_kind="ones",
+         with_state=False)  # C = 1, gates down to -30 per step
+def test_reference_equals_recurrent_and_fast_chunk(seed, shape, chunk_size, gate_kind,
+                                                   beta_kind, with_state):
+    beta_base = {"zeros": "uniform", "ones": "uniform"}.get(beta_kind, beta_kind)
+    q, k, v, beta, g, s0 = random_inputs(seed, shape, gate_kind, beta_base)
+    if beta_kind in ("zeros", "ones"):
+        beta = torch.full_like(beta, float(beta_kind == "ones"))
+    kw = dict(g=g, beta=beta, initial_state=s0 if with_state else None, output_final_state=True)
+    o_ref, s_ref = kda_chunk_reference(q, k, v, chunk_size=chunk_size, **kw)
+    for o, s in (kda_recurrent(q, k, v, **kw), kda_chunk(q, k, v, chunk_size=chunk_size, **kw)):
+        assert_close(o_ref, o)
+        assert_close(s_ref, s)
+
+
+@pytest.mark.parametrize("kernel", [kda_recurrent, kda_chunk, kda_chunk_reference])
+def test_bad_values_are_refused_naming_the_argument(kernel):
+    q, k, v, beta, g, s0 = random_inputs(0, (1, 2, 6, 4, 3), dtype=torch.float32)
+    valid = dict(q=q, k=k, v=v, g=g, beta=beta, initial_state=s0)
+    for name in ("q", "k", "v", "initial_state"):
+        args = {**valid, name: valid[name].clone()}
+        args[name].view(-1)[0] = float("nan")
+        with pytest.raises(ValueError, match=f"{name}: expected finite"):
+            kernel(**args)
+    with pytest.raises(ValueError, match="beta, k"):
+        kernel(**{**valid, "k": 10 * k, "beta": torch.ones_like(beta)})
+    with pytest.raises(ValueError, match="q: expected at least one time step"):
+        kernel(**{**valid, **{n: valid[n][:, :, :0] for n in ("q", "k", "v", "g", "beta")}})
+
+
+def test_step_refuses_nan_and_long_keys():
+    q, k, v, beta, g, s0 = random_inputs(0, (1, 2, 1, 4, 3), dtype=torch.float32)
+    step = dict(q=q[:, :, 0], k=k[:, :, 0], v=v[:, :, 0], g=g[:, :, 0], beta=beta[:, :, 0],
+                state=s0)
+    with pytest.raises(ValueError, match="state: expected finite"):
+        kda_step(**{**step, "state": torch.full_like(s0, float("inf"))})
+    with pytest.raises(ValueError, match="beta, k"):
+        kda_step(**{**step, "k": 10 * step["k"], "beta": torch.ones_like(step["beta"])})

@@ -11,6 +11,7 @@ from attnlab.linear import (
     elu_plus_one,
     identity,
     linear_attention_chunk,
+    linear_attention_chunk_reference,
     linear_attention_parallel,
     linear_attention_recurrent,
 )
@@ -18,6 +19,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 KERNELS = (linear_attention_recurrent, linear_attention_parallel, linear_attention_chunk)
+WITH_REFERENCE = (*KERNELS, linear_attention_chunk_reference)
 
 shapes = st.tuples(
     st.integers(1, 2),  # B
@@ -186,7 +188,7 @@ def test_kernels_compute_in_the_input_dtype():
 
 def test_state_size_does_not_grow_with_t():
     for t in (1, 10, 100):
-        q, k, v, _ = random_inputs(2, (1, 2, t, 4, 3))
+        q, k, v, _ = random_inputs(2, (1, 2, t, 4, 3), normalize=True)
         _, (s, z) = linear_attention_chunk(q, k, v, normalize=True, output_final_state=True)
         assert s.shape == (1, 2, 4, 3) and z.shape == (1, 2, 4)
 
@@ -307,3 +309,48 @@ def test_layer_bad_inputs():
         layer(x, cache=cache)
     with pytest.raises(ValueError, match="feature_map"):
         LinearAttentionLayer(12, 2, 5, feature_map="softmax")
+
+
+# ---------------------------------------------------------------- the chunkwise reference
+@given(shape=shapes, seed=seeds, chunk=st.integers(1, 80), with_state=st.booleans())
+@example(shape=(1, 1, 1, 3, 2), seed=0, chunk=64, with_state=True)  # T = 1, C > T
+@example(shape=(2, 1, 65, 2, 5), seed=1, chunk=64, with_state=True)  # a last chunk of 1
+@example(shape=(1, 2, 7, 3, 3), seed=2, chunk=1, with_state=False)  # C = 1
+def test_reference_equals_recurrent_and_fast_chunk(shape, seed, chunk, with_state):
+    q, k, v, s0 = random_inputs(seed, shape, with_state=with_state)
+    kw = dict(initial_state=s0, output_final_state=True)
+    o_ref, s_ref = linear_attention_chunk_reference(q, k, v, chunk_size=chunk, **kw)
+    for o, s in (linear_attention_recurrent(q, k, v, **kw),
+                 linear_attention_chunk(q, k, v, chunk_size=chunk, **kw)):
+        assert_close(o_ref, o)
+        assert_close(s_ref, s)
+
+
+@pytest.mark.parametrize("kernel", WITH_REFERENCE)
+@pytest.mark.parametrize("name", ["q", "k", "v", "initial_state"])
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")])
+def test_nan_and_inf_are_refused_naming_the_argument(kernel, name, bad):
+    q, k, v, s0 = random_inputs(3, (1, 2, 5, 4, 3), torch.float32, with_state=True)
+    args = dict(q=q, k=k, v=v, initial_state=s0)
+    args[name] = args[name].clone()
+    args[name].view(-1)[2] = bad
+    with pytest.raises(ValueError, match=f"{name}: expected finite"):
+        kernel(**args)
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+@pytest.mark.parametrize("name", ["q", "k"])
+def test_normalising_negative_features_is_refused(kernel, name):
+    q, k, v, _ = random_inputs(3, (1, 2, 5, 4, 3), normalize=True)
+    args = dict(q=q, k=k, v=v)
+    args[name] = args[name] - 2.0
+    with pytest.raises(ValueError, match=f"{name}: normalize=True expects non-negative"):
+        kernel(**args, normalize=True)
+    kernel(**args)  # without the normaliser negative features are fine
+
+
+@pytest.mark.parametrize("kernel", WITH_REFERENCE)
+def test_empty_sequence_is_refused_naming_q(kernel):
+    q, k, v, _ = random_inputs(3, (1, 2, 5, 4, 3))
+    with pytest.raises(ValueError, match="q: expected at least one time step"):
+        kernel(q[:, :, :0], k[:, :, :0], v[:, :, :0])

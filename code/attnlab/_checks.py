@@ -77,6 +77,21 @@ def check_range(name: str, x: torch.Tensor, low: float | None, high: float | Non
         raise ValueError(f"{name}: expected values <= {high}, got max {x.max().item():.4g}")
 
 
+def check_finite(name: str, x: torch.Tensor) -> None:
+    """Check that no entry of ``x`` is NaN or ±inf.
+
+    Kernels refuse such inputs instead of spreading them: one NaN in q, k or v would make every
+    later output and the whole state NaN. One fast pass first: a finite sum means every entry
+    is finite (a NaN or inf makes the sum NaN or inf); only a non-finite sum, which finite
+    entries too large to add also give, is checked entry by entry.
+    """
+    x = x.detach()
+    if torch.isfinite(x.sum()) or torch.isfinite(x).all():
+        return
+    found = "NaN" if torch.isnan(x).any() else "inf"
+    raise ValueError(f"{name}: expected finite values, got {found} (shape {tuple(x.shape)})")
+
+
 def check_positive_int(name: str, value: object) -> int:
     """Check that ``value`` is an int >= 1 (bools rejected) and return it."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:

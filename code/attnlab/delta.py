@@ -12,8 +12,10 @@ rule decays the memory by a scalar ``α_t = exp(g_t)`` per head before writing.
 
 The chunkwise forms (the WY / UT transform of Yang et al. 2024) turn the product of the
 ``(I − β_i k_i k_iᵀ)`` factors inside a chunk into one small unit lower-triangular system per
-chunk, so a sequence of ``T`` tokens needs ``T / C`` sequential steps instead of ``T``. The
-system's inverse 𝒯 is formed for all chunks at once, and each step only multiplies matrices.
+chunk, so a sequence of ``T`` tokens needs ``T / C`` sequential steps instead of ``T``.
+``delta_rule_chunk_reference`` and ``gated_delta_rule_chunk_reference`` write this out chunk by
+chunk; the public ``*_chunk`` kernels compute the same numbers with the private fast engine
+(``attnlab._chunk_engine``), which forms the systems' inverses for all chunks at once.
 
 Shapes: q, k ``[B, H, T, Dk]``; v ``[B, H, T, Dv]``; beta ``[B, H, T]``; scalar log-gates g
 ``[B, H, T]``; states ``[B, H, Dk, Dv]``, read as ``o = Sᵀ q``. The layers ``DeltaNetLayer`` and
@@ -23,6 +25,7 @@ convolutions, L2-normalised q and k, a per-head β and a per-head RMSNorm on the
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -31,23 +34,21 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from . import _chunk_engine as engine
 from ._checks import (
     check_choice,
+    check_finite,
     check_layer_input,
     check_positive_int,
     check_range,
     check_tensor,
     resolve_scale,
 )
+from ._chunk_engine import solve_unit_lower, ut_lower
 from .attention import merge_heads, split_heads
 from .blocks import HeadRMSNorm, RecurrentCache
-from .gated import (
-    channel_decay_terms,
-    check_gate,
-    init_softplus_decay,
-    softplus_decay_gate,
-)
-from .linear import ConvQKV, check_qkv, check_recurrent_cache, merge_chunks, split_chunks
+from .gated import check_gate, init_softplus_decay, softplus_decay_gate
+from .linear import ConvQKV, check_qkv, check_recurrent_cache
 
 SCALAR_GATE_DIMS = ("B", "H", "T")
 CHANNEL_GATE_DIMS = ("B", "H", "T", "Dk")
@@ -67,22 +68,49 @@ def _check_kernel_inputs(
     g: torch.Tensor | None = None,
     gate_dims: Sequence[str] = (),
     initial_state: torch.Tensor | None = None,
+    allow_unstable: bool = False,
 ) -> dict[str, int]:
     """Check every input of a delta-rule kernel; return the sizes ``B, H, T, Dk, Dv``.
 
-    beta must be ``[B, H, T]`` in [0, 2]; the log-gates g, if given, must have ``gate_dims``
-    and be finite and ≤ 0 (decays α = exp(g) in (0, 1]).
+    q, k, v (and S_0) must be finite (``check_qkv``); beta ``[B, H, T]`` must pass
+    :func:`check_beta` (only β ≥ 0 when ``allow_unstable``); the log-gates g, if given, must
+    have ``gate_dims`` and be finite and ≤ 0 (decays α = exp(g) in (0, 1]).
     """
-    sizes = check_qkv(q, k, v, initial_state)
+    sizes = check_qkv(q, k, v, initial_state=initial_state)
     for name, size in sizes.items():
         if size == 0:
             raise ValueError(f"q: expected non-empty axes, got {name}=0 (q {tuple(q.shape)})")
     check_tensor("beta", beta, ("B", "H", "T"), sizes, dtype=q.dtype, device=q.device)
-    check_range("beta", beta, 0.0, 2.0)
+    if not isinstance(allow_unstable, bool):
+        raise ValueError(f"allow_unstable: expected True or False, got {allow_unstable!r}")
+    if allow_unstable:
+        check_range("beta", beta, 0.0, None)
+    else:
+        check_beta(beta, k)
     if g is not None:
         check_tensor("g", g, gate_dims, sizes, dtype=q.dtype, device=q.device)
         check_gate(g, sizes, q)
     return sizes
+
+
+def check_beta(beta: torch.Tensor, k: torch.Tensor) -> None:
+    """Check the write strengths: β_t ≥ 0 and β_t ‖k_t‖² ≤ 2 for every token (up to rounding).
+
+    The delta rule's transition I − β_t k_t k_tᵀ has the eigenvalue 1 − β_t ‖k_t‖² along k_t
+    (and 1 across it): only while that lies in [−1, 1] does the state stay bounded; beyond it
+    grows geometrically (with ‖k‖ = 10 and β = 1, to 1e12 within a few tokens). For unit keys
+    this is β ∈ [0, 2]. beta ``[...]`` and k ``[..., Dk]`` with the same leading axes.
+    """
+    check_range("beta", beta, 0.0, None)
+    if beta.numel() == 0:
+        return
+    strength = beta * torch.linalg.vector_norm(k.detach(), dim=-1).square()  # β ‖k‖²
+    worst = strength.max()
+    if worst > 2 * (1 + 64 * torch.finfo(k.dtype).eps):
+        raise ValueError(f"beta, k: expected β‖k‖² <= 2 for every token (the delta rule's "
+                         f"transition I − β k kᵀ has the eigenvalue 1 − β‖k‖², which must stay "
+                         f"in [−1, 1]), got β‖k‖² up to {worst.item():.4g}; normalise the keys "
+                         f"(‖k‖ = 1 allows β in [0, 2]) or lower beta")
 
 
 def _start_state(initial_state: torch.Tensor | None, sizes: dict[str, int], like: torch.Tensor):
@@ -98,7 +126,7 @@ def _read(state: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
 
 
 def _delta_write(
-    state: torch.Tensor, k: torch.Tensor, v: torch.Tensor, beta: torch.Tensor
+    state: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, beta: torch.Tensor
 ) -> torch.Tensor:
     """S + β k (v − Sᵀk)ᵀ: move what S stores under key k a fraction β of the way to v.
 
@@ -106,138 +134,6 @@ def _delta_write(
     """
     error = v - _read(state, k)
     return state + beta[..., None, None] * k[..., :, None] * error[..., None, :]
-
-
-def _ut_matrix(a_kk: torch.Tensor, beta: torch.Tensor) -> torch.Tensor:
-    """L = I + StrictTril(diag(β) A_kk), whose inverse 𝒯 = L⁻¹ is the UT transform.
-
-    a_kk [..., C, C] (only its strictly lower triangle is read), beta [..., C] -> L [..., C, C].
-    """
-    lower = (beta[..., :, None] * a_kk).tril_(-1)  # one new tensor, then edited in place
-    lower.diagonal(dim1=-2, dim2=-1).fill_(1)
-    return lower
-
-
-#: blocks up to this size are inverted by one triangular solve; larger ones by halves
-INVERSE_BLOCK = 16
-
-
-def unit_lower_inverse(lower: torch.Tensor) -> torch.Tensor:
-    """L⁻¹ for unit lower-triangular L [..., C, C], by halves (a blocked triangular inverse):
-
-        [A  0]⁻¹   [     A⁻¹      0  ]
-        [B  D]   = [ −D⁻¹ B A⁻¹  D⁻¹ ]
-
-    recursively, until a block of at most ``INVERSE_BLOCK`` rows is inverted by one triangular
-    solve against the identity. The same inverse as solving L X = I in one go (up to rounding),
-    but most of the work is in the matrix products of the merges, which a CPU runs faster than
-    a solve.
-    """
-    size = lower.shape[-1]
-    if size <= INVERSE_BLOCK:
-        identity = torch.eye(size, dtype=lower.dtype, device=lower.device).expand_as(lower)
-        return _solve_unit_lower(lower, identity)
-    half = size // 2
-    top = unit_lower_inverse(lower[..., :half, :half])
-    bottom = unit_lower_inverse(lower[..., half:, half:])
-    inverse = torch.zeros_like(lower)
-    inverse[..., :half, :half] = top
-    inverse[..., half:, half:] = bottom
-    inverse[..., half:, :half] = -(bottom @ lower[..., half:, :half]) @ top
-    return inverse
-
-
-def _solve_unit_lower(lower: torch.Tensor, rhs: torch.Tensor) -> torch.Tensor:
-    """X = L⁻¹ R for unit lower-triangular L [..., C, C] and R [..., C, D]: one triangular solve.
-
-    Solved as Xᵀ Lᵀ = Rᵀ: the transposed views are column-major, which LAPACK takes without a
-    copy (about 1.5x faster on a CPU than the row-major form).
-    """
-    return torch.linalg.solve_triangular(
-        lower.mT, rhs.mT, upper=True, left=False, unitriangular=True
-    ).mT
-
-
-def _chunk_recurrence(
-    q_in: torch.Tensor,
-    k_in: torch.Tensor,
-    v: torch.Tensor,
-    beta: torch.Tensor,
-    k_out: torch.Tensor,
-    lower: torch.Tensor,
-    a_qk: torch.Tensor,
-    decay: torch.Tensor | None,
-    state: torch.Tensor,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """The sequential part of every chunkwise delta rule: one step per chunk, S entering it.
-
-    First, for all chunks at once, the UT transform 𝒯 = L⁻¹ (:func:`unit_lower_inverse`)
-    with β folded in; then one step per chunk:
-
-        V_new = 𝒯 diag(β) (V − K_in S)
-        S     ← Diag(decay) S + K_outᵀ V_new
-    and again for all chunks at once,
-        O     = Q_in S + A_qk V_new
-
-    V − K_in S is what the entering state gets wrong about the chunk's values; 𝒯, the inverse
-    of L = I + StrictTril(diag(β) A_kk), adds the interference of the chunk's own writes. So
-    V_new = U − W S for the U = 𝒯 diag(β) V and W = 𝒯 diag(β) K_in of the WY / UT form
-    (MATH.md §4–§6), without forming U and W: the loop does three matrix products a chunk.
-
-    Shapes (N chunks of C): q_in, k_in, k_out [B, H, N, C, Dk]; v [B, H, N, C, Dv]; beta
-    [B, H, N, C]; lower, a_qk [B, H, N, C, C]; decay [B, H, N, 1] (scalar gate), [B, H, N, Dk]
-    (per channel) or None; state [B, H, Dk, Dv]. Returns O [B, H, N, C, Dv] and the final state.
-    """
-    batch, heads, n_chunks, size = lower.shape[:4]
-    ut_beta = unit_lower_inverse(lower) * beta[..., None, :]  # 𝒯 diag(β) [B, H, N, C, C]
-    # fold B and H into one batch axis for baddbmm: out = input + batch1 @ batch2 in one call
-    q_in, k_in, v, ut_beta, k_out, a_qk, state = (
-        x.flatten(0, 1) for x in (q_in, k_in, v, ut_beta, k_out, a_qk, state)
-    )
-    n_decays = [None] * n_chunks if decay is None else decay.flatten(0, 1).unbind(1)
-    entering_states, new_values = [], []
-    for v_n, k_n, ut_n, k_out_n, decay_n in zip(  # chunk n of each, [B·H, ...]
-        v.unbind(1), k_in.unbind(1), ut_beta.unbind(1), k_out.unbind(1), n_decays, strict=True
-    ):
-        entering_states.append(state)
-        v_new = ut_n @ torch.baddbmm(v_n, k_n, state, alpha=-1)  # 𝒯 diag(β) (V − K_in S)
-        new_values.append(v_new)
-        if decay_n is not None:
-            state = decay_n[:, :, None] * state
-        state = torch.baddbmm(state, k_out_n.transpose(-1, -2), v_new)  # + K_outᵀ V_new
-    states = torch.stack(entering_states, dim=1)  # [B·H, N, Dk, Dv]
-    v_new = torch.stack(new_values, dim=1)  # [B·H, N, C, Dv]
-    o = torch.baddbmm((q_in @ states).flatten(0, 1), a_qk.flatten(0, 1), v_new.flatten(0, 1))
-    return o.view(batch, heads, n_chunks, size, -1), state.unflatten(0, (batch, heads))
-
-
-def decayed_chunk_recurrence(
-    qc: torch.Tensor,
-    kc: torch.Tensor,
-    vc: torch.Tensor,
-    bc: torch.Tensor,
-    b: torch.Tensor,
-    state: torch.Tensor,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """The chunkwise delta rule with a decay, for Gated DeltaNet (one gate per head) and KDA
-    (one per channel). B is the cumulative log-gate inside each chunk, b_C its last row, and
-    γ_(j,i] = exp(B_i − B_j) the decay from position j to i:
-
-        A_qk[i, j] = q_iᵀ Diag(γ_(j,i]) k_j  (i ≥ j),   A_kk[i, j] = k_iᵀ Diag(γ_(j,i]) k_j  (i > j)
-        L = I + StrictTril(diag(β) A_kk)
-        V_new = L⁻¹ diag(β) (V − (e^B ⊙ K) S)
-        O = (e^B ⊙ Q) S + A_qk V_new
-        S ← Diag(e^{b_C}) S + (e^{b_C − B} ⊙ K)ᵀ V_new
-
-    The scores and the three decayed inputs come from ``channel_decay_terms`` (shared with
-    GLA), which never forms e^{−B} alone, so gates of −20 per step stay finite in float32; the
-    rest is :func:`_chunk_recurrence`. qc, kc [B, H, N, C, Dk]; vc [B, H, N, C, Dv]; bc (β)
-    [B, H, N, C]; b [B, H, N, C, Dk], or [B, H, N, C, 1] for one gate shared by the channels;
-    state [B, H, Dk, Dv] entering the first chunk. Returns O [B, H, N, C, Dv] and the final state.
-    """
-    (a_qk, a_kk), (q_in, k_in), k_out = channel_decay_terms((qc, kc), kc, b)
-    lower = _ut_matrix(a_kk, bc)
-    return _chunk_recurrence(q_in, k_in, vc, bc, k_out, lower, a_qk, b[..., -1, :].exp(), state)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -254,20 +150,24 @@ def delta_rule_recurrent(
     scale: float | None = None,
     initial_state: torch.Tensor | None = None,
     output_final_state: bool = False,
+    allow_unstable: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """The delta rule, one token at a time (the definition).
 
         S_t = S_{t-1} + β_t k_t (v_t − S_{t-1}ᵀ k_t)ᵀ        o_t = S_tᵀ (scale · q_t)
 
-    q, k [B, H, T, Dk]; v [B, H, T, Dv]; beta [B, H, T] in [0, 2]; initial_state S_0
-    [B, H, Dk, Dv] (zeros if None). Returns o [B, H, T, Dv] and S_T (or None).
+    q, k [B, H, T, Dk]; v [B, H, T, Dv]; beta [B, H, T] ≥ 0 with β‖k‖² ≤ 2 (:func:`check_beta`);
+    initial_state S_0 [B, H, Dk, Dv] (zeros if None). Returns o [B, H, T, Dv] and S_T (or None).
+    ``allow_unstable=True`` skips the β‖k‖² ≤ 2 check, to watch the state grow without bound
+    when it fails (Lesson 11's demonstration); no layer or other kernel offers it.
     """
-    sizes = _check_kernel_inputs(q, k, v, beta=beta, initial_state=initial_state)
+    sizes = _check_kernel_inputs(q, k, v, beta=beta, initial_state=initial_state,
+                                 allow_unstable=allow_unstable)
     q = q * resolve_scale(scale, sizes["Dk"])
     state = _start_state(initial_state, sizes, q)
     outputs = []
     for t in range(sizes["T"]):
-        state = _delta_write(state, k[:, :, t], v[:, :, t], beta[:, :, t])
+        state = _delta_write(state, k[:, :, t], v[:, :, t], beta=beta[:, :, t])
         outputs.append(_read(state, q[:, :, t]))
     return torch.stack(outputs, dim=2), (state if output_final_state else None)
 
@@ -291,8 +191,8 @@ def delta_rule_parallel(
     """
     sizes = _check_kernel_inputs(q, k, v, beta=beta)
     q = q * resolve_scale(scale, sizes["Dk"])
-    lower = _ut_matrix(k @ k.transpose(-1, -2), beta)
-    pseudo_values = _solve_unit_lower(lower, beta[..., None] * v)
+    lower = ut_lower(k @ k.transpose(-1, -2), beta)
+    pseudo_values = solve_unit_lower(lower, beta[..., None] * v)
     return (q @ k.transpose(-1, -2)).tril() @ pseudo_values, None
 
 
@@ -307,46 +207,85 @@ def delta_rule_chunk(
     output_final_state: bool = False,
     chunk_size: int = 64,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """The delta rule chunk by chunk (WY / UT form, MATH.md §4).
+    """The delta rule chunk by chunk (WY / UT form, the Notation appendix, §4).
 
-    Within each chunk of C tokens (computed for all chunks at once):
+    Within each chunk of C tokens, with S the state entering the chunk:
 
         L = I + StrictTril(diag(β) K Kᵀ),    𝒯 = L⁻¹    (the UT transform)
-
-    then sequentially over chunks, with S the state entering the chunk:
-
-        V_new = 𝒯 diag(β) (V − K S)
+        V_new = 𝒯 diag(β) (V − K S)                      (= U − W S of the WY form)
         O = Q S + (Q Kᵀ ⊙ M) V_new,                S ← S + Kᵀ V_new
 
-    V_new = U − W S with the W = 𝒯 diag(β) K and U = 𝒯 diag(β) V of the WY form: the same
-    numbers, without forming W and U. Same arguments as :func:`delta_rule_recurrent`, plus
-    ``chunk_size`` (any T is accepted: the last chunk is padded).
+    The numbers of :func:`delta_rule_chunk_reference`, computed by the private fast engine: 𝒯
+    for all chunks at once by a blocked inverse, then three fused matrix products per chunk.
+    Same arguments as :func:`delta_rule_recurrent`, plus ``chunk_size`` (any T is accepted:
+    the last chunk is padded).
     """
     sizes = _check_kernel_inputs(q, k, v, beta=beta, initial_state=initial_state)
-    # a sequence shorter than one chunk is one chunk: no padding work
-    chunk_size = min(check_positive_int("chunk_size", chunk_size), sizes["T"])
+    chunk_size = check_positive_int("chunk_size", chunk_size)
     q = q * resolve_scale(scale, sizes["Dk"])
-    qc, kc, vc = (split_chunks(x, chunk_size) for x in (q, k, v))  # [B, H, N, C, D]
-    bc = split_chunks(beta.unsqueeze(-1), chunk_size).squeeze(-1)  # [B, H, N, C]
-    lower = _ut_matrix(kc @ kc.transpose(-1, -2), bc)
-    a_qk = (qc @ kc.transpose(-1, -2)).tril_()
+    o, state = engine.delta_rule_chunks(q, k, v, beta=beta, state=_start_state(initial_state,
+                                        sizes, q), chunk_size=chunk_size)
+    return o, (state if output_final_state else None)
+
+
+def delta_rule_chunk_reference(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    *,
+    beta: torch.Tensor,
+    scale: float | None = None,
+    initial_state: torch.Tensor | None = None,
+    output_final_state: bool = False,
+    chunk_size: int = 64,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """The delta rule chunk by chunk, written out: the WY / UT form of Yang et al. 2024,
+    "Parallelizing Linear Transformers with the Delta Rule over Sequence Length", its chunkwise
+    form (the Notation appendix, §4). In chunk n, with S = S_[n] the state entering it:
+
+        L = I + StrictTril(diag(β) K Kᵀ)         unit lower triangular, C × C
+        W = L⁻¹ diag(β) K,   U = L⁻¹ diag(β) V     the UT transform: triangular solves
+        V_new = U − W S                           what the chunk's writes add, given S
+        O_[n] = Q S + (Q Kᵀ ⊙ M) V_new              read S, plus the chunk's own writes
+        S_[n+1] = S + Kᵀ V_new
+
+    Row by row, u_t − w_t S = β_t (v_t − S_{t−1}ᵀ k_t): the error the token corrects, with the
+    chunk's earlier writes folded into S_{t−1} by the solve. The last chunk may be shorter
+    (any T). Same arguments as :func:`delta_rule_recurrent`, plus ``chunk_size``.
+    """
+    sizes = _check_kernel_inputs(q, k, v, beta=beta, initial_state=initial_state)
+    chunk_size = check_positive_int("chunk_size", chunk_size)
+    q = q * resolve_scale(scale, sizes["Dk"])
     state = _start_state(initial_state, sizes, q)
-    o, state = _chunk_recurrence(qc, kc, vc, bc, kc, lower, a_qk, None, state)
-    return merge_chunks(o, sizes["T"]), (state if output_final_state else None)
+    outputs = []
+    for start in range(0, sizes["T"], chunk_size):
+        chunk = slice(start, start + chunk_size)  # the last chunk may be shorter
+        q_n, k_n, v_n = q[:, :, chunk], k[:, :, chunk], v[:, :, chunk]  # [B, H, C, D]
+        beta_n = beta[:, :, chunk, None]  # [B, H, C, 1]
+        eye = torch.eye(k_n.shape[2], dtype=q.dtype, device=q.device)
+        lower = eye + (beta_n * (k_n @ k_n.transpose(-1, -2))).tril(-1)  # L
+        w = torch.linalg.solve_triangular(lower, beta_n * k_n, upper=False, unitriangular=True)
+        u = torch.linalg.solve_triangular(lower, beta_n * v_n, upper=False, unitriangular=True)
+        v_new = u - w @ state  # U − W S  [B, H, C, Dv]
+        inside = (q_n @ k_n.transpose(-1, -2)).tril()  # Q Kᵀ ⊙ M
+        outputs.append(q_n @ state + inside @ v_new)  # O_[n]
+        state = state + k_n.transpose(-1, -2) @ v_new  # S_[n+1]
+    return torch.cat(outputs, dim=2), (state if output_final_state else None)
 
 
 def _check_chunk(k: torch.Tensor, beta: torch.Tensor) -> dict[str, int]:
-    """k [B, H, C, Dk] and beta [B, H, C] in [0, 2] (like k); return the sizes."""
+    """k [B, H, C, Dk] (finite) and beta [B, H, C] (like k, :func:`check_beta`); the sizes."""
     sizes = check_tensor("k", k, ("B", "H", "C", "Dk"))
     check_tensor("beta", beta, ("B", "H", "C"), sizes, dtype=k.dtype, device=k.device)
-    check_range("beta", beta, 0.0, 2.0)
+    check_finite("k", k)
+    check_beta(beta, k)
     return sizes
 
 
 def ut_transform(
     k: torch.Tensor, v: torch.Tensor, *, beta: torch.Tensor
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """The WY / UT form of one chunk of the delta rule (MATH.md §4): W and the pseudo-values U.
+    """The WY / UT form of one chunk of the delta rule (the Notation appendix, §4): W and U.
 
         𝒯 = (I + StrictTril(diag(β) K Kᵀ))⁻¹      (the UT transform: one triangular solve)
         W = 𝒯 diag(β) K,   row by row  w_t = β_t (k_t − Σ_{i<t} w_i k_iᵀ k_t)
@@ -356,14 +295,16 @@ def ut_transform(
     Π_{i=C..1} (I − β_i k_i k_iᵀ) = I − Kᵀ W = I − Σ_i k_i w_iᵀ (compare
     :func:`transition_product`), and the state after the chunk is
     S_C = (I − Kᵀ W) S_0 + Kᵀ U = S_0 + Kᵀ (U − W S_0) (just Kᵀ U when S_0 = 0).
-    The whole input is one chunk: k [B, H, C, Dk]; v [B, H, C, Dv]; beta [B, H, C] in [0, 2].
+    The whole input is one chunk: k [B, H, C, Dk]; v [B, H, C, Dv]; beta [B, H, C]
+    (:func:`check_beta`).
     Returns (W [B, H, C, Dk], U [B, H, C, Dv]).
     """
     sizes = _check_chunk(k, beta)
     check_tensor("v", v, ("B", "H", "C", "Dv"), sizes, dtype=k.dtype, device=k.device)
-    lower = _ut_matrix(k @ k.transpose(-1, -2), beta)
-    return (_solve_unit_lower(lower, beta[..., None] * k),
-            _solve_unit_lower(lower, beta[..., None] * v))
+    check_finite("v", v)
+    lower = ut_lower(k @ k.transpose(-1, -2), beta)
+    return (solve_unit_lower(lower, beta[..., None] * k),
+            solve_unit_lower(lower, beta[..., None] * v))
 
 
 def transition_product(k: torch.Tensor, *, beta: torch.Tensor) -> torch.Tensor:
@@ -371,7 +312,7 @@ def transition_product(k: torch.Tensor, *, beta: torch.Tensor) -> torch.Tensor:
 
         P_C = (I − β_C k_C k_Cᵀ) ⋯ (I − β_1 k_1 k_1ᵀ),   so that S_C = P_C S_0 + (the writes)
 
-    k [B, H, C, Dk]; beta [B, H, C] in [0, 2] -> P_C [B, H, Dk, Dk]. C sequential Dk × Dk
+    k [B, H, C, Dk]; beta [B, H, C] (:func:`check_beta`) -> P_C [B, H, Dk, Dk]. C sequential Dk × Dk
     products: the slow, literal way, to check :func:`ut_transform`'s I − Kᵀ W against.
     """
     sizes = _check_chunk(k, beta)
@@ -502,7 +443,7 @@ def gated_delta_rule_recurrent(
 
     computed as "decay, then write": S' = α_t S_{t-1}; S_t = S' + β_t k_t (v_t − S'ᵀ k_t)ᵀ
     (the same thing, because a scalar α commutes with everything).
-    q, k [B, H, T, Dk]; v [B, H, T, Dv]; g [B, H, T] ≤ 0; beta [B, H, T] in [0, 2];
+    q, k [B, H, T, Dk]; v [B, H, T, Dv]; g [B, H, T] ≤ 0; beta [B, H, T] (:func:`check_beta`);
     initial_state [B, H, Dk, Dv]. Returns o [B, H, T, Dv] and S_T (or None).
     """
     sizes = _check_kernel_inputs(
@@ -513,7 +454,7 @@ def gated_delta_rule_recurrent(
     outputs = []
     for t in range(sizes["T"]):
         state = g[:, :, t].exp()[..., None, None] * state
-        state = _delta_write(state, k[:, :, t], v[:, :, t], beta[:, :, t])
+        state = _delta_write(state, k[:, :, t], v[:, :, t], beta=beta[:, :, t])
         outputs.append(_read(state, q[:, :, t]))
     return torch.stack(outputs, dim=2), (state if output_final_state else None)
 
@@ -530,34 +471,89 @@ def gated_delta_rule_chunk(
     output_final_state: bool = False,
     chunk_size: int = 64,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """The gated delta rule chunk by chunk (MATH.md §5).
+    """The gated delta rule chunk by chunk (the Notation appendix, §5).
 
     With b the within-chunk cumulative sum of g (b_C its last entry) and the decay between two
     positions Γ_ij = exp(b_i − b_j) for i ≥ j:
 
-        L = I + StrictTril(diag(β) (K Kᵀ ⊙ Γ))      (its inverse formed for all chunks at once)
+        L = I + StrictTril(diag(β) (K Kᵀ ⊙ Γ))
         V_new = L⁻¹ diag(β) (V − (K ⊙ e^b) S)
         O = (Q ⊙ e^b) S + (Q Kᵀ ⊙ Γ) V_new
         S ← e^{b_C} S + (K ⊙ e^{b_C − b})ᵀ V_new
 
-    V_new = U − W S with W = 𝒯̃ (K ⊙ e^b), U = 𝒯̃ V, 𝒯̃ = L⁻¹ diag(β) (MATH.md §5). This is
-    ``kda.kda_chunk`` with one gate for all channels: both call
-    :func:`decayed_chunk_recurrence`, here with a channel axis of size 1. It never forms e^{−b}
-    alone, so gates of −20 per step stay finite in float32.
+    The numbers of :func:`gated_delta_rule_chunk_reference`, computed by the private fast
+    engine, on the same path as ``kda.kda_chunk`` (a channel axis of size 1). No exponent in
+    it exceeds e^20, so gates of −30 per step stay finite in float32.
     Same arguments as :func:`gated_delta_rule_recurrent`, plus ``chunk_size`` (any T).
     """
     sizes = _check_kernel_inputs(
         q, k, v, beta=beta, g=g, gate_dims=SCALAR_GATE_DIMS, initial_state=initial_state
     )
-    # a sequence shorter than one chunk is one chunk: no padding work
-    chunk_size = min(check_positive_int("chunk_size", chunk_size), sizes["T"])
+    chunk_size = check_positive_int("chunk_size", chunk_size)
     q = q * resolve_scale(scale, sizes["Dk"])
-    qc, kc, vc = (split_chunks(x, chunk_size) for x in (q, k, v))  # [B, H, N, C, D]
-    bc = split_chunks(beta.unsqueeze(-1), chunk_size).squeeze(-1)  # [B, H, N, C]
-    b = split_chunks(g.unsqueeze(-1), chunk_size).cumsum(dim=-2)  # b  [B, H, N, C, 1]
+    o, state = engine.decayed_delta_rule_chunks(
+        q, k, v, g=g, beta=beta, state=_start_state(initial_state, sizes, q),
+        chunk_size=chunk_size)
+    return o, (state if output_final_state else None)
+
+
+def gated_delta_rule_chunk_reference(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    *,
+    g: torch.Tensor,
+    beta: torch.Tensor,
+    scale: float | None = None,
+    initial_state: torch.Tensor | None = None,
+    output_final_state: bool = False,
+    chunk_size: int = 64,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """The gated delta rule chunk by chunk, written out (Gated DeltaNet, Yang, Kautz and
+    Hatamizadeh 2025, its chunkwise form; the Notation appendix, §5). In chunk n,
+    b_i = g_1 + … + g_i sums the log-gates from the chunk's start to position i, so
+    Γ_ij = e^(b_i − b_j) (j ≤ i) is the decay over the half-open interval (j, i]: α_j acted on
+    the state before token j wrote.
+    With S = S_[n] the state entering the chunk (decayed by e^(b_i) when position i reads it):
+
+        L = I + StrictTril(diag(β) (K Kᵀ ⊙ Γ))
+        W = L⁻¹ diag(β) (K ⊙ e^b),   U = L⁻¹ diag(β) V     (triangular solves)
+        V_new = U − W S
+        O_[n] = (Q ⊙ e^b) S + (Q Kᵀ ⊙ Γ) V_new
+        S_[n+1] = e^(b_C) S + (K ⊙ e^(b_C − b))ᵀ V_new
+
+    One gate per head: the decayed scores are one product Q Kᵀ times the C × C matrix Γ.
+    Every exponent is ≤ 0 (j > i is masked before ``exp``), so any gate stays finite; the
+    last chunk may be shorter. Same arguments as :func:`gated_delta_rule_recurrent`.
+    """
+    sizes = _check_kernel_inputs(
+        q, k, v, beta=beta, g=g, gate_dims=SCALAR_GATE_DIMS, initial_state=initial_state
+    )
+    chunk_size = check_positive_int("chunk_size", chunk_size)
+    q = q * resolve_scale(scale, sizes["Dk"])
     state = _start_state(initial_state, sizes, q)
-    o, state = decayed_chunk_recurrence(qc, kc, vc, bc, b, state)
-    return merge_chunks(o, sizes["T"]), (state if output_final_state else None)
+    outputs = []
+    for start in range(0, sizes["T"], chunk_size):
+        chunk = slice(start, start + chunk_size)  # the last chunk may be shorter
+        q_n, k_n, v_n = q[:, :, chunk], k[:, :, chunk], v[:, :, chunk]  # [B, H, C, D]
+        beta_n = beta[:, :, chunk, None]  # [B, H, C, 1]
+        log_decay = g[:, :, chunk].cumsum(dim=-1)  # b  [B, H, C]
+        log_last = log_decay[..., -1:, None]  # b_C  [B, H, 1, 1]
+        size = k_n.shape[2]
+        causal = torch.ones(size, size, dtype=torch.bool, device=q.device).tril()
+        gamma = (log_decay[..., :, None] - log_decay[..., None, :]).masked_fill(
+            ~causal, -math.inf).exp()  # Γ  [B, H, C, C], 0 for j > i
+        lower = torch.eye(size, dtype=q.dtype, device=q.device) + (
+            beta_n * (k_n @ k_n.transpose(-1, -2) * gamma)).tril(-1)  # L
+        from_start = log_decay[..., None].exp()  # e^b  [B, H, C, 1]
+        w = torch.linalg.solve_triangular(lower, beta_n * k_n * from_start, upper=False,
+                                          unitriangular=True)
+        u = torch.linalg.solve_triangular(lower, beta_n * v_n, upper=False, unitriangular=True)
+        v_new = u - w @ state  # U − W S
+        outputs.append((q_n * from_start) @ state + (q_n @ k_n.transpose(-1, -2) * gamma) @ v_new)
+        to_end = (log_last - log_decay[..., None]).exp()  # e^(b_C − b)  [B, H, C, 1]
+        state = log_last.exp() * state + (k_n * to_end).transpose(-1, -2) @ v_new  # S_[n+1]
+    return torch.cat(outputs, dim=2), (state if output_final_state else None)
 
 
 # ----------------------------------------------------------------------------------------------

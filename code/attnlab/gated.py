@@ -1,4 +1,5 @@
-"""Decayed and gated linear attention (MATH.md §3): the state forgets, channel by channel.
+"""Decayed and gated linear attention (the Notation appendix, §3): the state forgets, channel
+by channel.
 
 Before each write the state is multiplied by a decay ``α_t = exp(g_t) ∈ (0, 1]``:
 
@@ -16,7 +17,8 @@ One kernel covers three models, by the shape and origin of the log-gate ``g = lo
 A scalar gate is the per-channel gate broadcast over Dk. The chunkwise form needs the decay
 between two positions, ``exp(B_i - B_j)`` with ``B`` the cumulative log-gate inside a chunk; it is
 always formed from differences (never ``exp(-B)`` alone, which overflows float32 once
-``-B ≳ 88``).
+``-B ≳ 88``). ``gla_chunk_reference`` writes it out chunk by chunk; ``gla_chunk`` computes the
+same numbers with the private fast engine (``attnlab._chunk_engine``).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from . import _chunk_engine as engine
 from ._checks import (
     check_choice,
     check_layer_input,
@@ -35,20 +38,10 @@ from ._checks import (
     check_tensor,
     resolve_scale,
 )
+from ._chunk_engine import decay_exp
 from .attention import merge_heads, split_heads
 from .blocks import HeadRMSNorm, RecurrentCache
-from .linear import (
-    ConvQKV,
-    check_qkv,
-    check_recurrent_cache,
-    chunk_states,
-    merge_chunks,
-    split_chunks,
-)
-
-MAX_FACTORISED_SPAN = 40.0
-"""Largest log-decay inside a block (per channel) for which ``channel_decay_scores`` uses one
-reference point: the factors then lie in e^(±20), far from float32 overflow and underflow."""
+from .linear import ConvQKV, check_qkv, check_recurrent_cache
 
 GLA_GATE_NORMALIZER = 16.0
 """GLA's gate is ``logsigmoid(·) / 16`` (FLA ``gate_logit_normalizer``): decays close to 1."""
@@ -77,22 +70,6 @@ def check_gate(g: object, sizes: dict[str, int], q: torch.Tensor) -> torch.Tenso
     return g
 
 
-def decay_exp(x: torch.Tensor) -> torch.Tensor:
-    """exp(x) for a log-decay x <= 0, floored just above the smallest normal float: at
-    e^-86.3 (3.3e-38) in float32, e^-707.4 in float64.
-
-    On x86 CPUs, exp of numbers near or below the underflow limit (and of -inf) takes a slow
-    path, 10 to 40 times slower (measured with torch 2.13). The floor changes a decay factor
-    by less than 3.3e-38 in float32, far below the precision of any sum it enters.
-    """
-    return torch.exp(x.clamp(min=math.log(torch.finfo(x.dtype).tiny) + 1))
-
-
-def _per_channel(g: torch.Tensor) -> torch.Tensor:
-    """``[B, H, T]`` -> ``[B, H, T, 1]`` (broadcasts over Dk); a per-channel gate is unchanged."""
-    return g.unsqueeze(-1) if g.dim() == 3 else g
-
-
 # --------------------------------------------------------------------------- kernels
 def gla_recurrent(
     q: torch.Tensor,
@@ -112,8 +89,9 @@ def gla_recurrent(
     channel) or ``[B, H, T]`` (one per head: Mamba-2/SSD; a constant ``g = log γ`` is RetNet),
     ``g <= 0``; state ``[B, H, Dk, Dv]``. Returns ``(o [B, H, T, Dv], S_T or None)``.
     """
-    sizes = check_qkv(q, k, v, initial_state)
-    alpha = torch.exp(_per_channel(check_gate(g, sizes, q)))  # [B, H, T, Dk or 1]
+    sizes = check_qkv(q, k, v, initial_state=initial_state)
+    g = check_gate(g, sizes, q)
+    alpha = torch.exp(g.unsqueeze(-1) if g.dim() == 3 else g)  # [B, H, T, Dk or 1]
     q = q * resolve_scale(scale, sizes["Dk"])
     state = initial_state
     if state is None:
@@ -138,90 +116,6 @@ def segment_decay(b: torch.Tensor) -> torch.Tensor:
     return decay_exp(diff).tril()  # tril, not a masked fill: about 10x faster on a CPU
 
 
-def channel_decay_scores(q: torch.Tensor, k: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """A_ij = Σ_d q_id k_jd exp(B_id - B_jd) for j <= i (else 0), never forming exp(±B) alone.
-
-    q, k ``[..., C, Dk]``; b ``[..., C, Dk]`` holds B, the cumulative log-gates along C (it only
-    decreases). Returns A ``[..., C, C]``. If the decay inside the block is small (span
-    ``B_first - B_last <= MAX_FACTORISED_SPAN`` in every channel), one reference point serves
-    the whole block (``factorised_decay_scores``). Otherwise split it into an earlier half E
-    and a later half L, with ``r`` the value of B at the last position of E:
-
-        A = [[A_EE, 0], [A_LE, A_LL]],    exp(B_i - B_j) = exp(B_i - r) · exp(r - B_j)  (i∈L, j∈E)
-
-    Both factors are <= 1, so ``A_LE`` is the matmul of ``q ⊙ exp(B - r)`` and
-    ``k ⊙ exp(r - B)``: bounded tensors. A_EE and A_LL are computed the same way (all blocks of
-    one level in one batched call). At most log2(C) levels, each one pass over q and k; finite
-    for any gates.
-    """
-    size = q.shape[-2]
-    if size == 1 or b.numel() == 0 or (b[..., 0, :] - b[..., -1, :]).max() <= MAX_FACTORISED_SPAN:
-        return factorised_decay_scores(q, k, b)
-    if size % 2:  # one more step with a zero query and key and no decay, cropped at the end
-        q, k = (F.pad(x, (0, 0, 0, 1)) for x in (q, k))
-        b = torch.cat([b, b[..., -1:, :]], dim=-2)
-    half = (size + 1) // 2
-    r = b[..., half - 1 : half, :]  # B at the end of the earlier half
-    q_later = q[..., half:, :] * decay_exp(b[..., half:, :] - r)
-    k_earlier = k[..., :half, :] * decay_exp(r - b[..., :half, :])
-    cross = q_later @ k_earlier.transpose(-1, -2)  # A_LE
-    inner = channel_decay_scores(*(x.unflatten(-2, (2, half)) for x in (q, k, b)))
-    scores = torch.cat([
-        torch.cat([inner[..., 0, :, :], torch.zeros_like(cross)], dim=-1),  # [A_EE, 0]
-        torch.cat([cross, inner[..., 1, :, :]], dim=-1),  # [A_LE, A_LL]
-    ], dim=-2)
-    return scores[..., :size, :size]
-
-
-def factorised_decay_scores(q: torch.Tensor, k: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """A = ((Q ⊙ e^(B - r)) (K ⊙ e^(r - B))ᵀ) ⊙ M with one reference point per block and
-    channel, r = (B_first + B_last) / 2.
-
-    Exact, since e^(B_i - r) e^(r - B_j) = e^(B_i - B_j), but the factors reach
-    e^(±span/2) with span = B_first - B_last: safe for spans up to ``MAX_FACTORISED_SPAN``
-    only (with -20 per step over 64 steps they overflow float32). Shapes as
-    ``channel_decay_scores``.
-    """
-    r = (b[..., :1, :] + b[..., -1:, :]) / 2
-    scores = (q * torch.exp(b - r)) @ (k * torch.exp(r - b)).transpose(-1, -2)
-    return scores.tril_()
-
-
-def channel_decay_terms(
-    rows: tuple[torch.Tensor, ...], k: torch.Tensor, b: torch.Tensor
-) -> tuple[list[torch.Tensor], list[torch.Tensor], torch.Tensor]:
-    """Every decayed term a chunkwise kernel with per-channel gates needs, for one or more row
-    tensors x (GLA: q; KDA: q and k) against the keys k of the same chunks:
-
-        A_x[i, j] = Σ_d x_id k_jd e^(B_id − B_jd) [j ≤ i],     x ⊙ e^B,     k ⊙ e^(b_C − B)
-
-    rows and k ``[..., C, Dk]``; b ``[..., C, Dk]`` holds B, the cumulative log-gates (b_C its
-    last row). Returns ([A_x ``[..., C, C]`` per row tensor], [x ⊙ e^B per row tensor],
-    k ⊙ e^(b_C − B)).
-
-    When every block's decay span B_first − B_last is at most ``MAX_FACTORISED_SPAN``, all of
-    them come from one exponential, f = e^(B − r) with r = (B_first + B_last) / 2, and 1 / f:
-
-        A_x = ((x ⊙ f) (k ⊙ 1/f)ᵀ) ⊙ M
-        x ⊙ e^B = (x ⊙ f) ⊙ e^r
-        k ⊙ e^(b_C − B) = (k ⊙ 1/f) ⊙ e^(b_C − r)
-
-    (f and 1/f stay within e^(±span/2)). Otherwise ``channel_decay_scores`` splits the blocks and
-    ``decay_exp`` takes the two decays directly; both ways every factor stays finite.
-    """
-    b_last = b[..., -1:, :]
-    if b.shape[-2] > 1 and (b[..., 0, :] - b[..., -1, :]).max() > MAX_FACTORISED_SPAN:
-        scores = [channel_decay_scores(x, k, b) for x in rows]
-        return scores, [x * decay_exp(b) for x in rows], k * decay_exp(b_last - b)
-    r = (b[..., :1, :] + b_last) / 2
-    up = torch.exp(b - r)  # f = e^(B − r)
-    k_down = k / up  # k ⊙ e^(r − B)
-    x_up = [x * up for x in rows]
-    scores = [(x @ k_down.transpose(-1, -2)).tril_() for x in x_up]
-    from_start = torch.exp(r)  # e^r [..., 1, Dk]
-    return scores, [x * from_start for x in x_up], k_down * torch.exp(b_last - r)
-
-
 def gla_chunk(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -233,35 +127,75 @@ def gla_chunk(
     output_final_state: bool = False,
     chunk_size: int = 64,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """Gated linear attention chunk by chunk (MATH.md §3b–3c). With B the cumulative log-gate
-    inside chunk n (inclusive) and b_C its last row:
+    """Gated linear attention chunk by chunk (the Notation appendix, §3b–3c). With B the
+    cumulative log-gate inside chunk n (inclusive) and b_C its last row:
 
         O_[n]   = (s Q ⊙ e^B) S_[n] + A V,     A_ij = Σ_d s q_id k_jd e^(B_id - B_jd) [j <= i]
         S_[n+1] = Diag(e^(b_C)) S_[n] + (K ⊙ e^(b_C - B))ᵀ V
 
-    Every exponent in the state path is <= 0. A is built by ``segment_decay`` for a scalar gate
-    and by ``channel_decay_scores`` for a per-channel one. Arguments and shapes as
-    ``gla_recurrent``; any T works (the last chunk is padded with zero gates).
+    The numbers of :func:`gla_chunk_reference`, computed by the private fast engine: all
+    chunks' decayed scores at once, factorised around a reference point per chunk, so no
+    ``[C, C, Dk]`` tensor of exponentials and no exponent above e^20 for any gate. Arguments
+    and shapes as ``gla_recurrent``; any T works (the last chunk is padded with zero gates).
     """
-    sizes = check_qkv(q, k, v, initial_state)
+    sizes = check_qkv(q, k, v, initial_state=initial_state)
     g = check_gate(g, sizes, q)
-    # a sequence shorter than one chunk is one chunk: no padding work
-    chunk_size = min(check_positive_int("chunk_size", chunk_size), sizes["T"])
+    chunk_size = check_positive_int("chunk_size", chunk_size)
     q = q * resolve_scale(scale, sizes["Dk"])
     if initial_state is None:
         initial_state = q.new_zeros(sizes["B"], sizes["H"], sizes["Dk"], sizes["Dv"])
-    qc, kc, vc, gc = (split_chunks(x, chunk_size) for x in (q, k, v, _per_channel(g)))
-    b = gc.cumsum(-2)  # B [B, H, N, C, Dk or 1]
-    b_last = b[..., -1:, :]  # b_C [B, H, N, 1, Dk or 1]
-    if g.dim() == 3:
-        scores = (qc @ kc.transpose(-1, -2)) * segment_decay(b.squeeze(-1))
-        q_from_start, k_to_end = qc * decay_exp(b), kc * decay_exp(b_last - b)
-    else:
-        [scores], [q_from_start], k_to_end = channel_decay_terms((qc,), kc, b)
-    increments = k_to_end.transpose(-1, -2) @ vc  # [B, H, N, Dk, Dv]
-    states, final = chunk_states(initial_state, increments, decay_exp(b_last).transpose(-1, -2))
-    o = q_from_start @ states + scores @ vc
-    return merge_chunks(o, sizes["T"]), (final if output_final_state else None)
+    o, state = engine.gla_chunks(q, k, v, g=g, state=initial_state, chunk_size=chunk_size)
+    return o, (state if output_final_state else None)
+
+
+def gla_chunk_reference(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    *,
+    g: torch.Tensor,
+    scale: float | None = None,
+    initial_state: torch.Tensor | None = None,
+    output_final_state: bool = False,
+    chunk_size: int = 64,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Gated linear attention chunk by chunk, written out (GLA, Yang et al. 2024, its
+    chunkwise form; the Notation appendix, §3). In chunk n, B_i = g_1 + … + g_i sums the
+    log-gates from the chunk's start to position i (inclusive), so a write at j reaches
+    position i decayed over the half-open interval (j, i] (α_j acted before k_j v_jᵀ was
+    added), and the state entering the chunk is decayed over (0, i]:
+
+        A_ij    = Σ_d q_id k_jd e^(B_id − B_jd)   for j ≤ i, else 0      (decayed scores)
+        O_[n]   = (Q ⊙ e^B) S_[n] + A V
+        S_[n+1] = Diag(e^(B_C)) S_[n] + (K ⊙ e^(B_C − B))ᵀ V              (B_C: last row of B)
+
+    Every exponent is ≤ 0 (B only decreases, and j > i is masked before ``exp``), so gates of
+    any size stay finite. g is ``[B, H, T, Dk]`` or ``[B, H, T]`` (one gate per head); the last
+    chunk may be shorter than C. Arguments and shapes as :func:`gla_recurrent`.
+    """
+    sizes = check_qkv(q, k, v, initial_state=initial_state)
+    g = check_gate(g, sizes, q)
+    g = g.unsqueeze(-1) if g.dim() == 3 else g  # [B, H, T, Dk or 1]
+    chunk_size = check_positive_int("chunk_size", chunk_size)
+    q = q * resolve_scale(scale, sizes["Dk"])
+    state = initial_state
+    if state is None:
+        state = q.new_zeros(sizes["B"], sizes["H"], sizes["Dk"], sizes["Dv"])
+    outputs = []
+    for start in range(0, sizes["T"], chunk_size):
+        chunk = slice(start, start + chunk_size)  # the last chunk may be shorter
+        q_n, k_n, v_n = q[:, :, chunk], k[:, :, chunk], v[:, :, chunk]  # [B, H, C, D]
+        log_decay = g[:, :, chunk].cumsum(dim=2)  # B  [B, H, C, Dk or 1]
+        log_last = log_decay[:, :, -1:]  # B_C  [B, H, 1, Dk or 1]
+        size = q_n.shape[2]
+        causal = torch.ones(size, size, dtype=torch.bool, device=q.device).tril()
+        pair = log_decay[:, :, :, None] - log_decay[:, :, None, :]  # B_i − B_j  [B, H, C, C, ·]
+        pair_decay = pair.masked_fill(~causal[..., None], -math.inf).exp()  # 0 for j > i
+        scores = torch.einsum("bhid,bhijd,bhjd->bhij", q_n, pair_decay, k_n)  # A
+        outputs.append((q_n * log_decay.exp()) @ state + scores @ v_n)  # O_[n]
+        state = log_last.exp().transpose(-1, -2) * state + (
+            (k_n * (log_last - log_decay).exp()).transpose(-1, -2) @ v_n)  # S_[n+1]
+    return torch.cat(outputs, dim=2), (state if output_final_state else None)
 
 
 # --------------------------------------------------------------------------- gates

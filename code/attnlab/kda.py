@@ -9,6 +9,10 @@ data-dependent rate::
 i.e. first decay, S' = Diag(α_t) S_{t-1}, then the delta-rule write on the decayed state,
 S_t = S' + β_t k_t (v_t − S'ᵀ k_t)ᵀ. The order matters: Diag(α) and k kᵀ do not commute.
 
+``kda_chunk_reference`` is the chunkwise form written out chunk by chunk (Kimi Linear eqs.
+6–9); ``kda_chunk`` computes the same numbers with the private fast engine
+(``attnlab._chunk_engine``).
+
 Shapes: q, k ``[B, H, T, Dk]``; v ``[B, H, T, Dv]``; per-channel log-gates g ``[B, H, T, Dk]``
 (≤ 0); beta ``[B, H, T]``; states ``[B, H, Dk, Dv]``, read as ``o = Sᵀ q``.
 """
@@ -21,7 +25,9 @@ import time
 import torch
 from torch import nn
 
-from ._checks import check_positive_int, check_range, check_tensor, resolve_scale
+from . import _chunk_engine as engine
+from ._checks import check_finite, check_positive_int, check_range, check_tensor, resolve_scale
+from ._chunk_engine import solve_unit_lower, ut_lower
 from .attention import split_heads
 from .delta import (
     CHANNEL_GATE_DIMS,
@@ -29,31 +35,29 @@ from .delta import (
     _delta_write,
     _DeltaLayerBase,
     _read,
-    _solve_unit_lower,
     _start_state,
-    _ut_matrix,
-    decayed_chunk_recurrence,
+    check_beta,
 )
 from .gated import init_softplus_decay, softplus_decay_gate
-from .linear import merge_chunks, split_chunks
 
 
-def _kda_step(
+def kda_update(
     q: torch.Tensor,
     k: torch.Tensor,
     v: torch.Tensor,
+    *,
     g: torch.Tensor,
     beta: torch.Tensor,
     state: torch.Tensor,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """One KDA token (q already scaled; no checks):
+    """One KDA token, the definition (q already scaled; no checks: :func:`kda_step` checks):
 
         S' = Diag(exp(g)) S        S_new = S' + β k (v − S'ᵀ k)ᵀ        o = S_newᵀ q
 
     q, k, g [B, H, Dk]; v [B, H, Dv]; beta [B, H]; state [B, H, Dk, Dv] -> (o [B, H, Dv], S_new).
     """
     decayed = g.exp()[..., :, None] * state
-    state = _delta_write(decayed, k, v, beta)
+    state = _delta_write(decayed, k, v, beta=beta)
     return _read(state, q), state
 
 
@@ -71,8 +75,9 @@ def kda_step(
 
         S' = Diag(α) S,  α = exp(g)     S_new = S' + β k (v − S'ᵀ k)ᵀ     o = S_newᵀ (scale · q)
 
-    q, k [B, H, Dk]; v [B, H, Dv]; g [B, H, Dk] ≤ 0; beta [B, H] in [0, 2];
-    state [B, H, Dk, Dv]. Returns (o [B, H, Dv], new state [B, H, Dk, Dv]).
+    q, k [B, H, Dk]; v [B, H, Dv]; g [B, H, Dk] ≤ 0; beta [B, H] with β‖k‖² ≤ 2
+    (``delta.check_beta``); state [B, H, Dk, Dv]; all finite. Returns (o [B, H, Dv], new state
+    [B, H, Dk, Dv]).
     """
     sizes = check_tensor("q", q, ("B", "H", "Dk"))
     like_q = {"dtype": q.dtype, "device": q.device}
@@ -81,12 +86,14 @@ def kda_step(
     check_tensor("g", g, ("B", "H", "Dk"), sizes, **like_q)
     check_tensor("beta", beta, ("B", "H"), sizes, **like_q)
     check_tensor("state", state, ("B", "H", "Dk", "Dv"), sizes, **like_q)
-    check_range("beta", beta, 0.0, 2.0)
+    for name, x in (("q", q), ("k", k), ("v", v), ("state", state)):
+        check_finite(name, x)
+    check_beta(beta, k)
     check_range("g", g, None, 0.0)
     if torch.isinf(g).any():
         raise ValueError("g: expected finite log-gates (g = log α, α > 0), got -inf")
     q = q * resolve_scale(scale, sizes["Dk"])
-    return _kda_step(q, k, v, g, beta, state)
+    return kda_update(q, k, v, g=g, beta=beta, state=state)
 
 
 def kda_recurrent(
@@ -105,7 +112,7 @@ def kda_recurrent(
         S'  = Diag(α_t) S_{t-1},   α_t = exp(g_t)
         S_t = S' + β_t k_t (v_t − S'ᵀ k_t)ᵀ          o_t = S_tᵀ (scale · q_t)
 
-    q, k [B, H, T, Dk]; v [B, H, T, Dv]; g [B, H, T, Dk] ≤ 0; beta [B, H, T] in [0, 2];
+    q, k [B, H, T, Dk]; v [B, H, T, Dv]; g [B, H, T, Dk] ≤ 0; beta [B, H, T] (``delta.check_beta``);
     initial_state [B, H, Dk, Dv] (zeros if None). Returns o [B, H, T, Dv] and S_T (or None).
     """
     sizes = _check_kernel_inputs(
@@ -115,7 +122,8 @@ def kda_recurrent(
     state = _start_state(initial_state, sizes, q)
     outputs = []
     for t in range(sizes["T"]):
-        o_t, state = _kda_step(q[:, :, t], k[:, :, t], v[:, :, t], g[:, :, t], beta[:, :, t], state)
+        o_t, state = kda_update(q[:, :, t], k[:, :, t], v[:, :, t], g=g[:, :, t],
+                                beta=beta[:, :, t], state=state)
         outputs.append(o_t)
     return torch.stack(outputs, dim=2), (state if output_final_state else None)
 
@@ -132,38 +140,92 @@ def kda_chunk(
     output_final_state: bool = False,
     chunk_size: int = 64,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """KDA chunk by chunk (KL eqs. 6–9, MATH.md §6), with the index erratum fixed.
-
-    Within a chunk, B is the cumulative sum of g over positions [C, Dk], b_C its last row, and
-    the decay from position j to i excludes j: γ_(j,i] = Π_{s=j+1..i} α_s = exp(B_i − B_j).
+    """KDA chunk by chunk (KL eqs. 6–9; the Notation appendix, §6), with the index erratum
+    fixed: the decay from position j to i excludes j, γ_(j,i] = exp(B_i − B_j).
 
         A_kk[i, j] = k_iᵀ Diag(γ_(j,i]) k_j (i > j),    A_qk[i, j] = q_iᵀ Diag(γ_(j,i]) k_j (i ≥ j)
-        L = I + StrictTril(diag(β) A_kk)                (its inverse formed for all chunks at once)
-        V_new = L⁻¹ diag(β) (V − (e^B ⊙ K) S)
+        L = I + StrictTril(diag(β) A_kk)
+        V_new = L⁻¹ diag(β) (V − (e^B ⊙ K) S)              (= U − W S, KL's W and U)
         O = (e^B ⊙ Q) S + A_qk V_new
         S ← Diag(e^{b_C}) S + (e^{b_C − B} ⊙ K)ᵀ V_new
 
-    V_new = U − W S with KL's W = 𝓜 (e^B ⊙ K), U = 𝓜 V, 𝓜 = L⁻¹ diag(β) (KL eqs. 6–9).
-
-    All of it is ``delta.decayed_chunk_recurrence`` (shared with Gated DeltaNet). Its A_kk, A_qk
-    and decayed inputs come from ``channel_decay_terms`` (shared with GLA), which never forms
-    exp(−B) alone: from one reference point per chunk when the chunk's decay is mild, else by
-    ``channel_decay_scores``'s split. So gates of −20 per step stay finite in float32, and so
-    do the gradients.
+    The numbers of :func:`kda_chunk_reference`, computed by the private fast engine (shared
+    with Gated DeltaNet): all chunks' A_kk and A_qk by matrix products, factorised around one
+    reference point per chunk (or per half, quarter, … when a chunk decays by more than e^40),
+    the UT inverse for all chunks at once, then three fused products per chunk. No exponent
+    exceeds e^20, so gates of −30 per step stay finite in float32, and so do the gradients.
     Same arguments as :func:`kda_recurrent`, plus ``chunk_size`` (any T is accepted).
     """
     sizes = _check_kernel_inputs(
         q, k, v, beta=beta, g=g, gate_dims=CHANNEL_GATE_DIMS, initial_state=initial_state
     )
-    # a sequence shorter than one chunk is one chunk: no padding work
-    chunk_size = min(check_positive_int("chunk_size", chunk_size), sizes["T"])
+    chunk_size = check_positive_int("chunk_size", chunk_size)
     q = q * resolve_scale(scale, sizes["Dk"])
-    qc, kc, vc, gc = (split_chunks(x, chunk_size) for x in (q, k, v, g))  # [B, H, N, C, D]
-    bc = split_chunks(beta.unsqueeze(-1), chunk_size).squeeze(-1)  # [B, H, N, C]
-    b = gc.cumsum(dim=-2)  # B  [B, H, N, C, Dk]
+    o, state = engine.decayed_delta_rule_chunks(
+        q, k, v, g=g, beta=beta, state=_start_state(initial_state, sizes, q),
+        chunk_size=chunk_size)
+    return o, (state if output_final_state else None)
+
+
+def kda_chunk_reference(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    *,
+    g: torch.Tensor,
+    beta: torch.Tensor,
+    scale: float | None = None,
+    initial_state: torch.Tensor | None = None,
+    output_final_state: bool = False,
+    chunk_size: int = 64,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """KDA chunk by chunk, written out (Kimi Linear eqs. 6–9, with the index erratum fixed;
+    the Notation appendix, §6). In chunk n, B_i = g_1 + … + g_i ∈ R^Dk sums the log-gates
+    from the chunk's start to position i, so the decay from a write at j to position i is
+    γ_(j,i] = exp(B_i − B_j), over the half-open interval (j, i]: α_j acted on the state
+    before token j wrote. With S = S_[n] the state entering the chunk:
+
+        A_qk[i, j] = q_iᵀ Diag(γ_(j,i]) k_j  (j ≤ i),   A_kk[i, j] = k_iᵀ Diag(γ_(j,i]) k_j  (j < i)
+        L = I + StrictTril(diag(β) A_kk)
+        W = L⁻¹ diag(β) (e^B ⊙ K),   U = L⁻¹ diag(β) V                (triangular solves)
+        O_[n] = (e^B ⊙ Q) S + A_qk (U − W S)
+        S_[n+1] = Diag(e^(B_C)) S + (e^(B_C − B) ⊙ K)ᵀ (U − W S)
+
+    One decay per channel: A_qk is not one product Q Kᵀ times a C × C matrix, so it is summed
+    here over a [C, C, Dk] tensor of decays. Every exponent is ≤ 0 (j > i is masked before
+    ``exp``), so any gate stays finite; the last chunk may be shorter. Same arguments as
+    :func:`kda_recurrent`, plus ``chunk_size``.
+    """
+    sizes = _check_kernel_inputs(
+        q, k, v, beta=beta, g=g, gate_dims=CHANNEL_GATE_DIMS, initial_state=initial_state
+    )
+    chunk_size = check_positive_int("chunk_size", chunk_size)
+    q = q * resolve_scale(scale, sizes["Dk"])
     state = _start_state(initial_state, sizes, q)
-    o, state = decayed_chunk_recurrence(qc, kc, vc, bc, b, state)
-    return merge_chunks(o, sizes["T"]), (state if output_final_state else None)
+    outputs = []
+    for start in range(0, sizes["T"], chunk_size):
+        chunk = slice(start, start + chunk_size)  # the last chunk may be shorter
+        q_n, k_n, v_n = q[:, :, chunk], k[:, :, chunk], v[:, :, chunk]  # [B, H, C, D]
+        beta_n = beta[:, :, chunk, None]  # [B, H, C, 1]
+        log_decay = g[:, :, chunk].cumsum(dim=2)  # B  [B, H, C, Dk]
+        log_last = log_decay[:, :, -1:]  # B_C  [B, H, 1, Dk]
+        size = k_n.shape[2]
+        causal = torch.ones(size, size, dtype=torch.bool, device=q.device).tril()
+        pair = log_decay[:, :, :, None] - log_decay[:, :, None, :]  # B_i − B_j  [B, H, C, C, Dk]
+        gamma = pair.masked_fill(~causal[..., None], -math.inf).exp()  # γ_(j,i], 0 for j > i
+        a_qk = torch.einsum("bhid,bhijd,bhjd->bhij", q_n, gamma, k_n)  # (1) A_qk
+        a_kk = torch.einsum("bhid,bhijd,bhjd->bhij", k_n, gamma, k_n)  # (1) A_kk
+        lower = torch.eye(size, dtype=q.dtype, device=q.device) + (beta_n * a_kk).tril(-1)  # L
+        w = torch.linalg.solve_triangular(lower, beta_n * log_decay.exp() * k_n, upper=False,
+                                          unitriangular=True)  # (2) W
+        u = torch.linalg.solve_triangular(lower, beta_n * v_n, upper=False,
+                                          unitriangular=True)  # (3) U
+        v_new = u - w @ state  # U − W S
+        outputs.append((log_decay.exp() * q_n) @ state + a_qk @ v_new)  # (4) O_[n]
+        to_end = (log_last - log_decay).exp()  # e^(B_C − B)  [B, H, C, Dk]
+        state = (log_last.exp().transpose(-1, -2) * state  # (4) S_[n+1]
+                 + (to_end * k_n).transpose(-1, -2) @ v_new)
+    return torch.cat(outputs, dim=2), (state if output_final_state else None)
 
 
 def kda_parallel(
@@ -176,7 +238,8 @@ def kda_parallel(
     scale: float | None = None,
     include_start: bool = False,
 ) -> tuple[torch.Tensor, None]:
-    """KDA for a whole sequence at once, from S_0 = 0, with every decay written out (MATH.md §6).
+    """KDA for a whole sequence at once, from S_0 = 0, with every decay written out (the
+    Notation appendix, §6).
 
         γ_(j,i] = Π_{s=j+1..i} α_s = exp(B_i − B_j)      the decay from token j to token i
         A_qk[i, j] = q_iᵀ Diag(γ_(j,i]) k_j  (j ≤ i)
@@ -186,9 +249,10 @@ def kda_parallel(
     with B the cumulative sum of g over the whole sequence. ``include_start=True`` uses
     γ_[j,i] = Π_{s=j..i} α_s instead: the Kimi Linear report's own definition
     γ^{i→j} := Π_{k=i..j} α_k (its §2.1) read literally in its chunk equations. That is the
-    report's index erratum (MATH.md §6, §10): a different model, which already fails at the
-    first token (o_1 would be read through Diag(α_1) once more). Kept to measure the difference.
-    q, k [B, H, T, Dk]; v [B, H, T, Dv]; g [B, H, T, Dk] ≤ 0; beta [B, H, T] in [0, 2].
+    report's index erratum (the Notation appendix, §6 and §10): a different model, which
+    already fails at the first token (o_1 would be read through Diag(α_1) once more). Kept to
+    measure the difference. q, k [B, H, T, Dk]; v [B, H, T, Dv]; g [B, H, T, Dk] ≤ 0; beta
+    [B, H, T] (``delta.check_beta``).
     Returns (o [B, H, T, Dv], None). Holds [B, H, T, T, Dk] decays: short sequences only.
     """
     sizes = _check_kernel_inputs(q, k, v, beta=beta, g=g, gate_dims=CHANNEL_GATE_DIMS)
@@ -204,7 +268,7 @@ def kda_parallel(
     gamma = log_decay.masked_fill(future[..., None], -math.inf).exp()  # 0 for j > i
     a_qk = torch.einsum("bhid,bhijd,bhjd->bhij", q, gamma, k)
     a_kk = torch.einsum("bhid,bhijd,bhjd->bhij", k, gamma, k)
-    pseudo_values = _solve_unit_lower(_ut_matrix(a_kk, beta), beta[..., None] * v)
+    pseudo_values = solve_unit_lower(ut_lower(a_kk, beta), beta[..., None] * v)
     return a_qk @ pseudo_values, None
 
 
@@ -220,7 +284,7 @@ def kda_states(
 
         S_t = (I − β_t k_t k_tᵀ) Diag(α_t) S_{t−1} + β_t k_t v_tᵀ,   α_t = exp(g_t)
 
-    k [B, H, T, Dk]; v [B, H, T, Dv]; g [B, H, T, Dk] ≤ 0; beta [B, H, T] in [0, 2];
+    k [B, H, T, Dk]; v [B, H, T, Dv]; g [B, H, T, Dk] ≤ 0; beta [B, H, T] (``delta.check_beta``);
     initial_state S_0 [B, H, Dk, Dv] (zeros if None). Returns [B, H, T, Dk, Dv]: T times the
     memory of one state, so for short sequences.
     """
@@ -231,18 +295,20 @@ def kda_states(
     states = []
     for t in range(sizes["T"]):
         state = _delta_write(g[:, :, t].exp()[..., :, None] * state, k[:, :, t], v[:, :, t],
-                             beta[:, :, t])
+                             beta=beta[:, :, t])
         states.append(state)
     return torch.stack(states, dim=2)
 
 
 def _check_transition_inputs(k: torch.Tensor, g: torch.Tensor, beta: torch.Tensor) -> dict:
-    """k [B, H, C, Dk], g [B, H, C, Dk] (finite, ≤ 0), beta [B, H, C] in [0, 2]; the sizes."""
+    """k [B, H, C, Dk] (finite), g [B, H, C, Dk] (finite, ≤ 0), beta [B, H, C]
+    (``delta.check_beta``); the sizes."""
     sizes = check_tensor("k", k, ("B", "H", "C", "Dk"))
     like = {"dtype": k.dtype, "device": k.device}
     check_tensor("g", g, ("B", "H", "C", "Dk"), sizes, **like)
     check_tensor("beta", beta, ("B", "H", "C"), sizes, **like)
-    check_range("beta", beta, 0.0, 2.0)
+    check_finite("k", k)
+    check_beta(beta, k)
     check_range("g", g, None, 0.0)
     if not torch.isfinite(g).all():
         raise ValueError("g: expected finite log-gates (g = log α, α > 0)")
@@ -283,7 +349,8 @@ def kda_wy_transitions(
     γ^{i→r} = Π_{s=i+1..r} α_s = exp(B_r − B_i) (B the cumulative sum of g): this is what FLA
     implements as exp(g_last − g_i), and then the result equals :func:`kda_transition_products`.
     ``include_start=True`` reads γ^{i→r} with the report's own §2.1 definition,
-    Π_{s=i..r} α_s, which already fails at r = 1 (MATH.md §6, §10: the index erratum).
+    Π_{s=i..r} α_s, which already fails at r = 1 (the Notation appendix, §6 and §10: the
+    index erratum).
     k, g [B, H, C, Dk]; beta [B, H, C]. Returns [B, H, C, Dk, Dk].
     """
     sizes = _check_transition_inputs(k, g, beta)

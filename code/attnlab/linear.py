@@ -1,4 +1,4 @@
-"""Linear attention (MATH.md §2): one state matrix instead of a growing KV cache.
+"""Linear attention (the Notation appendix, §2): one state matrix instead of a growing cache.
 
 Replace softmax(q·k) by a plain dot product of (feature-mapped) queries and keys, and causal
 attention becomes a recurrence with a fixed-size state ``S [Dk, Dv]`` per head:
@@ -12,8 +12,9 @@ With ``normalize=True`` a running key sum ``z_t = z_{t-1} + k_t`` divides the ou
 the scale ``s`` (default ``1/sqrt(Dk)``) multiplies q. Kernels take q and k as given: the layer
 applies the feature map.
 
-The chunk helpers here (``split_chunks``, ``merge_chunks``, ``chunk_states``) and the input
-checks (``check_qkv``) are shared by the gated kernels in ``attnlab.gated``.
+``linear_attention_chunk_reference`` is the chunkwise form written out chunk by chunk, the one
+to read; ``linear_attention_chunk`` computes the same numbers with the private fast engine
+(``attnlab._chunk_engine``). The input checks (``check_qkv``) are shared by the gated kernels.
 """
 
 from __future__ import annotations
@@ -23,11 +24,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
+from . import _chunk_engine as engine
 from ._checks import (
     check_choice,
+    check_finite,
     check_layer_input,
     check_positive_int,
     check_tensor,
@@ -67,12 +69,14 @@ FEATURE_MAPS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
 
 # --------------------------------------------------------------------------- shared checks
 def check_qkv(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, initial_state: torch.Tensor | None = None
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, initial_state: torch.Tensor | None = None
 ) -> dict[str, int]:
     """Check q, k ``[B, H, T, Dk]``, v ``[B, H, T, Dv]`` and ``initial_state [B, H, Dk, Dv]``.
 
-    All must share q's dtype (float32 or float64) and device. Returns the sizes by name
-    (``B, H, T, Dk, Dv``); raises ``ValueError`` naming the offending argument.
+    All must share q's dtype (float32 or float64) and device, have at least one time step, and
+    hold only finite numbers (a NaN or inf would spread to every later output and the state).
+    Returns the sizes by name (``B, H, T, Dk, Dv``); raises ``ValueError`` naming the offending
+    argument.
     """
     sizes = check_tensor("q", q, ("B", "H", "T", "Dk"))
     if sizes["T"] == 0:
@@ -82,6 +86,9 @@ def check_qkv(
     if initial_state is not None:
         check_tensor("initial_state", initial_state, ("B", "H", "Dk", "Dv"), sizes,
                      dtype=q.dtype, device=q.device)
+    for name, x in (("q", q), ("k", k), ("v", v), ("initial_state", initial_state)):
+        if x is not None:
+            check_finite(name, x)
     return sizes
 
 
@@ -100,20 +107,29 @@ def _split_normalised_state(
 
 
 def _check_linear_inputs(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, initial_state: object, normalize: bool,
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, initial_state: object, normalize: bool,
     eps: float,
 ) -> tuple[dict[str, int], torch.Tensor, torch.Tensor | None]:
     """Check the inputs of a linear-attention kernel; return sizes and the zero-filled (S_0, z_0).
 
-    ``z_0`` is None unless ``normalize``.
+    ``z_0`` is None unless ``normalize``. Normalising needs non-negative features q, k (and
+    z_0): with negative entries the denominator z_tᵀ q_t can cross 0 and the output is
+    meaningless, so they are refused.
     """
     s0, z0 = _split_normalised_state(initial_state, normalize)
-    sizes = check_qkv(q, k, v, s0)
+    sizes = check_qkv(q, k, v, initial_state=s0)
     if normalize and z0 is not None:
         check_tensor("initial_state[1] (z)", z0, ("B", "H", "Dk"), sizes, dtype=q.dtype,
                      device=q.device)
+        check_finite("initial_state[1] (z)", z0)
     if isinstance(eps, bool) or not isinstance(eps, int | float) or eps < 0:
         raise ValueError(f"eps: expected a number >= 0, got {eps!r}")
+    if normalize:
+        for name, x in (("q", q), ("k", k), ("initial_state[1] (z)", z0)):
+            if x is not None and x.numel() and x.min() < 0:
+                raise ValueError(f"{name}: normalize=True expects non-negative features (apply "
+                                 f"a positive feature map such as elu_plus_one), got min "
+                                 f"{x.min().item():.4g}")
     b, h, dk, dv = sizes["B"], sizes["H"], sizes["Dk"], sizes["Dv"]
     if s0 is None:
         s0 = q.new_zeros(b, h, dk, dv)
@@ -131,50 +147,12 @@ def _final(
     return state if z is None else (state, z)
 
 
-# --------------------------------------------------------------------------- chunk helpers
-def split_chunks(x: torch.Tensor, chunk_size: int) -> torch.Tensor:
-    """``[B, H, T, D]`` -> ``[B, H, N, C, D]`` with ``N = ceil(T / C)``; the last chunk is
-    zero-padded (a zero key, value, query or log-gate changes nothing in any kernel here)."""
-    b, h, t, d = x.shape
-    n = -(-t // chunk_size)
-    if n * chunk_size > t:
-        x = F.pad(x, (0, 0, 0, n * chunk_size - t))
-    return x.reshape(b, h, n, chunk_size, d)
-
-
-def merge_chunks(x: torch.Tensor, length: int) -> torch.Tensor:
-    """``[B, H, N, C, D]`` -> ``[B, H, T, D]``: undo ``split_chunks``, dropping the padding."""
-    b, h, n, c, d = x.shape
-    return x.reshape(b, h, n * c, d)[:, :, :length]
-
-
-def chunk_states(
-    initial_state: torch.Tensor, increments: torch.Tensor, decay: torch.Tensor | None = None
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """The state entering every chunk: ``S_[0] = S_0``, ``S_[n+1] = decay_n ⊙ S_[n] + U_n``.
-
-    ``initial_state [B, H, Dk, Dv]``; ``increments`` U ``[B, H, N, Dk, Dv]``; ``decay`` (None
-    means 1) broadcasts against one state, e.g. ``[B, H, N, Dk, 1]`` for a per-key-channel decay.
-    Returns ``(states [B, H, N, Dk, Dv], S_[N])``. This loop over chunks is the only sequential
-    part of a chunkwise kernel.
-    """
-    states = []
-    state = initial_state
-    for n in range(increments.shape[2]):
-        states.append(state)
-        if decay is None:
-            state = state + increments[:, :, n]
-        else:
-            state = torch.addcmul(increments[:, :, n], decay[:, :, n], state)  # U + decay ⊙ S
-    return torch.stack(states, dim=2), state
-
-
+# --------------------------------------------------------------------------- kernels
 def causal_scores(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
     """Q Kᵀ ⊙ M over the last two axes: q, k ``[..., T, Dk]`` -> ``[..., T, T]``, zero for j > i."""
     return (q @ k.transpose(-1, -2)).tril_()
 
 
-# --------------------------------------------------------------------------- kernels
 def linear_attention_recurrent(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -198,7 +176,8 @@ def linear_attention_recurrent(
     only there to keep the division defined). Normalising assumes positive features (e.g.
     ``elu_plus_one``) so that the denominator stays away from 0.
     """
-    sizes, state, z = _check_linear_inputs(q, k, v, initial_state, normalize, eps)
+    sizes, state, z = _check_linear_inputs(
+        q, k, v, initial_state=initial_state, normalize=normalize, eps=eps)
     q = q * resolve_scale(scale, sizes["Dk"])
     outputs = []
     for t in range(sizes["T"]):
@@ -232,7 +211,8 @@ def linear_attention_parallel(
     Shapes and state format as ``linear_attention_recurrent``. Costs ``O(T² D)`` time and a
     ``[B, H, T, T]`` score matrix, like softmax attention.
     """
-    sizes, state, z = _check_linear_inputs(q, k, v, initial_state, normalize, eps)
+    sizes, state, z = _check_linear_inputs(
+        q, k, v, initial_state=initial_state, normalize=normalize, eps=eps)
     q = q * resolve_scale(scale, sizes["Dk"])
     scores = causal_scores(q, k)
     o = scores @ v + q @ state
@@ -262,23 +242,53 @@ def linear_attention_chunk(
     computation with a column of ones appended to V: its last output column is
     ``(s Q_[n] K_[n]ᵀ ⊙ M) 1 + s Q_[n] z_[n]`` and the last column of the state is z.
     Any T works (the last chunk is padded). Shapes and state format as
-    ``linear_attention_recurrent``; cost ``O(T C D + T Dk Dv)``.
+    ``linear_attention_recurrent``; cost ``O(T C D + T Dk Dv)``. The numbers of
+    :func:`linear_attention_chunk_reference`, from the private fast engine (all chunks' local
+    products at once).
     """
-    sizes, state, z = _check_linear_inputs(q, k, v, initial_state, normalize, eps)
-    # a sequence shorter than one chunk is one chunk: no padding work
-    chunk_size = min(check_positive_int("chunk_size", chunk_size), sizes["T"])
+    sizes, state, z = _check_linear_inputs(
+        q, k, v, initial_state=initial_state, normalize=normalize, eps=eps)
+    chunk_size = check_positive_int("chunk_size", chunk_size)
     q = q * resolve_scale(scale, sizes["Dk"])
-    if normalize:
-        v = torch.cat([v, torch.ones_like(v[..., :1])], dim=-1)
-        state = torch.cat([state, z.unsqueeze(-1)], dim=-1)
-    qc, kc, vc = (split_chunks(x, chunk_size) for x in (q, k, v))  # [B, H, N, C, D]
-    scores = causal_scores(qc, kc)
-    states, state = chunk_states(state, kc.transpose(-1, -2) @ vc)
-    o = merge_chunks(qc @ states + scores @ vc, sizes["T"])
-    if normalize:
-        o = o[..., :-1] / (o[..., -1:] + eps)
-        state, z = state[..., :-1], state[..., -1]
+    o, state, z = engine.linear_attention_chunks(q, k, v, state=state, normaliser=z, eps=eps,
+                                                 chunk_size=chunk_size)
     return o, _final(state, z, output_final_state)
+
+
+def linear_attention_chunk_reference(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    *,
+    scale: float | None = None,
+    initial_state: torch.Tensor | None = None,
+    output_final_state: bool = False,
+    chunk_size: int = 64,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Linear attention chunk by chunk, written out (the chunkwise form of Yang et al. 2024,
+    "Gated Linear Attention Transformers"; the Notation appendix, §2). For chunk n, with S_[n]
+    the state entering it (S_[0] = S_0):
+
+        O_[n]   = Q_[n] S_[n]  +  (Q_[n] K_[n]ᵀ ⊙ M) V_[n]       (from earlier chunks + inside)
+        S_[n+1] = S_[n] + K_[n]ᵀ V_[n]
+
+    M is the causal mask inside the chunk (j ≤ i). Each chunk is C tokens, the last one may be
+    shorter (any T). q, k [B, H, T, Dk]; v [B, H, T, Dv]; initial_state [B, H, Dk, Dv].
+    Returns (o [B, H, T, Dv], S_T or None). No normaliser: ``linear_attention_chunk`` gets it
+    by the same computation with a column of ones appended to V.
+    """
+    sizes, state, _ = _check_linear_inputs(
+        q, k, v, initial_state=initial_state, normalize=False, eps=0.0)
+    chunk_size = check_positive_int("chunk_size", chunk_size)
+    q = q * resolve_scale(scale, sizes["Dk"])
+    outputs = []
+    for start in range(0, sizes["T"], chunk_size):
+        chunk = slice(start, start + chunk_size)  # the last chunk may be shorter
+        q_n, k_n, v_n = q[:, :, chunk], k[:, :, chunk], v[:, :, chunk]  # [B, H, C, D]
+        inside = (q_n @ k_n.transpose(-1, -2)).tril()  # Q Kᵀ ⊙ M  [B, H, C, C]
+        outputs.append(q_n @ state + inside @ v_n)  # O_[n]
+        state = state + k_n.transpose(-1, -2) @ v_n  # S_[n+1]
+    return torch.cat(outputs, dim=2), (state if output_final_state else None)
 
 
 # --------------------------------------------------------------------------- cost of the forms
