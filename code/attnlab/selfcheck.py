@@ -142,12 +142,13 @@ def _raise_pending(pending: list[_Failed]) -> None:
         raise _Failed(pending[0].message)
 
 
-def _run(name: str, body: Callable[[], int]) -> CheckResult:
+def _run(name: str, body: Callable[[], list[str]]) -> CheckResult:
     try:
-        n_cases = body()
+        labels = body()
     except _Failed as failed:
         return CheckResult(name, False, failed.message, failed.mistake)
-    return CheckResult(name, True, f"matches the reference on all {n_cases} cases.")
+    return CheckResult(name, True, f"matches the package's reference in all {len(labels)} "
+                       f"cases ({'; '.join(labels)}).")
 
 
 def _randn(gen: torch.Generator, *shape: int, std: float = 1.0) -> torch.Tensor:
@@ -168,7 +169,7 @@ def _attention_cases(causal: bool) -> list[tuple[str, torch.Tensor, torch.Tensor
     return cases
 
 
-def _check_attention_fn(fn: Callable, causal: bool) -> int:
+def _check_attention_fn(fn: Callable, causal: bool) -> list[str]:
     cases = _attention_cases(causal)
     for label, q, k, v in cases:
         ref, _ = attention.softmax_attention(q, k, v, causal=causal)
@@ -187,7 +188,7 @@ def _check_attention_fn(fn: Callable, causal: bool) -> int:
             if _changes_with_future(fn, q, k, v, label):
                 fallback = "Future tokens change the output: the mask is missing or transposed."
         _diagnose(out, ref, label, attention_mistakes(q, k, v, causal), fallback)
-    return len(cases)
+    return [case[0] for case in cases]
 
 
 def _changes_with_future(fn: Callable, q, k, v, label: str) -> bool:
@@ -213,7 +214,7 @@ def check_causal_attention(fn: Callable) -> CheckResult:
 
 # --- one decoding step with a KV cache ---------------------------------------------------------
 
-def _check_decode(fn: Callable) -> int:
+def _check_decode(fn: Callable) -> list[str]:
     gen = torch.Generator().manual_seed(1)
     cases = [("one step from an empty cache", 0, 1), ("two steps", 0, 2), ("six steps", 0, 6),
              ("three steps after a prefix of 4 cached tokens", 4, 3)]
@@ -244,7 +245,7 @@ def _check_decode(fn: Callable) -> int:
             _diagnose_later(pending, out, ref[:, :, now], step, mistakes,
                             "Compare with o_t = softmax(K q_t / √d_k)ᵀ V over the whole cache.")
     _raise_pending(pending)
-    return len(cases) + 1
+    return [label for label, _, _ in [*cases, big]]
 
 
 def check_decode_step(fn: Callable) -> CheckResult:
@@ -299,7 +300,7 @@ def _reference(kind: str, c: dict) -> tuple[torch.Tensor, torch.Tensor]:
     return kda_recurrent(*args, g=c["g"], beta=c["beta"], **common)
 
 
-def _check_steps(fn: Callable, kind: str) -> int:
+def _check_steps(fn: Callable, kind: str) -> list[str]:
     cases = _step_cases(kind)
     pending: list[_Failed] = []
     for c in cases:
@@ -338,7 +339,7 @@ def _check_steps(fn: Callable, kind: str) -> int:
                                 "Compare your step with the equations in the docstring.")
             state = new_state.detach()
     _raise_pending(pending)
-    return len(cases)
+    return [c["label"] for c in cases]
 
 
 def _prefixed(mistakes: dict, prefix: str) -> dict:
