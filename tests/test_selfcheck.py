@@ -127,7 +127,15 @@ def test_decode_checker_names_each_mistake(fn, mistake):
 
 def test_attending_before_appending_to_an_empty_cache_is_explained():
     result = sc.check_decode_step(lambda *a: decode(*a, append="after"))
-    assert not result.ok and "append (k_t, v_t) before attending" in result.message
+    assert not result.ok and result.mistake == "attend_before_append", result
+
+    def crashes_on_empty(q_t, k_t, v_t, cache):
+        if cache.length == 0:
+            raise RuntimeError("softmax over no keys")
+        return decode(q_t, k_t, v_t, cache)
+
+    result = sc.check_decode_step(crashes_on_empty)
+    assert result.mistake == "exception" and "append (k_t, v_t) before attending" in result.message
 
 
 # --- recurrent steps ----------------------------------------------------------------------

@@ -119,9 +119,10 @@ STEP_MISTAKES = {
     "no_scale": "the output is √d_k too large: scale q by 1/√d_k before the read.",
     "no_correction": "matches while the state is empty but not once it holds something: the "
                      "write is additive. Subtract the prediction: v − Sᵀk.",
-    "no_beta": "at β = 0 the state still changed: β must multiply the whole correction.",
-    "beta_on_v_only": "at β = 0 your step erased the old value: β scales the whole correction "
-                      "β (v − Sᵀk), not only v.",
+    "no_beta": "your step writes as if β were 1: β must multiply the whole correction "
+               "β (v − Sᵀk), so that β = 0 leaves the state unchanged.",
+    "beta_on_v_only": "β scales only v in your correction, so even β = 0 would erase the old "
+                      "value: β multiplies the whole correction β (v − Sᵀk).",
     "sign_flipped": "the correction has the wrong sign: it is v − Sᵀk (target minus prediction).",
     "predict_with_q": "the prediction uses q: the state is corrected where it is written, at the "
                       "key (v − Sᵀk).",
