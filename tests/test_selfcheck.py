@@ -1,0 +1,244 @@
+"""The self-checks pass correct implementations and name each deliberate mistake."""
+
+import math
+
+import pytest
+import torch
+from attnlab import selfcheck as sc
+from attnlab.kda import kda_step
+
+# --- learner-style implementations of attention, with one knob per mistake -------------------
+
+def attention(q, k, v, *, causal=False, scale="sqrt", axis=-1, stable=True, mask="tril",
+              fill=float("-inf"), after=False, softmax=True):
+    d = q.shape[-1]
+    s = {"sqrt": 1 / math.sqrt(d), "none": 1.0, "d": 1 / d}[scale]
+    scores = s * q @ k.transpose(-2, -1)
+    t = q.shape[2]
+    allowed = {"tril": torch.ones(t, t).tril().bool(), "triu": torch.ones(t, t).triu().bool(),
+               "strict": torch.ones(t, t).tril(-1).bool()}[mask]
+    if causal and not after:
+        scores = scores.masked_fill(~allowed, fill)
+    if not softmax:
+        return scores @ v
+    if stable:
+        weights = torch.softmax(scores, dim=axis)
+    else:
+        e = scores.exp()
+        weights = e / e.sum(axis, keepdim=True)
+    if causal and after:
+        weights = weights * allowed
+    return weights @ v
+
+
+@pytest.mark.parametrize("wrong, mistake", [
+    (dict(scale="none"), "no_scale"),
+    (dict(scale="d"), "scale_1_over_d"),
+    (dict(axis=-2), "softmax_axis"),
+    (dict(stable=False), "nonfinite"),
+    (dict(softmax=False), "no_softmax"),
+    (dict(causal=True), "masked"),
+])
+def test_attention_checker_names_each_mistake(wrong, mistake):
+    assert sc.check_attention(lambda q, k, v: attention(q, k, v))
+    result = sc.check_attention(lambda q, k, v: attention(q, k, v, **wrong))
+    assert not result.ok and result.mistake == mistake, result
+    if mistake == "nonfinite":
+        assert "maximum" in result.message
+
+
+@pytest.mark.parametrize("wrong, mistake", [
+    (dict(causal=False), "mask_missing"),
+    (dict(mask="triu"), "mask_transposed"),
+    (dict(mask="strict"), "mask_strict"),
+    (dict(after=True), "mask_after_softmax"),
+    (dict(fill=0.0), "mask_with_zero"),
+    (dict(scale="none"), "no_scale"),
+    (dict(stable=False), "nonfinite"),
+])
+def test_causal_checker_names_each_mistake(wrong, mistake):
+    assert sc.check_causal_attention(lambda q, k, v: attention(q, k, v, causal=True))
+    options = dict(causal=True) | wrong
+    result = sc.check_causal_attention(lambda q, k, v: attention(q, k, v, **options))
+    assert not result.ok and result.mistake == mistake, result
+
+
+def test_errors_become_diagnoses_not_tracebacks():
+    def stub(q, k, v):
+        raise NotImplementedError
+
+    def broken(q, k, v):
+        return q @ k  # a shape error inside the learner's code
+
+    assert sc.check_attention(stub).mistake == "not_implemented"
+    result = sc.check_attention(broken)
+    assert result.mistake == "exception" and "RuntimeError" in result.message
+    assert sc.check_attention(lambda q, k, v: None).mistake == "type"
+    assert sc.check_attention(lambda q, k, v: q).mistake == "shape"
+
+
+def test_result_reads_well_in_a_notebook():
+    good = sc.check_attention(sc.reference_attention)
+    assert repr(good).startswith("✓") and "passed" in good._repr_markdown_()
+    bad = sc.check_attention(lambda q, k, v: attention(q, k, v, scale="none"))
+    assert repr(bad).startswith("✗") and "√d_k" in bad._repr_markdown_()
+
+
+# --- the cached decode step ---------------------------------------------------------------
+
+def decode(q_t, k_t, v_t, cache, *, append="before", scale="sqrt", square_mask=False):
+    if append == "before":
+        cache.append(k_t, v_t)
+    keys, values = cache.k, cache.v
+    if append == "after":
+        cache.append(k_t, v_t)
+    if append == "twice":
+        cache.append(k_t, v_t)
+        cache.append(k_t, v_t)
+    s = 1 / math.sqrt(q_t.shape[-1]) if scale == "sqrt" else 1.0
+    scores = s * q_t @ keys.transpose(-2, -1)
+    if square_mask:
+        allowed = torch.ones(1, keys.shape[2]).tril().bool()
+        scores = scores.masked_fill(~allowed, float("-inf"))
+    return torch.softmax(scores, -1) @ values
+
+
+def after_with_prefix(q_t, k_t, v_t, cache):
+    """Attends before appending, but copes with an empty cache (so only the values differ)."""
+    if cache.length == 0:
+        cache.append(k_t, v_t)
+        return v_t.clone()
+    return decode(q_t, k_t, v_t, cache, append="after")
+
+
+@pytest.mark.parametrize("fn, mistake", [
+    (lambda *a: decode(*a, append="none"), "cache_length"),
+    (lambda *a: decode(*a, append="twice"), "cache_length"),
+    (lambda *a: decode(*a, scale="none"), "no_scale"),
+    (lambda *a: decode(*a, square_mask=True), "square_mask"),
+    (after_with_prefix, "attend_before_append"),
+])
+def test_decode_checker_names_each_mistake(fn, mistake):
+    assert sc.check_decode_step(decode)
+    assert sc.check_decode_step(sc.reference_decode_step)
+    result = sc.check_decode_step(fn)
+    assert not result.ok and result.mistake == mistake, result
+
+
+def test_attending_before_appending_to_an_empty_cache_is_explained():
+    result = sc.check_decode_step(lambda *a: decode(*a, append="after"))
+    assert not result.ok and result.mistake == "attend_before_append", result
+
+    def crashes_on_empty(q_t, k_t, v_t, cache):
+        if cache.length == 0:
+            raise RuntimeError("softmax over no keys")
+        return decode(q_t, k_t, v_t, cache)
+
+    result = sc.check_decode_step(crashes_on_empty)
+    assert result.mistake == "exception" and "append (k_t, v_t) before attending" in result.message
+
+
+# --- recurrent steps ----------------------------------------------------------------------
+
+def step(q, k, v, *, state, beta=None, g=None, mistake=None, per_channel=False):
+    """A learner's delta-family step, with one common mistake switched on by name."""
+    q = q if mistake == "no_scale" else q / math.sqrt(q.shape[-1])
+    if g is None:
+        alpha = torch.ones(q.shape[:2] + (1, 1))
+    else:
+        log = g[..., :, None] if per_channel else g[..., None, None]
+        alpha = log if mistake == "gate_not_exp" else log.exp()
+    if mistake == "no_decay":
+        alpha = torch.ones_like(alpha)
+    if mistake == "normalised_keys":
+        k = k / k.norm(dim=-1, keepdim=True)
+    old = state
+    decayed = state if mistake == "decay_after_write" else alpha * state
+    if beta is None:
+        new = state + k[..., :, None] * v[..., None, :]
+    else:
+        b = torch.ones_like(beta) if mistake == "no_beta" else beta
+        source = state if mistake == "predict_undecayed" else decayed
+        pred = torch.einsum("bhkv,bhk->bhv", source, q if mistake == "predict_with_q" else k)
+        error = {"sign_flipped": pred - v, "beta_on_v_only": b[..., None] * v - pred,
+                 "no_correction": v}.get(mistake, v - pred)
+        weight = 1.0 if mistake == "beta_on_v_only" else b[..., None, None]
+        new = decayed + weight * k[..., :, None] * error[..., None, :]
+    if mistake == "decay_after_write":
+        new = alpha * new
+    if mistake == "in_place":
+        state += k[..., :, None] * v[..., None, :]
+        new = state
+    read = old if mistake == "read_before_write" else new
+    return torch.einsum("bhkv,bhk->bhv", read, q), new
+
+
+DELTA_MISTAKES = ["read_before_write", "no_scale", "no_correction", "no_beta", "beta_on_v_only",
+                  "sign_flipped", "predict_with_q", "normalised_keys"]
+GATE_MISTAKES = ["no_decay", "gate_not_exp", "decay_after_write", "predict_undecayed"]
+
+
+@pytest.mark.parametrize("mistake", ["read_before_write", "no_scale", "in_place"])
+def test_linear_step_checker_names_each_mistake(mistake):
+    assert sc.check_linear_attention_step(lambda q, k, v, *, state: step(q, k, v, state=state))
+    assert sc.check_linear_attention_step(sc.reference_linear_attention_step)
+    result = sc.check_linear_attention_step(
+        lambda q, k, v, *, state: step(q, k, v, state=state, mistake=mistake))
+    assert not result.ok and result.mistake == mistake, result
+
+
+def test_linear_step_with_a_transposed_write_gets_the_shape_hint():
+    def transposed(q, k, v, *, state):
+        return step(q, k, v, state=state)[0], (v[..., :, None] * k[..., None, :])
+
+    result = sc.check_linear_attention_step(transposed)
+    assert result.mistake == "shape" and "k vᵀ" in result.message
+
+
+@pytest.mark.parametrize("mistake", DELTA_MISTAKES)
+def test_delta_step_checker_names_each_mistake(mistake):
+    def learner(q, k, v, *, beta, state, mistake=None):
+        return step(q, k, v, beta=beta, state=state, mistake=mistake)
+
+    assert sc.check_delta_step(learner)
+    assert sc.check_delta_step(sc.reference_delta_step)
+    result = sc.check_delta_step(lambda *a, **kw: learner(*a, **kw, mistake=mistake))
+    assert not result.ok and result.mistake == mistake, result
+
+
+def test_additive_delta_step_is_told_it_matched_until_the_state_held_something():
+    result = sc.check_delta_step(
+        lambda q, k, v, *, beta, state: step(q, k, v, beta=beta, state=state,
+                                             mistake="no_correction"))
+    assert "matches up to token 1 but diverges at token 2" in result.message
+
+
+@pytest.mark.parametrize("mistake", DELTA_MISTAKES + GATE_MISTAKES)
+@pytest.mark.parametrize("per_channel", [False, True])
+def test_gated_and_kda_step_checkers_name_each_mistake(mistake, per_channel):
+    def learner(q, k, v, *, g, beta, state, mistake=None):
+        return step(q, k, v, g=g, beta=beta, state=state, mistake=mistake,
+                    per_channel=per_channel)
+
+    check = sc.check_kda_step if per_channel else sc.check_gated_delta_step
+    assert check(learner)
+    assert check(kda_step if per_channel else sc.reference_gated_delta_step)
+    result = check(lambda *a, **kw: learner(*a, **kw, mistake=mistake))
+    assert not result.ok and result.mistake == mistake, result
+
+
+def test_predicting_from_the_undecayed_state_is_asked_about_the_order():
+    result = sc.check_gated_delta_step(
+        lambda q, k, v, *, g, beta, state: step(q, k, v, g=g, beta=beta, state=state,
+                                                mistake="predict_undecayed"))
+    assert "matches up to token 1 but diverges at token 2" in result.message
+    assert "decay applied before the correction" in result.message
+
+
+def test_kda_gate_on_the_value_axis_is_caught():
+    def wrong_axis(q, k, v, *, g, beta, state):
+        decayed = g.exp()[..., None, :] * state  # decays columns (Dv), not rows (Dk)
+        return kda_step(q, k, v, g=torch.zeros_like(g), beta=beta, state=decayed)
+
+    result = sc.check_kda_step(wrong_axis)
+    assert not result.ok and "rows (Dk)" in result.message
