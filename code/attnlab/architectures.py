@@ -46,7 +46,8 @@ class Architecture:
     """A published model: its layers' memory, its size, and where each number comes from.
 
     ``params_total`` / ``params_active``: parameters stored / used per token (MoE models use
-    ``experts_per_token`` of ``n_experts`` routed experts per MoE layer); ``bib``: the
+    ``experts_per_token`` of ``n_experts`` routed experts per MoE layer); ``weight_dtype``: the
+    dtype the weights were released in; ``bib``: the
     ``references.bib`` keys of the config and the paper; ``reading``: which reading of an
     ambiguous published figure was taken.
     """
@@ -57,6 +58,7 @@ class Architecture:
     params_active: int
     n_experts: int | None = None
     experts_per_token: int | None = None
+    weight_dtype: str = "bf16"
     bib: tuple[str, ...] = ()
     reading: str = ""
 
@@ -205,6 +207,7 @@ def architecture_from_config(
     name: str | None = None,
     n_experts: int | None = None,
     experts_per_token: int | None = None,
+    weight_dtype: str = "bf16",
     bib: tuple[str, ...] = (),
     reading: str = "",
 ) -> Architecture:
@@ -233,6 +236,7 @@ def architecture_from_config(
         params_active=params_total if params_active is None else params_active,
         n_experts=n_experts,
         experts_per_token=experts_per_token,
+        weight_dtype=weight_dtype,
         bib=bib,
         reading=reading,
     )
@@ -291,9 +295,11 @@ LLAMA3_8B = architecture_from_config(
     reading="8.03B parameters (model card: 8B). Dense GQA: 8 KV heads of 128 in all 32 layers.")
 DEEPSEEK_V3 = architecture_from_config(
     DEEPSEEK_V3_CONFIG, name="DeepSeek-V3", params_total=671_000_000_000,
-    params_active=37_000_000_000, bib=("deepseekv3_config", "deepseek2024v3"),
+    params_active=37_000_000_000, weight_dtype="fp8",
+    bib=("deepseekv3_config", "deepseek2024v3"),
     reading="671B total / 37B active as in the report (the 14B multi-token-prediction module "
-            "of the 685B checkpoint is left out: it is not used for plain decoding).")
+            "of the 685B checkpoint is left out: it is not used for plain decoding). Weights "
+            "in fp8, as released (config.json quantization_config: fp8).")
 KIMI_LINEAR = architecture_from_config(
     KIMI_LINEAR_CONFIG, name="Kimi Linear 48B-A3B", params_total=48_000_000_000,
     params_active=3_000_000_000, bib=("kimi_linear_config", "kimi2025linear"),

@@ -5,9 +5,10 @@ sequences:
 
     memory = weights + B · (T · cache per token + state + conv)
 
-with the weights in ``weight_dtype``, the growing cache and conv inputs in ``cache_dtype`` and
-the recurrent states in ``state_dtype`` (each tensor, one layer of one sequence, rounded up to
-whole bytes: :func:`attnlab.memory.tensor_bytes`).
+with the weights in ``weight_dtype`` (by default the dtype the model was released in), the
+growing cache and conv inputs in ``cache_dtype`` and the recurrent states in ``state_dtype``
+(each tensor, one layer of one sequence, rounded up to whole bytes:
+:func:`attnlab.memory.tensor_bytes`).
 
 One decode step (every sequence of the batch gains one token) reads
 
@@ -80,10 +81,11 @@ def cache_bytes_per_token(arch: Architecture, cache_dtype: str = "bf16") -> int:
     return sequence_bytes(arch, 1, cache_dtype=cache_dtype).cache
 
 
-def weight_bytes(arch: Architecture, weight_dtype: str = "bf16") -> int:
-    """Bytes of all stored weights: ⌈params_total · bits / 8⌉."""
+def weight_bytes(arch: Architecture, weight_dtype: str | None = None) -> int:
+    """Bytes of all stored weights: ⌈params_total · bits / 8⌉, in ``weight_dtype`` (None: the
+    dtype the model was released in, ``arch.weight_dtype``)."""
     _check_architecture(arch)
-    return tensor_bytes(arch.params_total, weight_dtype)
+    return tensor_bytes(arch.params_total, weight_dtype or arch.weight_dtype)
 
 
 @dataclass(frozen=True)
@@ -107,7 +109,7 @@ class MemoryNeed:
 
 
 def memory_needed(arch: Architecture, context: int, batch: int = 1, *,
-                  weight_dtype: str = "bf16", cache_dtype: str = "bf16",
+                  weight_dtype: str | None = None, cache_dtype: str = "bf16",
                   state_dtype: str = "fp32") -> MemoryNeed:
     """weights + batch · (cache + state + conv) bytes, for ``batch`` sequences of ``context``."""
     check_positive_int("batch", batch)
@@ -117,7 +119,7 @@ def memory_needed(arch: Architecture, context: int, batch: int = 1, *,
 
 
 def largest_batch(arch: Architecture, context: int, memory_bytes: int, *,
-                  weight_dtype: str = "bf16", cache_dtype: str = "bf16",
+                  weight_dtype: str | None = None, cache_dtype: str = "bf16",
                   state_dtype: str = "fp32") -> int:
     """The most sequences of ``context`` tokens that fit in ``memory_bytes`` with the weights:
     ⌊(memory − weights) / bytes per sequence⌋, 0 if not even one fits."""
@@ -129,7 +131,7 @@ def largest_batch(arch: Architecture, context: int, memory_bytes: int, *,
 
 
 def largest_context(arch: Architecture, batch: int, memory_bytes: int, *,
-                    weight_dtype: str = "bf16", cache_dtype: str = "bf16",
+                    weight_dtype: str | None = None, cache_dtype: str = "bf16",
                     state_dtype: str = "fp32") -> int:
     """The longest context each of ``batch`` sequences can reach within ``memory_bytes``
     (0 if the weights and fixed states alone do not fit). A model without any growing cache
@@ -168,7 +170,8 @@ def expected_experts_touched(n_experts: int, experts_per_token: int, batch: int)
     return n_experts * (1 - (1 - experts_per_token / n_experts) ** batch)
 
 
-def weights_read_per_step(arch: Architecture, batch: int = 1, weight_dtype: str = "bf16") -> int:
+def weights_read_per_step(arch: Architecture, batch: int = 1,
+                          weight_dtype: str | None = None) -> int:
     """Weight bytes one decode step reads for ``batch`` tokens at once.
 
     Dense: all weights. MoE with E experts, k per token: the shared part D = active − k · e plus
@@ -181,7 +184,7 @@ def weights_read_per_step(arch: Architecture, batch: int = 1, weight_dtype: str 
     per_expert = (arch.params_total - arch.params_active) / (experts - k)
     shared = arch.params_active - k * per_expert
     params = shared + per_expert * expected_experts_touched(experts, k, batch)
-    return tensor_bytes(round(params), weight_dtype)
+    return tensor_bytes(round(params), weight_dtype or arch.weight_dtype)
 
 
 @dataclass(frozen=True)
@@ -204,7 +207,7 @@ class StepBytes:
 
 
 def decode_step_bytes(arch: Architecture, context: int, batch: int = 1, *,
-                      weight_dtype: str = "bf16", cache_dtype: str = "bf16",
+                      weight_dtype: str | None = None, cache_dtype: str = "bf16",
                       state_dtype: str = "fp32") -> StepBytes:
     """Bytes read by one decode step of ``batch`` sequences at ``context`` tokens each."""
     check_positive_int("batch", batch)
@@ -224,7 +227,7 @@ def step_seconds(step: StepBytes, bandwidth: float, overhead: float = 0.0) -> fl
 
 
 def crossover_batch(arch: Architecture, context: int, *, max_batch: int = 4096,
-                    weight_dtype: str = "bf16", cache_dtype: str = "bf16",
+                    weight_dtype: str | None = None, cache_dtype: str = "bf16",
                     state_dtype: str = "fp32") -> int | None:
     """The smallest batch at which a decode step reads more cache than weight bytes (None if
     not reached by ``max_batch``)."""
@@ -235,3 +238,23 @@ def crossover_batch(arch: Architecture, context: int, *, max_batch: int = 4096,
         if step.bound == "cache-bound":
             return batch
     return None
+
+
+def attention_prefill_flops(context: int, n_heads: int, qk_dim: int, v_dim: int) -> int:
+    """FLOPs of causal softmax attention over a prompt of T tokens, one layer (projections not
+    counted): 2 · H · (d_qk + d_v) · T (T + 1) / 2 — every query against every earlier key."""
+    for name, value in (("context", context), ("n_heads", n_heads), ("qk_dim", qk_dim),
+                        ("v_dim", v_dim)):
+        check_positive_int(name, value)
+    return n_heads * (qk_dim + v_dim) * context * (context + 1)
+
+
+def chunkwise_prefill_flops(context: int, n_heads: int, key_dim: int, value_dim: int,
+                            chunk: int = 64) -> int:
+    """FLOPs of a chunkwise linear-attention/delta-rule prefill, one layer (projections not
+    counted): per token 2 · H · (C · (d_k + d_v) + 2 · d_k · d_v) — attention inside its chunk of
+    C tokens, reading and updating the d_k × d_v state. Linear in T."""
+    for name, value in (("context", context), ("n_heads", n_heads), ("key_dim", key_dim),
+                        ("value_dim", value_dim), ("chunk", chunk)):
+        check_positive_int(name, value)
+    return 2 * n_heads * context * (chunk * (key_dim + value_dim) + 2 * key_dim * value_dim)
