@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import pytest
-from attnlab.architectures import KIMI_LINEAR, LLAMA3_8B, Architecture, LayerMemory
+from attnlab.architectures import DEEPSEEK_V3, KIMI_LINEAR, LLAMA3_8B, Architecture, LayerMemory
 from attnlab.memory import format_bytes
 from attnlab.serving import (
     StepBytes,
+    attention_prefill_flops,
     cache_bytes_per_token,
+    chunkwise_prefill_flops,
     crossover_batch,
     decode_step_bytes,
     expected_experts_touched,
@@ -18,6 +20,7 @@ from attnlab.serving import (
     step_seconds,
     weight_bytes,
     weights_read_per_step,
+    what_if,
 )
 
 GIB = 2**30
@@ -108,3 +111,28 @@ def test_decode_step_reads_weights_once_and_caches_per_sequence():
 def test_bad_input_names_the_argument(call, name):
     with pytest.raises(ValueError, match=name):
         call()
+
+
+def test_what_if_answers_fit_batch_context_and_step_together():
+    weights = weight_bytes(LLAMA3_8B)
+    answer = what_if(LLAMA3_8B, 8192, 10, weights + 10 * GIB)
+    assert answer.need.total == weights + 10 * GIB
+    assert (answer.max_batch, answer.max_context) == (10, 8192)
+    assert answer.step == decode_step_bytes(LLAMA3_8B, 8192, 10)
+    assert "fits" in str(answer) and "NOT" not in str(answer)
+    assert "does NOT fit" in str(what_if(LLAMA3_8B, 8192, 11, weights + 10 * GIB))
+
+
+def test_deepseek_v3_weights_are_counted_in_fp8_as_released():
+    assert weight_bytes(DEEPSEEK_V3) == 671_000_000_000
+    assert weight_bytes(DEEPSEEK_V3, "bf16") == 2 * 671_000_000_000
+
+
+def test_prefill_flops_quadratic_for_attention_linear_for_chunkwise():
+    assert attention_prefill_flops(4, 2, 3, 5) == 2 * (3 + 5) * 4 * 5
+    assert chunkwise_prefill_flops(4, 2, 3, 5, chunk=2) == 2 * 2 * 4 * (2 * 8 + 2 * 15)
+    ratio = attention_prefill_flops(2**20, 32, 192, 128) / attention_prefill_flops(
+        2**19, 32, 192, 128)
+    assert ratio == pytest.approx(4, rel=1e-5)
+    assert chunkwise_prefill_flops(2**20, 32, 128, 128) == 2 * chunkwise_prefill_flops(
+        2**19, 32, 128, 128)

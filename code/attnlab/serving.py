@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 from ._checks import check_positive_int
 from .architectures import Architecture
-from .memory import dtype_name, tensor_bytes
+from .memory import dtype_name, format_bytes, tensor_bytes
 
 
 def _check_architecture(arch: object) -> None:
@@ -258,3 +258,49 @@ def chunkwise_prefill_flops(context: int, n_heads: int, key_dim: int, value_dim:
                         ("value_dim", value_dim), ("chunk", chunk)):
         check_positive_int(name, value)
     return 2 * n_heads * context * (chunk * (key_dim + value_dim) + 2 * key_dim * value_dim)
+
+
+@dataclass(frozen=True)
+class WhatIf:
+    """The calculator's answer for one deployment (see :func:`what_if`)."""
+
+    name: str
+    context: int
+    batch: int
+    memory_bytes: int
+    need: MemoryNeed
+    max_batch: int
+    max_context: int
+    step: StepBytes
+
+    def __str__(self) -> str:
+        fits = "fits" if self.need.total <= self.memory_bytes else "does NOT fit"
+        longest = "no limit" if self.max_context < 0 else f"{self.max_context:,} tokens"
+        return "\n".join([
+            f"{self.name}: {self.batch} x {self.context:,} tokens in "
+            f"{format_bytes(self.memory_bytes)}: {fits}",
+            f"  weights {format_bytes(self.need.weights)}, caches {format_bytes(self.need.cache)}"
+            f", states {format_bytes(self.need.state)}, conv {format_bytes(self.need.conv)}",
+            f"  largest batch at {self.context:,} tokens: {self.max_batch}",
+            f"  longest context at batch {self.batch}: {longest}",
+            f"  one decode step reads {format_bytes(self.step.total)} "
+            f"(weights {format_bytes(self.step.weights)}, {self.step.bound})",
+        ])
+
+
+def what_if(arch: Architecture, context: int, batch: int, memory_bytes: int, *,
+            weight_dtype: str | None = None, cache_dtype: str = "bf16",
+            state_dtype: str = "fp32") -> WhatIf:
+    """Everything the calculator answers for ``batch`` sequences of ``context`` tokens in
+    ``memory_bytes``: the memory needed, the largest batch and context that fit, the bytes one
+    decode step reads."""
+    dtypes = {"weight_dtype": weight_dtype, "cache_dtype": cache_dtype,
+              "state_dtype": state_dtype}
+    return WhatIf(
+        name=arch.name if isinstance(arch, Architecture) else str(arch),
+        context=context, batch=batch, memory_bytes=memory_bytes,
+        need=memory_needed(arch, context, batch, **dtypes),
+        max_batch=largest_batch(arch, context, memory_bytes, **dtypes),
+        max_context=largest_context(arch, batch, memory_bytes, **dtypes),
+        step=decode_step_bytes(arch, context, batch, **dtypes),
+    )
