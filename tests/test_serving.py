@@ -136,3 +136,8 @@ def test_prefill_flops_quadratic_for_attention_linear_for_chunkwise():
     assert ratio == pytest.approx(4, rel=1e-5)
     assert chunkwise_prefill_flops(2**20, 32, 128, 128) == 2 * chunkwise_prefill_flops(
         2**19, 32, 128, 128)
+
+
+def test_lesson_16b_exercise_seven_fp8_sequences_of_128k_on_80_gb():
+    assert sequence_bytes(LLAMA3_8B, 131_072, cache_dtype="fp8").total == 8_589_934_592
+    assert largest_batch(LLAMA3_8B, 131_072, 80 * 10**9, cache_dtype="fp8") == 7
