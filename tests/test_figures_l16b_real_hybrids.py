@@ -22,7 +22,7 @@ def test_calculator_labels_each_cache_dtype_with_its_largest_batch():
     texts = [t.get_text() for t in fig.axes[0].texts]
     for dtype in figs.CACHE_DTYPES:
         batch = largest_batch(KIMI_LINEAR, 2**20, 1128 * 10**9, cache_dtype=dtype)
-        assert f"batch {batch}" in texts
+        assert f"batch {batch:,}" in texts
 
 
 def test_bars_and_sweep_draw_one_series_per_model_and_context():

@@ -11,6 +11,7 @@ import math
 from collections.abc import Sequence
 
 from matplotlib.figure import Figure
+from matplotlib.transforms import blended_transform_factory
 
 from ..architectures import PRESETS, Architecture
 from ..memory import format_bytes
@@ -85,24 +86,30 @@ def draw_calculator(fig: Figure, model: str, context: int, memory_gb: int) -> No
         batch = largest_batch(arch, context, memory, cache_dtype=dtype)
         need = memory_needed(arch, context, max(batch, 1), cache_dtype=dtype)
         rows.append((dtype, batch, need))
-    for i, (_, batch, need) in enumerate(rows):
-        left = 0.0
-        for part, value in (("weights", need.weights), ("cache", need.cache + need.conv),
-                            ("state", need.state)):
-            ax.barh(i, value / 1e9, left=left, color=PART_COLOURS[part], height=0.6,
-                    label=part if i == 0 else None)
-            left += value / 1e9
-        text = f"batch {batch}" if batch else "no sequence fits"
-        ax.text(min(left, memory_gb) * 0.02, i - 0.36, text, fontsize=FONT, va="bottom")
+    ys = range(len(rows))
+    weights = [need.weights / 1e9 for _, _, need in rows]
+    caches = [(need.cache + need.conv) / 1e9 for _, _, need in rows]
+    states = [need.state / 1e9 for _, _, need in rows]
+    ax.barh(ys, weights, color=PART_COLOURS["weights"], height=0.6)
+    ax.barh(ys, caches, left=weights, color=PART_COLOURS["cache"], height=0.6)
+    ax.barh(ys, states, left=[w + c for w, c in zip(weights, caches, strict=True)],
+            color=PART_COLOURS["state"], height=0.6)
+    for i, (_, batch, _) in enumerate(rows):
+        text = f"batch {batch:,}" if batch else "no sequence fits"
+        ax.text(memory_gb * 0.02, i - 0.36, text, fontsize=FONT, va="bottom")
     ax.axvline(memory_gb, color=PALETTE[5], linestyle="--", linewidth=1.5)
-    ax.set_yticks(range(len(rows)), [f"{d} cache" for d, _, _ in rows], fontsize=FONT)
-    ax.invert_yaxis()
-    ax.set_ylim(len(rows) - 0.5, -0.9)
-    style_axes(ax, f"GB (dashed: {memory_gb} GB of GPU memory)", "")
+    ax.set_yticks(list(ys), [f"{d} cache" for d, _, _ in rows], fontsize=FONT)
+    ax.set_ylim(len(rows) - 0.5, -1.6)
+    ax.set_xlim(0, memory_gb * 1.08)
+    style_axes(ax, f"GB (dashed: {memory_gb:,} GB of GPU memory)", "")
     ax.xaxis.label.set_size(FONT)
     ax.tick_params(axis="x", labelsize=FONT)
-    ax.legend(fontsize=FONT, loc="upper center", ncols=3, bbox_to_anchor=(0.5, 1.02),
-              frameon=False)
+    key = blended_transform_factory(ax.transAxes, ax.transData)
+    for x, (label, part) in zip((0.0, 0.28, 0.66), (("■ weights", "weights"),
+                                                  ("■ cache + conv", "cache"),
+                                                  ("■ states (fp32)", "state")), strict=True):
+        ax.text(x, -1.25, label, color=PART_COLOURS[part], fontsize=FONT, va="center",
+                transform=key)
     step = decode_step_bytes(arch, context, max(rows[0][1], 1))
     title_at_top(ax, f"{model}, {context_label(context)} tokens: one bf16 step reads "
                      f"{format_bytes(step.total).split(' (')[0]}")
