@@ -118,3 +118,10 @@ def test_architecture_checks_its_counts():
         Architecture("x", (), params_total=1, params_active=2)
     with pytest.raises(ValueError, match="n_experts"):
         Architecture("x", (), params_total=2, params_active=1, n_experts=4)
+
+
+def test_expert_counts_are_read_from_either_field_name():
+    assert (KIMI_LINEAR.n_experts, KIMI_LINEAR.experts_per_token) == (256, 8)  # ..._per_token
+    assert (QWEN3_NEXT.n_experts, QWEN3_NEXT.experts_per_token) == (512, 10)  # ..._per_tok
+    assert (MINIMAX_TEXT_01.n_experts, JAMBA_15_MINI.n_experts) == (32, 16)
+    assert LLAMA3_8B.n_experts is None and NEMOTRON_H_8B.experts_per_token is None

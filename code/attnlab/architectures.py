@@ -216,7 +216,7 @@ def architecture_from_config(
     The parameter counts are not in a config: give ``params_total`` (and ``params_active`` for a
     mixture of experts; it defaults to the total). ``n_experts`` and ``experts_per_token``
     default to the config's ``n_routed_experts``/``num_experts``/``num_local_experts`` and
-    ``num_experts_per_tok``.
+    ``num_experts_per_tok`` (``num_experts_per_token`` in Kimi's configs).
     """
     if not isinstance(config, dict):
         raise ValueError(f"config: expected a dict of config.json fields, "
@@ -228,7 +228,9 @@ def architecture_from_config(
     if n_experts is None:
         n_experts = next((config[k] for k in ("n_routed_experts", "num_experts",
                                               "num_local_experts") if config.get(k)), None)
-        experts_per_token = config.get("num_experts_per_tok") if n_experts else None
+        experts_per_token = next((config[k] for k in ("num_experts_per_tok",
+                                                      "num_experts_per_token") if config.get(k)),
+                                 None) if n_experts else None
     return Architecture(
         name=name or config.get("_name_or_path") or str(config.get("model_type")),
         layers=layers,
@@ -258,7 +260,7 @@ DEEPSEEK_V3_CONFIG = {  # deepseek-ai/DeepSeek-V3, config.json [deepseekv3_confi
 KIMI_LINEAR_CONFIG = {  # moonshotai/Kimi-Linear-48B-A3B-Instruct, config.json [kimi_linear_config]
     "model_type": "kimi_linear", "num_hidden_layers": 27, "hidden_size": 2304,
     "kv_lora_rank": 512, "qk_rope_head_dim": 64, "qk_nope_head_dim": 128, "v_head_dim": 128,
-    "num_experts": 256, "num_experts_per_tok": 8,
+    "num_experts": 256, "num_experts_per_token": 8,
     "linear_attn_config": {"full_attn_layers": [4, 8, 12, 16, 20, 24, 27], "num_heads": 32,
                            "head_dim": 128, "short_conv_kernel_size": 4},
 }
