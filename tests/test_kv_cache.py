@@ -61,6 +61,10 @@ def test_kv_cache_bytes_for_sophia_as_full_attention():
     assert kv_cache_bytes(28, 16, 96, 4096, 2) == 704_643_072
     # DeepSeek-V2 Table 1: MHA caches 2·n_h·d_h elements per token per layer
     assert kv_cache_bytes(1, 128, 128, 1, 1) == 32_768
+    # 4-bit: half a byte a number, each layer's K and V rounded up to whole bytes
+    assert kv_cache_bytes(28, 16, 96, 4096, 0.5) == 704_643_072 // 4
+    assert kv_cache_bytes(1, 1, 3, 1, 0.5) == 2 * 2
+    assert isinstance(kv_cache_bytes(32, 8, 128, 1, 2), int)
 
 
 # ---------------------------------------------------------------- cached decoding
@@ -108,6 +112,7 @@ K = randn(1, 2, 3, 4)
         (lambda: kv_cache_bytes(0, 16, 96, 4096, 2), "n_layers"),
         (lambda: kv_cache_bytes(28, 16, 96.5, 4096, 2), "head_dim"),
         (lambda: kv_cache_bytes(28, 16, 96, 4096, -2), "bytes_per_element"),
+        (lambda: kv_cache_bytes(28, 16, 96, 4096, 0.3), "bytes_per_element"),
     ],
 )
 def test_bad_inputs_raise_value_error_naming_the_argument(call, name):

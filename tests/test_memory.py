@@ -6,12 +6,14 @@ import pytest
 import torch
 from attnlab.memory import (
     as_all_attention,
+    bits_per_element,
     bytes_per_element,
     cache_breakdown,
     cache_bytes_per_token,
     dtype_name,
     format_bytes,
     layer_numbers,
+    tensor_bytes,
 )
 from attnlab.model import (
     DEEPSEEK_V3,
@@ -171,7 +173,7 @@ def test_format_bytes_rejects_non_byte_counts(bad):
 
 def test_bad_arguments_raise_clear_errors():
     with pytest.raises(ValueError, match="dtype: expected one of"):
-        cache_breakdown(SOPHIA, 10, dtype="int4")
+        cache_breakdown(SOPHIA, 10, dtype="int3")
     with pytest.raises(ValueError, match="dtype: expected float64, float32, bfloat16"):
         dtype_name(torch.int64)
     with pytest.raises(ValueError, match="dtype: expected float64, float32, bfloat16"):
@@ -194,3 +196,28 @@ def test_breakdown_prints_a_table():
     text = str(cache_breakdown(SOPHIA, 4096))
     assert "Sophia" in text and "4096 tokens" in text and "kda" in text and "mla" in text
     assert format_bytes(cache_breakdown(SOPHIA, 4096).total_bytes) in text
+
+
+def test_4_bit_caches_count_half_a_byte_a_number_rounded_up_per_tensor():
+    assert [bits_per_element(d) for d in ("int4", "fp4", "fp8", "bf16")] == [4, 4, 8, 16]
+    assert tensor_bytes(3, "int4") == 2 and tensor_bytes(4, "fp4") == 2
+    assert tensor_bytes(3, "fp8") == 3 and tensor_bytes(0, "int4") == 0
+    assert cache_bytes_per_token(LLAMA3_8B, "int4") == 32_768 == 131_072 // 4
+    # Sophia's MLA layers: 432 numbers a token, 216 bytes in 4 bits, 7 layers
+    assert cache_bytes_per_token(SOPHIA, "int4") == 7 * 216 == 1_512
+    four = cache_breakdown(SOPHIA, 4096, dtype="int4", state_dtype="fp32")
+    assert isinstance(four.total_bytes, int)
+    assert four.cache_bytes == 7 * 432 * 4096 // 2
+    assert format_bytes(four.total_bytes)
+    # an odd count per tensor: one 3-number conv row per layer rounds up to 2 bytes
+    assert cache_breakdown(SOPHIA_NANO, 1, dtype="int4").conv_bytes == (
+        SOPHIA_NANO.count("kda") * tensor_bytes(3 * 3 * 2 * 32, "int4"))
+
+
+def test_bytes_per_element_refuses_a_4_bit_format_and_tensor_bytes_bad_counts():
+    with pytest.raises(ValueError, match="dtype: int4 takes 4 bits"):
+        bytes_per_element("int4")
+    with pytest.raises(ValueError, match="numbers"):
+        tensor_bytes(-1, "bf16")
+    with pytest.raises(ValueError, match="numbers"):
+        tensor_bytes(2.5, "bf16")

@@ -64,15 +64,22 @@ class KVCache:
 
 def kv_cache_bytes(
     n_layers: int, n_kv_heads: int, head_dim: int, context: int, bytes_per_element: float
-) -> float:
-    """KV cache size of one sequence: 2 (K and V) · L · H_kv · D · T · bytes per element."""
+) -> int:
+    """KV cache size of one sequence in whole bytes: 2 (K and V) · L · ⌈H_kv · D · T · b⌉.
+
+    ``bytes_per_element`` b may be a fraction of a byte with a whole number of bits, such as 0.5
+    for a 4-bit cache; each layer's K and V tensor is then rounded up to whole bytes (the unit
+    memory is handed out in), which matters only for an odd H_kv · D · T.
+    """
     for name, value in [("n_layers", n_layers), ("n_kv_heads", n_kv_heads),
                         ("head_dim", head_dim), ("context", context)]:
         check_positive_int(name, value)
-    if not isinstance(bytes_per_element, int | float) or bytes_per_element <= 0:
-        raise ValueError(f"bytes_per_element: expected a positive number, "
-                         f"got {bytes_per_element!r}")
-    return 2 * n_layers * n_kv_heads * head_dim * context * bytes_per_element
+    bits = bytes_per_element * 8 if isinstance(bytes_per_element, int | float) else None
+    if isinstance(bytes_per_element, bool) or bits is None or bits < 1 or bits != int(bits):
+        raise ValueError(f"bytes_per_element: expected a positive number of bytes with a whole "
+                         f"number of bits (1, 2, 0.5, ...), got {bytes_per_element!r}")
+    per_tensor = -(-n_kv_heads * head_dim * context * int(bits) // 8)
+    return 2 * n_layers * per_tensor
 
 
 def _check_sequence(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:

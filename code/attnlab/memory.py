@@ -21,12 +21,18 @@ in practice it is usually kept in fp32 even when the model runs in bf16 (FLA's k
 it has its own ``state_dtype``; by default it is the same as ``dtype``, which is what a model
 run entirely in one dtype (like :class:`attnlab.model.HybridLM`) holds.
 
+Sub-byte formats (``"int4"``, ``"fp4"``: 4 bits a number, as 4-bit KV caches store them) are
+counted in bits and rounded up to whole bytes once per tensor (:func:`tensor_bytes`): per layer
+and per sequence, the unit a cache allocator hands out. Only the numbers are counted, not the
+scales that real 8- and 4-bit formats keep beside them (one per block of 16–128 numbers).
+
 MB means 10⁶ bytes and MiB 2²⁰ bytes; :func:`format_bytes` shows both.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 
 import torch
@@ -34,8 +40,11 @@ import torch
 from ._checks import check_choice, check_positive_int
 from .model import RECURRENT_KINDS, ModelConfig
 
-BYTES_PER_ELEMENT = {"fp64": 8, "fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
-"""Bytes per number for each dtype name."""
+BITS_PER_ELEMENT = {"fp64": 64, "fp32": 32, "bf16": 16, "fp16": 16, "fp8": 8, "int4": 4, "fp4": 4}
+"""Bits per number for each dtype name (4-bit formats included)."""
+
+BYTES_PER_ELEMENT = {name: bits // 8 for name, bits in BITS_PER_ELEMENT.items() if bits >= 8}
+"""Bytes per number for each dtype name of at least one byte."""
 
 _DTYPE_ALIASES = {
     "float64": "fp64", "double": "fp64",
@@ -43,6 +52,7 @@ _DTYPE_ALIASES = {
     "bfloat16": "bf16",
     "float16": "fp16", "half": "fp16",
     "float8": "fp8",
+    "4bit": "int4", "nf4": "fp4",
 }
 
 _TORCH_DTYPES = {
@@ -56,8 +66,8 @@ n_heads · head_dim more numbers."""
 
 
 def dtype_name(dtype: str | torch.dtype) -> str:
-    """The short name (``"bf16"``, ``"fp16"``, ``"fp32"``, ``"fp64"``, ``"fp8"``) of a dtype given
-    by name or as a ``torch.dtype``."""
+    """The short name (``"bf16"``, ``"fp16"``, ``"fp32"``, ``"fp64"``, ``"fp8"``, ``"int4"``,
+    ``"fp4"``) of a dtype given by name or as a ``torch.dtype``."""
     if isinstance(dtype, torch.dtype):
         if str(dtype).startswith("torch.float8"):
             return "fp8"
@@ -69,13 +79,36 @@ def dtype_name(dtype: str | torch.dtype) -> str:
         return _TORCH_DTYPES[dtype]
     if isinstance(dtype, str):
         name = _DTYPE_ALIASES.get(dtype.lower(), dtype.lower())
-        return check_choice("dtype", name, BYTES_PER_ELEMENT)
+        return check_choice("dtype", name, BITS_PER_ELEMENT)
     raise ValueError(f"dtype: expected a dtype name or a torch.dtype, got {dtype!r}")
 
 
 def bytes_per_element(dtype: str | torch.dtype) -> int:
-    """Bytes per number: bf16/fp16 → 2, fp32 → 4, fp64 → 8, fp8 → 1."""
-    return BYTES_PER_ELEMENT[dtype_name(dtype)]
+    """Bytes per number: bf16/fp16 → 2, fp32 → 4, fp64 → 8, fp8 → 1. A 4-bit format has no whole
+    number of bytes per number: use :func:`bits_per_element` or :func:`tensor_bytes`."""
+    name = dtype_name(dtype)
+    if name not in BYTES_PER_ELEMENT:
+        raise ValueError(
+            f"dtype: {name} takes {BITS_PER_ELEMENT[name]} bits a number, not a whole number of "
+            "bytes; use bits_per_element or tensor_bytes"
+        )
+    return BYTES_PER_ELEMENT[name]
+
+
+def bits_per_element(dtype: str | torch.dtype) -> int:
+    """Bits per number: fp64 → 64, fp32 → 32, bf16/fp16 → 16, fp8 → 8, int4/fp4 → 4."""
+    return BITS_PER_ELEMENT[dtype_name(dtype)]
+
+
+def tensor_bytes(numbers: int, dtype: str | torch.dtype) -> int:
+    """Whole bytes of one tensor of ``numbers`` numbers: ⌈numbers · bits / 8⌉.
+
+    Exact for every format of one byte or more; a 4-bit tensor of an odd count rounds up by
+    half a byte (3 numbers in int4 → 2 bytes).
+    """
+    if isinstance(numbers, bool) or not isinstance(numbers, int) or numbers < 0:
+        raise ValueError(f"numbers: expected an integer >= 0, got {numbers!r}")
+    return math.ceil(numbers * bits_per_element(dtype) / 8)
 
 
 def _check_config(config: object) -> None:
@@ -208,8 +241,9 @@ def cache_breakdown(
     """Exact bytes kept by every layer of ``config`` after ``context`` tokens.
 
     bytes = batch · (cache + conv numbers) · bytes(dtype) + batch · state numbers ·
-    bytes(state_dtype), per layer, with the numbers of :func:`layer_numbers`.
-    ``state_dtype=None`` means the same as ``dtype``.
+    bytes(state_dtype), per layer, with the numbers of :func:`layer_numbers`; in a 4-bit format
+    each tensor (one layer's cache, state or conv inputs of one sequence) is rounded up to whole
+    bytes (:func:`tensor_bytes`). ``state_dtype=None`` means the same as ``dtype``.
     """
     _check_config(config)
     check_positive_int("batch", batch)
@@ -221,9 +255,9 @@ def cache_breakdown(
         layers.append(LayerBytes(
             index=i,
             kind=kind,
-            cache_bytes=batch * n.cache * BYTES_PER_ELEMENT[act],
-            state_bytes=batch * n.state * BYTES_PER_ELEMENT[state],
-            conv_bytes=batch * n.conv * BYTES_PER_ELEMENT[act],
+            cache_bytes=batch * tensor_bytes(n.cache, act),
+            state_bytes=batch * tensor_bytes(n.state, state),
+            conv_bytes=batch * tensor_bytes(n.conv, act),
         ))
     return CacheBreakdown(config.name, context, batch, act, state, tuple(layers))
 
@@ -231,7 +265,7 @@ def cache_breakdown(
 def cache_bytes_per_token(config: ModelConfig, dtype: str | torch.dtype = "bf16") -> int:
     """Bytes added to the cache by each new token of one sequence, summed over all layers.
 
-    Llama-3-8B: 2 · 32 layers · 8 KV heads · 128 · 2 B = 131,072 B in bf16.
+    Llama-3-8B: 2 · 32 layers · 8 KV heads · 128 · 2 B = 131,072 B in bf16, 32,768 B in int4.
     """
     return cache_breakdown(config, 1, dtype=dtype).cache_bytes
 
