@@ -22,6 +22,7 @@ from attnlab.attention import (
     stable_softmax,
 )
 from attnlab.kv_cache import KVCache, kv_cache_bytes
+from conftest import assert_close
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -29,13 +30,6 @@ SETTINGS = settings(max_examples=20, deadline=None)
 DTYPES = st.sampled_from([torch.float32, torch.float64])
 
 
-def assert_close(actual: torch.Tensor, expected: torch.Tensor) -> None:
-    """float64: 1e-10 absolute; float32: 1e-4 relative (O(1) values)."""
-    assert actual.dtype == expected.dtype
-    if expected.dtype == torch.float64:
-        torch.testing.assert_close(actual, expected, rtol=0, atol=1e-10)
-    else:
-        torch.testing.assert_close(actual, expected, rtol=1e-4, atol=1e-5)
 
 
 def randn(*shape: int, dtype: torch.dtype = torch.float64, seed: int = 0) -> torch.Tensor:

@@ -7,6 +7,7 @@ import itertools
 
 import pytest
 import torch
+from attnlab.configs import LLAMA3_8B, SOPHIA
 from attnlab.figures import kv_cache as figs
 from attnlab.kv_cache import (
     decode_step_work,
@@ -21,7 +22,6 @@ from attnlab.memory import (
     cache_bytes_per_token,
     format_bytes,
 )
-from attnlab.model import LLAMA3_8B, SOPHIA
 from attnlab.plotting import new_figure
 
 PRESETS = list(figs.CALCULATOR_MODELS)

@@ -7,6 +7,7 @@ import itertools
 
 import pytest
 import torch
+from attnlab.configs import SOPHIA
 from attnlab.figures import linear_forms as figs
 from attnlab.linear import (
     LINEAR_FORMS,
@@ -16,7 +17,6 @@ from attnlab.linear import (
     time_linear_attention,
 )
 from attnlab.memory import as_all_attention, cache_breakdown, format_bytes
-from attnlab.model import SOPHIA
 from attnlab.plotting import figure_png, new_figure
 from torch.utils.flop_counter import FlopCounterMode
 

@@ -7,6 +7,7 @@ import pytest
 import torch
 from attnlab.attention import softmax_attention
 from attnlab.kv_cache import KVCache, decode_with_cache, decode_without_cache, kv_cache_bytes
+from conftest import assert_close
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -14,13 +15,6 @@ SETTINGS = settings(max_examples=20, deadline=None)
 DTYPES = st.sampled_from([torch.float32, torch.float64])
 
 
-def assert_close(actual: torch.Tensor, expected: torch.Tensor) -> None:
-    """float64: 1e-10 absolute; float32: 1e-4 relative (O(1) values)."""
-    assert actual.dtype == expected.dtype
-    if expected.dtype == torch.float64:
-        torch.testing.assert_close(actual, expected, rtol=0, atol=1e-10)
-    else:
-        torch.testing.assert_close(actual, expected, rtol=1e-4, atol=1e-5)
 
 
 def randn(*shape: int, dtype: torch.dtype = torch.float64, seed: int = 0) -> torch.Tensor:

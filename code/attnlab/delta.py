@@ -29,25 +29,19 @@ from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
-from torch import nn
 
 from ._checks import (
     check_choice,
-    check_layer_input,
     check_positive_int,
     check_range,
     check_tensor,
     resolve_scale,
 )
-from .attention import merge_heads, split_heads
-from .blocks import HeadRMSNorm, RecurrentCache
 from .gated import (
     channel_decay_terms,
     check_gate,
-    init_softplus_decay,
-    softplus_decay_gate,
 )
-from .linear import ConvQKV, check_qkv, check_recurrent_cache, merge_chunks, split_chunks
+from .linear import check_qkv, merge_chunks, split_chunks
 
 SCALAR_GATE_DIMS = ("B", "H", "T")
 CHANNEL_GATE_DIMS = ("B", "H", "T", "Dk")
@@ -558,119 +552,3 @@ def gated_delta_rule_chunk(
     state = _start_state(initial_state, sizes, q)
     o, state = decayed_chunk_recurrence(qc, kc, vc, bc, b, state)
     return merge_chunks(o, sizes["T"]), (state if output_final_state else None)
-
-
-# ----------------------------------------------------------------------------------------------
-# Layers
-# ----------------------------------------------------------------------------------------------
-
-
-class _DeltaLayerBase(nn.Module):
-    """What DeltaNet, Gated DeltaNet and KDA layers share (MATH.md §4–§6, Parameterisation):
-
-        q, k = L2Norm(SiLU(ShortConv(x W_{q,k})))     v = SiLU(ShortConv(x W_v))   (per head)
-        β = sigmoid(x W_β), one per head and token
-        y = merge_heads(gate ⊙ RMSNorm_head(o)) W_o    (gate = 1 when the layer has none)
-
-    Subclasses give the kernel call (``_mix``) and may give an output gate (``_output_gate``).
-    x ``[B, T, d_model]`` -> ``(y [B, T, d_model], RecurrentCache or None)``. The cache holds
-    the state ``S [B, H, head_dim, head_dim]`` and the three convolution inputs; its size does
-    not depend on T, and passing it back with the next tokens continues the sequence exactly.
-    """
-
-    def __init__(self, d_model: int, n_heads: int, head_dim: int, conv_size: int = 4) -> None:
-        super().__init__()
-        self.d_model = check_positive_int("d_model", d_model)
-        self.n_heads = check_positive_int("n_heads", n_heads)
-        self.head_dim = check_positive_int("head_dim", head_dim)
-        self.qkv = ConvQKV(d_model, n_heads, head_dim, conv_size)
-        self.beta_proj = nn.Linear(d_model, n_heads, bias=False)
-        self.norm = HeadRMSNorm(head_dim)
-        self.out = nn.Linear(n_heads * head_dim, d_model, bias=False)
-
-    def _mix(
-        self,
-        q: torch.Tensor,
-        k: torch.Tensor,
-        v: torch.Tensor,
-        beta: torch.Tensor,
-        x: torch.Tensor,
-        state: torch.Tensor | None,
-        use_cache: bool,
-    ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """Run the kernel on q, k, v ``[B, H, T, D]``, beta ``[B, H, T]`` (x gives the gates);
-        return ``(o [B, H, T, D], final state or None)``."""
-        raise NotImplementedError
-
-    def _output_gate(self, x: torch.Tensor) -> torch.Tensor | None:
-        """The gate multiplying the normalised output, ``[B, H, T, D]``, or None (no gate)."""
-        return None
-
-    def forward(
-        self, x: torch.Tensor, cache: RecurrentCache | None = None, use_cache: bool = False
-    ) -> tuple[torch.Tensor, RecurrentCache | None]:
-        """Mix x over time; pass the returned cache back with the next tokens to continue."""
-        check_layer_input(x, self.d_model, self.out.weight)
-        sizes = dict(B=x.shape[0], T=x.shape[1], H=self.n_heads, Dk=self.head_dim,
-                     Dv=self.head_dim)
-        cache = check_recurrent_cache(cache, sizes)
-        q, k, v, conv = self.qkv(x, cache.conv if cache is not None else ())
-        q = F.normalize(F.silu(q), dim=-1, eps=1e-6)
-        k = F.normalize(F.silu(k), dim=-1, eps=1e-6)
-        v = F.silu(v)
-        beta = torch.sigmoid(self.beta_proj(x)).transpose(1, 2)  # [B, H, T]
-        state = None if cache is None else cache.state
-        o, state = self._mix(q, k, v, beta, x, state, use_cache)
-        o = self.norm(o)
-        gate = self._output_gate(x)
-        if gate is not None:
-            o = gate * o
-        y = self.out(merge_heads(o))
-        return y, (RecurrentCache(state=state, conv=conv) if use_cache else None)
-
-
-class DeltaNetLayer(_DeltaLayerBase):
-    """DeltaNet (MATH.md §4): the delta rule with short convolutions and L2-normalised q, k.
-
-        y = merge_heads(RMSNorm_head(delta_rule(q, k, v, β))) W_o     (no output gate, as FLA)
-
-    Prefill uses :func:`delta_rule_chunk`; a one-token decode step :func:`delta_rule_recurrent`.
-    """
-
-    def _mix(self, q, k, v, beta, x, state, use_cache):
-        kernel = delta_rule_recurrent if q.shape[2] == 1 else delta_rule_chunk
-        return kernel(q, k, v, beta=beta, initial_state=state, output_final_state=use_cache)
-
-
-class GatedDeltaNetLayer(_DeltaLayerBase):
-    """Gated DeltaNet (MATH.md §5): the delta rule with a data-dependent scalar decay per head.
-
-        g = −exp(A_log) · softplus(x W_a + dt_bias)                     [B, H, T]
-        y = merge_heads(sigmoid(x W_g) ⊙ RMSNorm_head(gated_delta_rule(q, k, v, g, β))) W_o
-
-    Output gate: a sigmoid, not the swish of FLA's GDN layer, because Kimi Linear found sigmoid
-    better (KL Table 1) and used it for its GDN-H baseline (KL §5.2); GDN and KDA then differ
-    only in the decay. A = exp(A_log) ~ U(1, 16) and softplus(dt_bias) log-uniform in
-    [1e-3, 1e-1] (``init_softplus_decay``): at x = 0 the decay α = exp(−A·Δ) is in [0.2, 0.999],
-    mostly close to 1, so the layer starts out remembering.
-    Prefill uses :func:`gated_delta_rule_chunk`; a one-token step the recurrent form.
-    """
-
-    def __init__(self, d_model: int, n_heads: int, head_dim: int, conv_size: int = 4) -> None:
-        super().__init__(d_model, n_heads, head_dim, conv_size)
-        self.decay_proj = nn.Linear(d_model, n_heads, bias=False)
-        a_log, dt_bias = init_softplus_decay(n_heads, n_heads)
-        self.A_log, self.dt_bias = nn.Parameter(a_log), nn.Parameter(dt_bias)
-        self.gate_proj = nn.Linear(d_model, n_heads * head_dim, bias=False)
-
-    def log_gate(self, x: torch.Tensor) -> torch.Tensor:
-        """g = −exp(A_log) · softplus(x W_a + dt_bias): x ``[B, T, d_model]`` -> ``[B, H, T]``."""
-        return softplus_decay_gate(self.decay_proj(x), self.A_log, self.dt_bias).transpose(1, 2)
-
-    def _mix(self, q, k, v, beta, x, state, use_cache):
-        kernel = gated_delta_rule_recurrent if q.shape[2] == 1 else gated_delta_rule_chunk
-        return kernel(q, k, v, g=self.log_gate(x), beta=beta, initial_state=state,
-                      output_final_state=use_cache)
-
-    def _output_gate(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.sigmoid(split_heads(self.gate_proj(x), self.n_heads))

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import torch
 
 from ._checks import check_choice, check_positive_int
-from .model import RECURRENT_KINDS, ModelConfig
+from .configs import RECURRENT_KINDS, ModelConfig
 
 BYTES_PER_ELEMENT = {"fp64": 8, "fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
 """Bytes per number for each dtype name."""
