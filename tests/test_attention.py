@@ -373,3 +373,22 @@ def test_mha_without_rope_accepts_odd_head_dim():
     layer = MultiHeadAttention(10, 2, 5, rope=False).double()
     y, _ = layer(randn(1, 4, 10))
     assert y.shape == (1, 4, 10)
+
+
+def test_stable_softmax_gives_an_all_masked_row_weight_zero():
+    x = torch.tensor([[0.0, -torch.inf, 1.0], [-torch.inf, -torch.inf, -torch.inf]],
+                     dtype=torch.float64)
+    p = stable_softmax(x)
+    assert torch.isfinite(p).all()
+    assert_close(p[0], torch.softmax(x[0], dim=0))
+    assert_close(p[1], torch.zeros(3, dtype=torch.float64))
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf")])
+def test_rope_refuses_non_finite_positions(bad):
+    x = torch.randn(1, 1, 3, 4)
+    positions = torch.tensor([0.0, bad, 2.0])
+    with pytest.raises(ValueError, match="^positions: expected finite"):
+        apply_rope(x, positions)
+    with pytest.raises(ValueError, match="^positions: expected finite"):
+        rope_angles(positions, 4)

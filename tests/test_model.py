@@ -9,7 +9,9 @@ import pytest
 import torch
 from attnlab.configs import LAYER_KINDS, SOPHIA_NANO, MLAConfig, ModelConfig
 from attnlab.memory import cache_breakdown
-from attnlab.model import HybridCache, HybridLM, make_mixer, next_token
+from attnlab.mla import MultiHeadLatentAttention
+from attnlab.model import HybridCache, HybridLM, make_mixer, next_token, stepwise_logits
+from conftest import assert_close
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -247,3 +249,35 @@ def test_bad_caches_and_generation_arguments_raise_clear_errors():
         nano.generate(ids, 2, temperature=-0.5)
     with pytest.raises(ValueError, match="config: expected a ModelConfig"):
         HybridLM({"d_model": 64})
+
+
+# --- MLA decoding: the absorbed path (Lesson 15's "how MLA decodes") -------------------------
+def test_mla_decodes_through_the_absorbed_path_with_the_naive_paths_logits(monkeypatch):
+    torch.manual_seed(0)
+    absorbed = HybridLM(ZOO).double().eval()
+    naive = HybridLM(ZOO, mla_decode="naive").double().eval()
+    naive.load_state_dict(absorbed.state_dict())
+    ids = random_ids(ZOO, 2, 9, seed=4)
+    full, _ = absorbed(ids)
+    logits_naive, _ = stepwise_logits(naive, ids, prefill=3)
+    assert_close(logits_naive, full)
+    # decoding steps of the absorbed model never up-project the latent
+    prefill_done = []
+
+    def refuse_naive(self, *args):
+        if prefill_done:
+            raise AssertionError("a decoding step used the naive MLA path")
+        return original(self, *args)
+
+    original = MultiHeadLatentAttention.attend_naive
+    monkeypatch.setattr(MultiHeadLatentAttention, "attend_naive", refuse_naive)
+    _, cache = absorbed(ids[:, :3], use_cache=True)
+    prefill_done.append(True)
+    steps = [absorbed(ids[:, t : t + 1], cache=cache)[0] for t in range(3, 9)]
+    logits_absorbed = torch.cat([full[:, :3], *steps], dim=1)
+    assert_close(logits_absorbed, logits_naive)
+
+
+def test_mla_decode_path_is_checked():
+    with pytest.raises(ValueError, match="mla_decode"):
+        HybridLM(ZOO, mla_decode="fast")
