@@ -3,7 +3,7 @@
 import pytest
 import torch
 from attnlab import timing
-from attnlab.timing import best_seconds, median_seconds
+from attnlab.timing import best_seconds, median_seconds, time_delta_rule, time_linear_attention
 
 
 class Counter:
@@ -59,3 +59,31 @@ def test_bad_arguments_name_the_argument(summary, kwargs, name):
 def test_repeats_is_keyword_only():
     with pytest.raises(TypeError):
         best_seconds(print, 3)  # type: ignore[misc]
+
+
+# ---------------------------------------------------------------- the kernel timings
+@pytest.mark.parametrize("form", ["parallel", "recurrent", "chunk"])
+def test_time_linear_attention_returns_seconds_for_every_form(form):
+    seconds = time_linear_attention(form, 32, head_dim=8, chunk_size=8, repeats=1, warmup=False)
+    assert isinstance(seconds, float) and 0 < seconds < 60
+
+
+@pytest.mark.parametrize("form", ["recurrent", "chunk"])
+def test_time_delta_rule_returns_seconds_for_both_forms(form):
+    seconds = time_delta_rule(form, 32, n_heads=1, head_dim=8, chunk_size=8, repeats=1,
+                              warmup=False)
+    assert isinstance(seconds, float) and 0 < seconds < 60
+
+
+@pytest.mark.parametrize("timer", [time_linear_attention, time_delta_rule])
+@pytest.mark.parametrize(
+    ("kwargs", "name"),
+    [({"form": "fast", "length": 8}, "form"), ({"form": "chunk", "length": 0}, "length"),
+     ({"form": "chunk", "length": 8, "repeats": 0}, "repeats"),
+     ({"form": "chunk", "length": 8, "chunk_size": 0}, "chunk_size"),
+     ({"form": "chunk", "length": 8, "warmup": 1}, "warmup"),
+     ({"form": "chunk", "length": 8, "n_heads": 0}, "n_heads")],
+)
+def test_kernel_timings_reject_bad_input(timer, kwargs, name):
+    with pytest.raises(ValueError, match=f"^{name}:"):
+        timer(**kwargs)

@@ -23,12 +23,10 @@ convolutions, L2-normalised q and k, a per-head β and a per-head RMSNorm on the
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
-import torch.nn.functional as F
 
 from ._checks import (
     check_choice,
@@ -427,51 +425,6 @@ def delta_rule_cost(
     n = -(-t // c)
     return DeltaRuleCost(intra_flops=n * (7 * c * c - c) * d, inter_flops=6 * n * c * d * d,
                          sequential_steps=n)
-
-
-def time_delta_rule(
-    form: str,
-    length: int,
-    *,
-    n_heads: int = 4,
-    head_dim: int = 64,
-    chunk_size: int = 64,
-    repeats: int = 3,
-    warmup: bool = True,
-    seed: int = 0,
-) -> float:
-    """Measured wall-clock seconds of one call of ``delta_rule_<form>`` (no autograd) on random
-    q, v ``[1, n_heads, length, head_dim]``, L2-normalised keys and β uniform in (0, 1), float32.
-
-    Returns the fastest of ``repeats`` runs, after one warm-up run when ``warmup`` (other
-    processes only ever add time, so the minimum is the best estimate). ``chunk_size`` is used
-    by the chunkwise form only. Depends on the machine and on ``torch.get_num_threads()``.
-    """
-    check_choice("form", form, DELTA_FORMS)
-    for name, value in [("length", length), ("n_heads", n_heads), ("head_dim", head_dim),
-                        ("chunk_size", chunk_size), ("repeats", repeats)]:
-        check_positive_int(name, value)
-    if not isinstance(warmup, bool):
-        raise ValueError(f"warmup: expected True or False, got {warmup!r}")
-    gen = torch.Generator().manual_seed(seed)
-    q, k, v = (torch.randn(1, n_heads, length, head_dim, generator=gen) for _ in range(3))
-    k = F.normalize(k, dim=-1)
-    beta = torch.rand(1, n_heads, length, generator=gen)
-    if form == "chunk":
-        def run():
-            return delta_rule_chunk(q, k, v, beta=beta, chunk_size=chunk_size)
-    else:
-        def run():
-            return delta_rule_recurrent(q, k, v, beta=beta)
-    seconds = []
-    with torch.no_grad():
-        if warmup:
-            run()
-        for _ in range(repeats):
-            start = time.perf_counter()
-            run()
-            seconds.append(time.perf_counter() - start)
-    return min(seconds)
 
 
 # ----------------------------------------------------------------------------------------------

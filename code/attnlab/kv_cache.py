@@ -18,6 +18,7 @@ import torch
 from . import attention
 from ._checks import check_positive_int, check_tensor
 from .blocks import KVCache
+from .timing import best_seconds
 
 
 def kv_cache_bytes(
@@ -179,13 +180,7 @@ def time_decode_step(
                                                causal=True)
             return o[:, :, -1:]
 
-    step()  # warm-up
-    seconds = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        step()
-        seconds.append(time.perf_counter() - start)
-    return min(seconds)
+    return best_seconds(step, repeats=repeats)
 
 
 def time_cached_attention_step(

@@ -18,7 +18,6 @@ checks (``check_qkv``) are shared by the gated kernels in ``attnlab.gated``.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -330,44 +329,3 @@ def linear_attention_cost(
     n = -(-t // c)
     return FormCost(flops=4 * n * c * (c * d + d * d), score_numbers=n * c * c,
                     sequential_steps=n)
-
-
-def time_linear_attention(
-    form: str,
-    length: int,
-    *,
-    n_heads: int = 1,
-    head_dim: int = 64,
-    chunk_size: int = 64,
-    repeats: int = 3,
-    warmup: bool = True,
-    seed: int = 0,
-) -> float:
-    """Measured wall-clock seconds of one call of ``linear_attention_<form>`` (no normaliser,
-    no autograd) on random q, k, v ``[1, n_heads, length, head_dim]`` in float32.
-
-    Returns the fastest of ``repeats`` runs, after one warm-up run when ``warmup``: the minimum,
-    as ``timeit`` advises, because other processes on the machine only ever add time.
-    ``chunk_size`` is used by the chunkwise form only. The result depends on the machine and on
-    ``torch.get_num_threads()``; set that before measuring.
-    """
-    check_choice("form", form, LINEAR_FORMS)
-    for name, value in [("length", length), ("n_heads", n_heads), ("head_dim", head_dim),
-                        ("chunk_size", chunk_size), ("repeats", repeats)]:
-        check_positive_int(name, value)
-    if not isinstance(warmup, bool):
-        raise ValueError(f"warmup: expected True or False, got {warmup!r}")
-    g = torch.Generator().manual_seed(seed)
-    q, k, v = (torch.randn(1, n_heads, length, head_dim, generator=g) for _ in range(3))
-    kernel = {"parallel": linear_attention_parallel, "recurrent": linear_attention_recurrent,
-              "chunk": linear_attention_chunk}[form]
-    kwargs = {"chunk_size": chunk_size} if form == "chunk" else {}
-    seconds = []
-    with torch.no_grad():
-        if warmup:
-            kernel(q, k, v, **kwargs)
-        for _ in range(repeats):
-            start = time.perf_counter()
-            kernel(q, k, v, **kwargs)
-            seconds.append(time.perf_counter() - start)
-    return min(seconds)
