@@ -1,7 +1,7 @@
 """Scaled dot-product attention, the causal mask, multi-head split/merge and RoPE.
 
 Tensors are ``[B, H, T, D]`` (batch, heads, time, head dim). The parallel form of causal
-softmax attention (MATH.md §1) is
+softmax attention (the Notation appendix, §1) is
 
     O = softmax(s · Q Kᵀ + log M) V,    s = 1/sqrt(Dk),   (log M)_ij = 0 if j <= i else -inf,
 

@@ -16,9 +16,9 @@ chunk, so a sequence of ``T`` tokens needs ``T / C`` sequential steps instead of
 system's inverse 𝒯 is formed for all chunks at once, and each step only multiplies matrices.
 
 Shapes: q, k ``[B, H, T, Dk]``; v ``[B, H, T, Dv]``; beta ``[B, H, T]``; scalar log-gates g
-``[B, H, T]``; states ``[B, H, Dk, Dv]``, read as ``o = Sᵀ q``. The layers ``DeltaNetLayer`` and
-``GatedDeltaNetLayer`` (and ``kda.KDALayer``) wrap the kernels with projections, short
-convolutions, L2-normalised q and k, a per-head β and a per-head RMSNorm on the output.
+``[B, H, T]``; states ``[B, H, Dk, Dv]``, read as ``o = Sᵀ q``. The layers ``DeltaNetLayer``,
+``GatedDeltaNetLayer`` and ``KDALayer`` (``attnlab.layers``) wrap the kernels with projections,
+short convolutions, L2-normalised q and k, a per-head β and a per-head RMSNorm on the output.
 """
 
 from __future__ import annotations

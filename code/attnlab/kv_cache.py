@@ -1,4 +1,5 @@
-"""The KV cache: the growing memory of softmax attention while decoding (MATH.md §1).
+"""The KV cache: the growing memory of softmax attention while decoding (the Notation appendix,
+§1).
 
 At step t the cache holds every past key and value, K_{1:t} and V_{1:t}; decoding appends
 one row and reads
