@@ -392,3 +392,8 @@ def test_rope_refuses_non_finite_positions(bad):
         apply_rope(x, positions)
     with pytest.raises(ValueError, match="^positions: expected finite"):
         rope_angles(positions, 4)
+
+
+def test_attention_layer_on_no_tokens_names_x():
+    with pytest.raises(ValueError, match=r"^x: expected at least one token"):
+        MultiHeadAttention(8, 2, 4)(torch.zeros(1, 0, 8))

@@ -254,3 +254,8 @@ def test_latent_cache_append_and_length():
 def test_bad_inputs_raise_value_error_naming_the_argument(call, name):
     with pytest.raises(ValueError, match=rf"^{name}\b"):
         call()
+
+
+def test_mla_on_no_tokens_names_x():
+    with pytest.raises(ValueError, match=r"^x: expected at least one token"):
+        make_mla()(torch.zeros(1, 0, 16, dtype=torch.float64))

@@ -66,15 +66,6 @@ def check_recurrent_cache(cache: object, sizes: dict[str, int]) -> RecurrentCach
     return cache
 
 
-def check_mixer_input(x: object, d_model: int, weight: torch.Tensor) -> tuple[int, int]:
-    """Check a mixer input x ``[B, T, d_model]`` with T ≥ 1 (dtype and device of ``weight``);
-    return (B, T). Errors name ``x``, the argument the caller passed."""
-    b, t = check_layer_input(x, d_model, weight)
-    if t == 0:
-        raise ValueError(f"x: expected at least one token (T >= 1), got shape {tuple(x.shape)}")
-    return b, t
-
-
 def l2_normalise(x: torch.Tensor) -> torch.Tensor:
     """x / max(‖x‖, 1e-6) over the last axis (FLA's ``l2norm`` of q and k)."""
     return F.normalize(x, dim=-1, eps=1e-6)
@@ -159,7 +150,7 @@ class RecurrentMixerLayer(nn.Module):
         self, x: torch.Tensor, cache: RecurrentCache | None = None, use_cache: bool = False
     ) -> tuple[torch.Tensor, RecurrentCache | None]:
         """Mix x over time; pass the returned cache back with the next tokens to continue."""
-        b, t = check_mixer_input(x, self.d_model, self.out.weight)
+        b, t = check_layer_input(x, self.d_model, self.out.weight)
         sizes = dict(B=b, T=t, H=self.n_heads, Dk=self.head_dim, Dv=self.head_dim)
         cache = check_recurrent_cache(cache, sizes)
         q, k, v, conv = self.qkv(x, cache.conv if cache is not None else ())
