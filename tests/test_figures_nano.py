@@ -1,6 +1,6 @@
 """Tests of Lesson 19's figures (attnlab.figures.nano) and the functions the lesson added:
 attnlab.embedding.{matches_template, complete_sentences, template_fraction, toy_corpus_entropy}
-and attnlab.model.{stepwise_logits, train_language_model}."""
+and attnlab.model.stepwise_logits, attnlab.train.train_language_model."""
 
 from __future__ import annotations
 

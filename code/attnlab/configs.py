@@ -3,7 +3,8 @@ kind reads, with no ``torch.nn`` (so byte arithmetic in :mod:`attnlab.memory` ne
 
 The presets (:data:`SOPHIA`, :data:`KIMI_LINEAR_48B_A3B`, :data:`DEEPSEEK_V3`, :data:`LLAMA3_8B`)
 carry the numbers that :mod:`attnlab.memory` turns into bytes; :data:`SOPHIA_NANO` is small enough
-to train on a CPU in a minute (:class:`attnlab.model.HybridLM` builds a model from any of them).
+to train on a CPU in a minute (:class:`attnlab.model.HybridLM` builds a model from any of
+them).
 Mixture-of-experts feed-forward layers are not modelled: every block has one dense MLP (the MoE
 routing does not change what a layer caches while decoding).
 """
