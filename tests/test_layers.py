@@ -222,3 +222,25 @@ def test_normalised_layer_refuses_a_cache_without_normaliser():
     _, cache = make_layer("linear-unnormalised")(x, use_cache=True)
     with pytest.raises(ValueError, match="normaliser"):
         make_layer("linear")(x, cache=cache)
+
+
+def _bad_inputs():
+    """Invalid x a caller might pass: wrong rank, width, dtype, empty, not a tensor."""
+    return st.one_of(
+        st.tuples(st.integers(1, 3), st.integers(1, 5)).map(
+            lambda s: torch.randn(*s, dtype=torch.float64)),  # 2-D
+        st.tuples(st.integers(1, 2), st.integers(1, 5), st.integers(1, 20)
+                  .filter(lambda d: d != D_MODEL)).map(
+            lambda s: torch.randn(*s, dtype=torch.float64)),  # wrong d_model
+        st.sampled_from([torch.int64, torch.float32, torch.bool]).map(
+            lambda dt: torch.zeros(1, 3, D_MODEL, dtype=dt)),  # wrong dtype
+        st.integers(1, 3).map(lambda b: torch.zeros(b, 0, D_MODEL, dtype=torch.float64)),
+        st.sampled_from([None, 3.0, [[0.0] * D_MODEL]]),
+    )
+
+
+@settings(max_examples=40, deadline=None)
+@given(name=st.sampled_from(sorted(VARIANTS)), x=_bad_inputs(), use_cache=st.booleans())
+def test_random_bad_inputs_get_a_clear_error_naming_x(name, x, use_cache):
+    with pytest.raises(ValueError, match=r"^x: expected"):
+        make_layer(name)(x, use_cache=use_cache)

@@ -22,9 +22,9 @@ chunkwise kernel, a one-token step the recurrent one.
 Upstream parity (FLA's layers, ``fla/layers``): the output RMSNorm uses ``norm_eps = 1e-5``
 (:data:`attnlab.blocks.LAYER_NORM_EPS`, FLA's default in ``KimiDeltaAttention``,
 ``GatedDeltaNet``, ``DeltaNet`` and ``GatedLinearAttention``); GLA's output is RMSNorm × swish
-gate as in FLA's default. Kept different on purpose: the Gated DeltaNet output gate is a sigmoid
-(see :class:`GatedDeltaNetLayer`), and q, k, v pass through SiLU after the convolution in every
-gated layer.
+gate (``g_proj`` without bias) as in FLA's default; q, k, v pass through SiLU after the short
+convolution, as FLA's ``ShortConvolution(activation="silu")`` does. Kept different on purpose:
+the Gated DeltaNet output gate is a sigmoid, not FLA's swish (see :class:`GatedDeltaNetLayer`).
 """
 
 from __future__ import annotations
