@@ -141,10 +141,6 @@ class RecurrentMixerLayer(nn.Module):
         """The cache that continues the sequence from the kernel's final state."""
         return RecurrentCache(state=final, conv=conv)
 
-    def beta(self, x: torch.Tensor) -> torch.Tensor:
-        """β = sigmoid(x W_β): x ``[B, T, d_model]`` -> ``[B, H, T]`` in (0, 1)."""
-        return torch.sigmoid(self.beta_proj(x)).transpose(1, 2)
-
     # ------------------------------------------------------------------ the plumbing, once
     def forward(
         self, x: torch.Tensor, cache: RecurrentCache | None = None, use_cache: bool = False
@@ -303,6 +299,10 @@ class DeltaLayer(RecurrentMixerLayer):
 
     def feature_map(self, q, k, v):
         return l2_normalise(F.silu(q)), l2_normalise(F.silu(k)), F.silu(v)
+
+    def beta(self, x: torch.Tensor) -> torch.Tensor:
+        """β = sigmoid(x W_β): x ``[B, T, d_model]`` -> ``[B, H, T]`` in (0, 1)."""
+        return torch.sigmoid(self.beta_proj(x)).transpose(1, 2)
 
 
 class DeltaNetLayer(DeltaLayer):
