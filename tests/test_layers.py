@@ -149,7 +149,7 @@ def test_output_gate_scales_the_normalised_output(name, gate_at_zero):
     x = inputs(2, 9)
     _close_output_gate(layer)
     y_gated, _ = layer(x)
-    layer._output_gate = lambda x: None  # the same layer without an output gate
+    layer.output_gate = lambda x: None  # the same layer without an output gate
     y_open, _ = layer(x)
     assert_close(y_gated, gate_at_zero * y_open)
 

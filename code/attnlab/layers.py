@@ -80,9 +80,9 @@ class RecurrentMixerLayer(nn.Module):
     gate after calling this constructor and supplies the hooks:
 
     - ``feature_map(q, k, v)`` -> (q, k, v): what happens after the short convolution;
-    - ``_mix(q, k, v, x, state, use_cache)`` -> (o, final state): the kernel call (chunkwise for
+    - ``mix(q, k, v, x, state, use_cache)`` -> (o, final state): the kernel call (chunkwise for
       a prefill, the recurrent step for T = 1), gates read from x;
-    - ``_output_gate(x)`` -> ``[B, H, T, head_dim]`` or None: the gate on the normalised output;
+    - ``output_gate(x)`` -> ``[B, H, T, head_dim]`` or None: the gate on the normalised output;
     - ``_state_of(cache)`` / ``_cache_of(final, conv)``: how the kernel's state sits in the cache
       (only normalised linear attention, with its key sum z, overrides them).
     """
@@ -116,7 +116,7 @@ class RecurrentMixerLayer(nn.Module):
         """q, k, v ``[B, H, T, head_dim]`` after the short convolution -> the kernel's inputs."""
         return q, k, v
 
-    def _mix(
+    def mix(
         self,
         q: torch.Tensor,
         k: torch.Tensor,
@@ -129,7 +129,7 @@ class RecurrentMixerLayer(nn.Module):
         return ``(o [B, H, T, D], final state or None)``."""
         raise NotImplementedError
 
-    def _output_gate(self, x: torch.Tensor) -> torch.Tensor | None:
+    def output_gate(self, x: torch.Tensor) -> torch.Tensor | None:
         """The gate multiplying the normalised output, ``[B, H, T, D]``, or None (no gate)."""
         return None
 
@@ -151,10 +151,10 @@ class RecurrentMixerLayer(nn.Module):
         cache = check_recurrent_cache(cache, sizes)
         q, k, v, conv = self.qkv(x, cache.conv if cache is not None else ())
         q, k, v = self.feature_map(q, k, v)
-        o, final = self._mix(q, k, v, x, self._state_of(cache), use_cache)
+        o, final = self.mix(q, k, v, x, self._state_of(cache), use_cache)
         if self.norm is not None:
             o = self.norm(o)
-        gate = self._output_gate(x)
+        gate = self.output_gate(x)
         if gate is not None:
             o = gate * o
         y = self.out(merge_heads(o))
@@ -205,7 +205,7 @@ class LinearAttentionLayer(RecurrentMixerLayer):
         state, z = final if self.normalize else (final, None)
         return RecurrentCache(state=state, conv=conv, normaliser=z)
 
-    def _mix(self, q, k, v, x, state, use_cache):
+    def mix(self, q, k, v, x, state, use_cache):
         kernel = linear_attention_recurrent if q.shape[2] == 1 else linear_attention_chunk
         return kernel(q, k, v, normalize=self.normalize, initial_state=state,
                       output_final_state=use_cache)
@@ -267,12 +267,12 @@ class GLALayer(RecurrentMixerLayer):
     def feature_map(self, q, k, v):
         return F.silu(q), F.silu(k), F.silu(v)
 
-    def _mix(self, q, k, v, x, state, use_cache):
+    def mix(self, q, k, v, x, state, use_cache):
         kernel = gla_recurrent if q.shape[2] == 1 else gla_chunk
         return kernel(q, k, v, g=self.log_gate(x), initial_state=state,
                       output_final_state=use_cache)
 
-    def _output_gate(self, x):
+    def output_gate(self, x):
         return F.silu(split_heads(self.g_proj(x), self.n_heads))
 
 
@@ -311,7 +311,7 @@ class DeltaNetLayer(DeltaLayer):
         y = merge_heads(RMSNorm_head(delta_rule(q, k, v, β))) W_o
     """
 
-    def _mix(self, q, k, v, x, state, use_cache):
+    def mix(self, q, k, v, x, state, use_cache):
         kernel = delta_rule_recurrent if q.shape[2] == 1 else delta_rule_chunk
         return kernel(q, k, v, beta=self.beta(x), initial_state=state,
                       output_final_state=use_cache)
@@ -349,13 +349,13 @@ class GatedDeltaNetLayer(DeltaLayer):
         """g = −exp(A_log) · softplus(x W_a + dt_bias): x ``[B, T, d_model]`` -> ``[B, H, T]``."""
         return softplus_decay_gate(self.decay_proj(x), self.A_log, self.dt_bias).transpose(1, 2)
 
-    def _mix(self, q, k, v, x, state, use_cache):
+    def mix(self, q, k, v, x, state, use_cache):
         kernel = gated_delta_rule_recurrent if q.shape[2] == 1 else gated_delta_rule_chunk
         beta = self.beta(x)  # before g: autograd then sums x's gradients in a fixed order
         return kernel(q, k, v, g=self.log_gate(x), beta=beta, initial_state=state,
                       output_final_state=use_cache)
 
-    def _output_gate(self, x):
+    def output_gate(self, x):
         return torch.sigmoid(split_heads(self.g_proj(x), self.n_heads))
 
 
@@ -401,7 +401,7 @@ class KDALayer(DeltaLayer):
         dt_bias = self.dt_bias.view(self.n_heads, self.head_dim)
         return softplus_decay_gate(raw, self.A_log[:, None], dt_bias).transpose(1, 2)
 
-    def _mix(self, q, k, v, x, state, use_cache):
+    def mix(self, q, k, v, x, state, use_cache):
         beta = self.beta(x)  # before g, as in GatedDeltaNetLayer
         g = self.log_gate(x)
         if q.shape[2] > 1:
@@ -413,7 +413,7 @@ class KDALayer(DeltaLayer):
                             state=state)
         return o.unsqueeze(2), state
 
-    def _output_gate(self, x):
+    def output_gate(self, x):
         return torch.sigmoid(split_heads(self.g_proj(x), self.n_heads))
 
 
