@@ -27,6 +27,21 @@ seeds = st.integers(0, 2**31 - 1)
 """Seeds for ``torch.Generator().manual_seed`` in property tests."""
 
 
+def randn(*shape: int, dtype: torch.dtype = torch.float64, seed: int = 0) -> torch.Tensor:
+    """A standard normal tensor of ``shape`` from its own generator seeded by ``seed``."""
+    return torch.randn(*shape, dtype=dtype, generator=torch.Generator().manual_seed(seed))
+
+
+def decode_in_pieces(layer, x: torch.Tensor, cuts, **options):
+    """Run a layer over x ``[B, T, d]`` in pieces cut at ``cuts``, carrying its cache; return
+    ``(outputs concatenated [B, T, d], final cache)``. ``options`` go to every call."""
+    cache, pieces = None, []
+    for start, stop in zip([0, *cuts], [*cuts, x.shape[1]], strict=True):
+        y, cache = layer(x[:, start:stop], cache, use_cache=True, **options)
+        pieces.append(y)
+    return torch.cat(pieces, dim=1), cache
+
+
 def assert_close(actual, expected, *, tol: float | None = None) -> None:
     """Assert that ``actual`` equals ``expected`` to ``tol`` (default: ``TOLERANCES`` by dtype),
     relative to the largest entry of ``expected`` when that exceeds 1:

@@ -22,7 +22,7 @@ from attnlab.attention import (
     stable_softmax,
 )
 from attnlab.kv_cache import KVCache, kv_cache_bytes
-from conftest import assert_close
+from conftest import assert_close, decode_in_pieces, randn
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -32,8 +32,6 @@ DTYPES = st.sampled_from([torch.float32, torch.float64])
 
 
 
-def randn(*shape: int, dtype: torch.dtype = torch.float64, seed: int = 0) -> torch.Tensor:
-    return torch.randn(*shape, dtype=dtype, generator=torch.Generator().manual_seed(seed))
 
 
 def reference_attention(q, k, v, causal, scale):
@@ -258,12 +256,6 @@ def make_mha(n_kv_heads=None, rope=True, dtype=torch.float64, seed=0, **kw):
     return MultiHeadAttention(16, 4, 6, n_kv_heads=n_kv_heads, rope=rope, **kw).to(dtype)
 
 
-def decode_in_pieces(layer, x, cuts):
-    cache, pieces = None, []
-    for start, stop in zip([0, *cuts], [*cuts, x.shape[1]], strict=True):
-        y, cache = layer(x[:, start:stop], cache, use_cache=True)
-        pieces.append(y)
-    return torch.cat(pieces, dim=1), cache
 
 
 @pytest.mark.parametrize("n_kv_heads", [None, 2, 1])

@@ -15,7 +15,7 @@ from attnlab.delta import (
     gated_delta_rule_recurrent,
     unit_lower_inverse,
 )
-from conftest import assert_close
+from conftest import assert_close, seeds
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -26,7 +26,6 @@ shapes = st.tuples(
     st.integers(1, 8),  # Dk
     st.integers(1, 8),  # Dv
 )
-seeds = st.integers(0, 2**31 - 1)
 chunk_sizes = st.integers(1, 64)
 # β: the usual (0, 1), the ends 0 and 1 exactly, a mix of both ends, and up to 2 (negative
 # eigenvalues 1 - β of the transition along k)

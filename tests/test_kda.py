@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 from attnlab.delta import gated_delta_rule_chunk, gated_delta_rule_recurrent
 from attnlab.kda import kda_chunk, kda_recurrent, kda_step
-from conftest import assert_close
+from conftest import assert_close, seeds
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -21,7 +21,6 @@ shapes = st.tuples(
     st.integers(1, 8),  # Dk
     st.integers(1, 8),  # Dv
 )
-seeds = st.integers(0, 2**31 - 1)
 chunk_sizes = st.integers(1, 64)
 # magnitude of -g per step and channel: exactly 0, near 0, moderate, very fast, and "mixed"
 # (each channel either never forgets or forgets almost at once)

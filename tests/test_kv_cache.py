@@ -13,7 +13,7 @@ from attnlab.kv_cache import (
     kv_cache_bytes,
     time_decode_step,
 )
-from conftest import assert_close
+from conftest import assert_close, randn
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -23,8 +23,6 @@ DTYPES = st.sampled_from([torch.float32, torch.float64])
 
 
 
-def randn(*shape: int, dtype: torch.dtype = torch.float64, seed: int = 0) -> torch.Tensor:
-    return torch.randn(*shape, dtype=dtype, generator=torch.Generator().manual_seed(seed))
 
 
 # ---------------------------------------------------------------- the cache object

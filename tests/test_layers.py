@@ -16,7 +16,7 @@ from attnlab.layers import (
     LinearAttentionLayer,
     RecurrentMixerLayer,
 )
-from conftest import assert_close, seeds
+from conftest import assert_close, decode_in_pieces, seeds
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -72,11 +72,8 @@ def test_any_split_continues_the_sequence(name):
     layer = make_layer(name, 1)
     x = inputs(1, 70, 1)
     full, _ = layer(x)
-    cache, pieces = None, []
-    for a, b in [(0, 1), (1, 2), (2, 7), (7, 66), (66, 70)]:  # crosses the chunk size 64
-        y, cache = layer(x[:, a:b], cache=cache, use_cache=True)
-        pieces.append(y)
-    assert_close(torch.cat(pieces, dim=1), full)
+    pieces, _ = decode_in_pieces(layer, x, [1, 2, 7, 66])  # crosses the chunk size 64
+    assert_close(pieces, full)
 
 
 @pytest.mark.parametrize("name", sorted(VARIANTS))

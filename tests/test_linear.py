@@ -12,7 +12,7 @@ from attnlab.linear import (
     linear_attention_parallel,
     linear_attention_recurrent,
 )
-from conftest import assert_close
+from conftest import assert_close, seeds
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -25,7 +25,6 @@ shapes = st.tuples(
     st.integers(1, 8),  # Dk
     st.integers(1, 8),  # Dv
 )
-seeds = st.integers(0, 2**31 - 1)
 
 
 def random_inputs(seed, shape, dtype=torch.float64, normalize=False, with_state=False):

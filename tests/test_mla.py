@@ -8,7 +8,7 @@ import math
 import pytest
 import torch
 from attnlab.mla import LatentCache, MultiHeadLatentAttention, mla_cache_elements_per_token
-from conftest import assert_close
+from conftest import assert_close, decode_in_pieces, randn
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -17,8 +17,6 @@ SETTINGS = settings(max_examples=20, deadline=None)
 
 
 
-def randn(*shape: int, dtype: torch.dtype = torch.float64, seed: int = 0) -> torch.Tensor:
-    return torch.randn(*shape, dtype=dtype, generator=torch.Generator().manual_seed(seed))
 
 
 def make_mla(dtype=torch.float64, seed=0, d_model=16, n_heads=2, head_dim=4, kv_lora_rank=6,
@@ -82,12 +80,6 @@ def reference_mla(layer: MultiHeadLatentAttention, x: torch.Tensor) -> torch.Ten
     return layer.w_o(o)
 
 
-def decode_in_pieces(layer, x, cuts, absorb):
-    cache, pieces = None, []
-    for start, stop in zip([0, *cuts], [*cuts, x.shape[1]], strict=True):
-        y, cache = layer(x[:, start:stop], cache, use_cache=True, absorb=absorb)
-        pieces.append(y)
-    return torch.cat(pieces, dim=1), cache
 
 
 # ---------------------------------------------------------------- equations
@@ -148,7 +140,7 @@ def test_any_prefill_split_equals_full_pass(cuts, absorb, rope, seed):
     x = randn(1, 12, 16, seed=seed)
     with torch.no_grad():
         full, _ = layer(x)
-        pieces, cache = decode_in_pieces(layer, x, cuts, absorb)
+        pieces, cache = decode_in_pieces(layer, x, cuts, absorb=absorb)
     assert_close(pieces, full)
     assert cache.length == 12
 

@@ -31,15 +31,6 @@ ZOO = ModelConfig(
 """Every layer kind once, RoPE on, GQA and a low-rank query path: exercises every mixer."""
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny models on a shared 2-core machine run 10-30x faster on one thread than on two."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 @cache
 def model_for(name: str, dtype: torch.dtype) -> HybridLM:
     config = {"nano": SOPHIA_NANO, "zoo": ZOO}[name]
