@@ -15,14 +15,12 @@ from .attention import (
     apply_rope,
     attention_scores,
     causal_mask,
-    merge_heads,
     rope_angles,
     softmax_attention,
     softmax_attention_online,
-    split_heads,
     stable_softmax,
 )
-from .blocks import KVCache
+from .blocks import KVCache, merge_heads, split_heads
 from .configs import (
     DEEPSEEK_V3,
     KIMI_LINEAR_48B_A3B,
