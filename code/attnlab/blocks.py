@@ -85,8 +85,8 @@ class HeadRMSNorm(nn.Module):
 LAYER_NORM_EPS = 1e-5
 """eps of the per-head output RMSNorm of the recurrent mixer layers: FLA's ``norm_eps`` default in
 ``KimiDeltaAttention``, ``GatedDeltaNet``, ``DeltaNet`` and ``GatedLinearAttention``. The output
-before that norm is small (unit-norm q and k read a young state), so eps matters: 1e-6 instead
-moves the normalised output by about 12 % at initialisation."""
+before that norm can be small (unit-norm q and k read a young state), so eps is not negligible
+there: the choice changes the layer's output, not only its rounding."""
 
 
 class SwiGLU(nn.Module):
