@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
-import time
 from collections.abc import Callable
 
 import attnlab as al
 import torch
+from attnlab.timing import best_seconds
 
 B, H, D = 1, 4, 64
 LENGTHS = (256, 1024, 4096)
@@ -61,13 +61,11 @@ def kernels(x: dict[str, torch.Tensor]) -> dict[str, tuple[Callable, Callable]]:
 
 
 def best_time(fn: Callable, repeats: int) -> tuple[float, torch.Tensor]:
-    best, out = float("inf"), None
-    for _ in range(repeats):
-        start = time.perf_counter()
-        with torch.no_grad():
-            out = fn()[0]
-        best = min(best, time.perf_counter() - start)
-    return best, out
+    """``attnlab.timing.best_seconds`` of ``repeats`` calls (no warm-up), and the output
+    ``fn()[0]`` of the last call (to compare the two forms without running them again)."""
+    outputs = []
+    seconds = best_seconds(lambda: outputs.append(fn()[0]), repeats=repeats, warmup=False)
+    return seconds, outputs[-1]
 
 
 def matmul_gflops(n: int = 512, repeats: int = 10) -> float:

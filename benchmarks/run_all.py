@@ -6,12 +6,12 @@ from __future__ import annotations
 import datetime
 import os
 import platform
-import time
 from pathlib import Path
 
 import kernels
 import notebooks
 import torch
+from attnlab.timing import best_seconds
 
 RESULTS = Path(__file__).resolve().parent / "results" / "latest.md"
 BUDGET_S, BUDGET_MIB, BUDGET_MEDIAN_MS, BUDGET_P95_MS = 60, 1500 / 1.048576, 150, 250
@@ -68,14 +68,14 @@ def kernel_table(report: dict) -> list[str]:
 
 def loop_ms(repeats: int = 5) -> float:
     """A fixed pure-Python loop (best of ``repeats``): how fast this machine is right now."""
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
+
+    def loop() -> int:
         total = 0
         for i in range(3_000_000):
             total += i * i
-        best = min(best, time.perf_counter() - start)
-    return best * 1000
+        return total
+
+    return best_seconds(loop, repeats=repeats, warmup=False) * 1000
 
 
 def main() -> None:

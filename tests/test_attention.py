@@ -22,6 +22,7 @@ from attnlab.attention import (
     stable_softmax,
 )
 from attnlab.kv_cache import KVCache, kv_cache_bytes
+from conftest import assert_close, decode_in_pieces, randn
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -29,17 +30,8 @@ SETTINGS = settings(max_examples=20, deadline=None)
 DTYPES = st.sampled_from([torch.float32, torch.float64])
 
 
-def assert_close(actual: torch.Tensor, expected: torch.Tensor) -> None:
-    """float64: 1e-10 absolute; float32: 1e-4 relative (O(1) values)."""
-    assert actual.dtype == expected.dtype
-    if expected.dtype == torch.float64:
-        torch.testing.assert_close(actual, expected, rtol=0, atol=1e-10)
-    else:
-        torch.testing.assert_close(actual, expected, rtol=1e-4, atol=1e-5)
 
 
-def randn(*shape: int, dtype: torch.dtype = torch.float64, seed: int = 0) -> torch.Tensor:
-    return torch.randn(*shape, dtype=dtype, generator=torch.Generator().manual_seed(seed))
 
 
 def reference_attention(q, k, v, causal, scale):
@@ -264,12 +256,6 @@ def make_mha(n_kv_heads=None, rope=True, dtype=torch.float64, seed=0, **kw):
     return MultiHeadAttention(16, 4, 6, n_kv_heads=n_kv_heads, rope=rope, **kw).to(dtype)
 
 
-def decode_in_pieces(layer, x, cuts):
-    cache, pieces = None, []
-    for start, stop in zip([0, *cuts], [*cuts, x.shape[1]], strict=True):
-        y, cache = layer(x[:, start:stop], cache, use_cache=True)
-        pieces.append(y)
-    return torch.cat(pieces, dim=1), cache
 
 
 @pytest.mark.parametrize("n_kv_heads", [None, 2, 1])
@@ -379,3 +365,27 @@ def test_mha_without_rope_accepts_odd_head_dim():
     layer = MultiHeadAttention(10, 2, 5, rope=False).double()
     y, _ = layer(randn(1, 4, 10))
     assert y.shape == (1, 4, 10)
+
+
+def test_stable_softmax_gives_an_all_masked_row_weight_zero():
+    x = torch.tensor([[0.0, -torch.inf, 1.0], [-torch.inf, -torch.inf, -torch.inf]],
+                     dtype=torch.float64)
+    p = stable_softmax(x)
+    assert torch.isfinite(p).all()
+    assert_close(p[0], torch.softmax(x[0], dim=0))
+    assert_close(p[1], torch.zeros(3, dtype=torch.float64))
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf")])
+def test_rope_refuses_non_finite_positions(bad):
+    x = torch.randn(1, 1, 3, 4)
+    positions = torch.tensor([0.0, bad, 2.0])
+    with pytest.raises(ValueError, match="^positions: expected finite"):
+        apply_rope(x, positions)
+    with pytest.raises(ValueError, match="^positions: expected finite"):
+        rope_angles(positions, 4)
+
+
+def test_attention_layer_on_no_tokens_names_x():
+    with pytest.raises(ValueError, match=r"^x: expected at least one token"):
+        MultiHeadAttention(8, 2, 4)(torch.zeros(1, 0, 8))

@@ -8,10 +8,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 from attnlab._chunk_engine import unit_lower_inverse
-from attnlab.blocks import RecurrentCache
 from attnlab.delta import (
-    DeltaNetLayer,
-    GatedDeltaNetLayer,
     delta_rule_chunk,
     delta_rule_chunk_reference,
     delta_rule_parallel,
@@ -22,6 +19,7 @@ from attnlab.delta import (
     transition_product,
     ut_transform,
 )
+from conftest import assert_close, seeds
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -32,7 +30,6 @@ shapes = st.tuples(
     st.integers(1, 8),  # Dk
     st.integers(1, 8),  # Dv
 )
-seeds = st.integers(0, 2**31 - 1)
 chunk_sizes = st.integers(1, 64)
 # β: the usual (0, 1), the ends 0 and 1 exactly, a mix of both ends, and up to 2 (negative
 # eigenvalues 1 - β of the transition along k)
@@ -61,15 +58,6 @@ def random_inputs(seed, shape, beta_kind="uniform", gate_scale=0.5, dtype=torch.
     return q, k, v, beta, g, s0
 
 
-def assert_close(actual, expected):
-    """float64: 1e-10 absolute on O(1) values (relative to the largest entry when it exceeds 1);
-    float32: 1e-4 relative to the largest entry."""
-    assert actual.shape == expected.shape and actual.dtype == expected.dtype
-    assert torch.isfinite(actual).all()
-    magnitude = max(1.0, expected.abs().max().item())
-    tol = 1e-10 if expected.dtype == torch.float64 else 1e-4
-    error = (actual - expected).abs().max().item()
-    assert error <= tol * magnitude, f"max error {error:.3g} > {tol * magnitude:.3g}"
 
 
 def run_both(recurrent, chunk, args, chunk_size, **kw):
@@ -330,65 +318,6 @@ def test_bad_chunk_size_is_refused():
         with pytest.raises(ValueError, match="chunk_size"):
             delta_rule_chunk(args["q"], args["k"], args["v"], beta=args["beta"],
                              chunk_size=chunk_size)
-
-
-# ------------------------------------------------------------------------- layers
-@pytest.mark.parametrize("layer_cls", [DeltaNetLayer, GatedDeltaNetLayer])
-@pytest.mark.parametrize("prefill", [1, 5, 17])
-def test_layer_prefill_then_decode_equals_full_pass(layer_cls, prefill):
-    torch.manual_seed(0)
-    layer = layer_cls(d_model=12, n_heads=2, head_dim=6).double()
-    x = torch.randn(2, 23, 12, dtype=torch.float64)
-    y_full, none = layer(x)
-    assert none is None
-    y, cache = layer(x[:, :prefill], use_cache=True)
-    outputs, sizes = [y], [cache.num_bytes()]
-    for t in range(prefill, x.shape[1]):
-        y, cache = layer(x[:, t : t + 1], cache=cache, use_cache=True)
-        outputs.append(y)
-        sizes.append(cache.num_bytes())
-    assert_close(torch.cat(outputs, dim=1), y_full)
-    assert isinstance(cache, RecurrentCache)
-    assert len(set(sizes)) == 1  # the cache does not grow with T
-    assert cache.state.shape == (2, 2, 6, 6)
-
-
-@pytest.mark.parametrize("layer_cls", [DeltaNetLayer, GatedDeltaNetLayer])
-def test_layer_any_split_continues_the_sequence(layer_cls):
-    torch.manual_seed(1)
-    layer = layer_cls(d_model=8, n_heads=2, head_dim=4, conv_size=3).double()
-    x = torch.randn(1, 40, 8, dtype=torch.float64)
-    y_full, _ = layer(x)
-    cache, outputs = None, []
-    for a, b in [(0, 7), (7, 8), (8, 30), (30, 40)]:
-        y, cache = layer(x[:, a:b], cache=cache, use_cache=True)
-        outputs.append(y)
-    assert_close(torch.cat(outputs, dim=1), y_full)
-
-
-def test_layer_gates_and_shapes():
-    torch.manual_seed(2)
-    layer = GatedDeltaNetLayer(d_model=16, n_heads=4, head_dim=8)
-    x = torch.randn(3, 9, 16)
-    g = layer.log_gate(x)
-    assert g.shape == (3, 4, 9) and (g <= 0).all()
-    alpha0 = torch.exp(layer.log_gate(torch.zeros(1, 1, 16)))  # decay at x = 0
-    assert ((alpha0 > 0.15) & (alpha0 < 1)).all()
-    y, _ = layer(x)
-    assert y.shape == x.shape and y.dtype == torch.float32
-
-
-def test_layer_refuses_bad_inputs():
-    layer = DeltaNetLayer(d_model=8, n_heads=2, head_dim=4)
-    with pytest.raises(ValueError, match="x"):
-        layer(torch.randn(2, 5, 7))
-    with pytest.raises(ValueError, match="x"):
-        layer(torch.randn(2, 5, 8, dtype=torch.float64))
-    with pytest.raises(ValueError, match="cache"):
-        layer(torch.randn(2, 5, 8), cache=torch.zeros(2, 2, 4, 4))
-    _, cache = layer(torch.randn(2, 5, 8), use_cache=True)
-    with pytest.raises(ValueError, match="cache"):
-        layer(torch.randn(3, 1, 8), cache=cache)
 
 
 # ------------------------------------------------------------------------- the chunkwise references

@@ -7,11 +7,11 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.nn.functional as F
+from attnlab.configs import SOPHIA, SOPHIA_NANO
 from attnlab.figures import costs as figs
 from attnlab.kda import kda_transition_products, kda_wy_transitions, time_kda_step
 from attnlab.kv_cache import crossover_context, stack_cost, time_cached_attention_step
 from attnlab.memory import layer_numbers
-from attnlab.model import SOPHIA, SOPHIA_NANO
 from attnlab.plotting import new_figure
 
 DATA = figs.CostData("test", 2, 32, (512, 2048, 8192, 32768), (8e-5, 1.1e-4, 3.5e-4, 1.5e-3),

@@ -5,9 +5,9 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+from attnlab.configs import DEEPSEEK_V3, KIMI_LINEAR_48B_A3B, LLAMA3_8B, SOPHIA
 from attnlab.figures import hybrid as figs
 from attnlab.memory import as_all_attention, cache_breakdown, format_bytes
-from attnlab.model import DEEPSEEK_V3, KIMI_LINEAR_48B_A3B, LLAMA3_8B, SOPHIA
 from attnlab.plotting import figure_png, new_figure
 
 # ---------------------------------------------------------------- Lesson 15

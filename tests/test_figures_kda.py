@@ -14,7 +14,6 @@ from attnlab.delta import (
     delta_rule_chunk,
     delta_rule_cost,
     delta_rule_recurrent,
-    time_delta_rule,
     transition_product,
     ut_transform,
 )
@@ -124,18 +123,6 @@ def test_delta_rule_cost_formulas():
 def test_delta_rule_cost_refuses_bad_inputs(kwargs, name):
     with pytest.raises(ValueError, match=name):
         delta_rule_cost(**kwargs)
-
-
-def test_time_delta_rule_measures_both_forms():
-    for form in ("recurrent", "chunk"):
-        seconds = time_delta_rule(form, 32, n_heads=1, head_dim=8, chunk_size=8, repeats=1,
-                                  warmup=False)
-        assert 0 < seconds < 5
-    for kwargs, name in [(dict(form="x", length=8), "form"), (dict(form="chunk", length=8,
-                                                                  repeats=0), "repeats"),
-                         (dict(form="chunk", length=8, warmup=1), "warmup")]:
-        with pytest.raises(ValueError, match=name):
-            time_delta_rule(**kwargs)
 
 
 def test_chunk_of_one_token_is_the_recurrence():

@@ -6,14 +6,13 @@ from __future__ import annotations
 import itertools
 
 import pytest
-import torch
+from attnlab.configs import LLAMA3_8B, SOPHIA
 from attnlab.figures import kv_cache as figs
 from attnlab.kv_cache import (
     decode_step_work,
     decode_total_work,
     kv_cache_bytes,
     max_cached_tokens,
-    time_decode_step,
 )
 from attnlab.memory import (
     as_all_attention,
@@ -21,7 +20,6 @@ from attnlab.memory import (
     cache_bytes_per_token,
     format_bytes,
 )
-from attnlab.model import LLAMA3_8B, SOPHIA
 from attnlab.plotting import new_figure
 
 PRESETS = list(figs.CALCULATOR_MODELS)
@@ -166,30 +164,3 @@ def test_max_cached_tokens():
 def test_max_cached_tokens_rejects_bad_input(args, name):
     with pytest.raises(ValueError, match=name):
         max_cached_tokens(*args)
-
-
-# ---------------------------------------------------------------- the step timer
-
-
-def test_time_decode_step_measures_both_paths():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        cached = time_decode_step(512, cached=True, repeats=5)
-        uncached = time_decode_step(512, cached=False, repeats=3)
-        one = time_decode_step(1, cached=True, repeats=1, n_heads=1, head_dim=4)
-    finally:
-        torch.set_num_threads(threads)
-    assert 0 < cached < 1 and 0 < uncached < 5 and 0 < one < 1
-    assert uncached > cached  # 512 query rows against 1
-
-
-@pytest.mark.parametrize(("kwargs", "name"), [({"context": 0, "cached": True}, "context"),
-                                              ({"context": 8, "cached": "yes"}, "cached"),
-                                              ({"context": 8, "cached": True, "repeats": 0},
-                                               "repeats"),
-                                              ({"context": 8, "cached": True, "n_heads": 0},
-                                               "n_heads")])
-def test_time_decode_step_rejects_bad_input(kwargs, name):
-    with pytest.raises(ValueError, match=name):
-        time_decode_step(**kwargs)

@@ -7,16 +7,15 @@ import itertools
 
 import pytest
 import torch
+from attnlab.configs import SOPHIA
 from attnlab.figures import linear_forms as figs
 from attnlab.linear import (
     LINEAR_FORMS,
     linear_attention_chunk,
     linear_attention_cost,
     linear_attention_parallel,
-    time_linear_attention,
 )
 from attnlab.memory import as_all_attention, cache_breakdown, format_bytes
-from attnlab.model import SOPHIA
 from attnlab.plotting import figure_png, new_figure
 from torch.utils.flop_counter import FlopCounterMode
 
@@ -292,32 +291,3 @@ def test_cost_matches_the_matmul_flops_of_the_kernels(t, c):
 def test_cost_rejects_bad_input(args, kwargs, name):
     with pytest.raises(ValueError, match=name):
         linear_attention_cost(*args, **kwargs)
-
-
-# ---------------------------------------------------------------- timer
-
-
-def test_time_linear_attention_measures_every_form():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        times = {f: time_linear_attention(f, 256, head_dim=16, repeats=2) for f in LINEAR_FORMS}
-        one = time_linear_attention("chunk", 1, head_dim=1, chunk_size=64, repeats=1,
-                                    warmup=False)
-    finally:
-        torch.set_num_threads(threads)
-    assert all(0 < s < 5 for s in times.values()) and 0 < one < 1
-    assert times["recurrent"] > times["chunk"]  # 256 Python steps against 4 chunks
-
-
-@pytest.mark.parametrize(
-    ("kwargs", "name"),
-    [({"form": "fast", "length": 8}, "form"), ({"form": "chunk", "length": 0}, "length"),
-     ({"form": "chunk", "length": 8, "repeats": 0}, "repeats"),
-     ({"form": "chunk", "length": 8, "chunk_size": 0}, "chunk_size"),
-     ({"form": "chunk", "length": 8, "warmup": 1}, "warmup"),
-     ({"form": "chunk", "length": 8, "n_heads": 0}, "n_heads")],
-)
-def test_time_linear_attention_rejects_bad_input(kwargs, name):
-    with pytest.raises(ValueError, match=name):
-        time_linear_attention(**kwargs)

@@ -1,6 +1,6 @@
 """Tests of Lesson 19's figures (attnlab.figures.nano) and the functions the lesson added:
 attnlab.embedding.{matches_template, complete_sentences, template_fraction, toy_corpus_entropy}
-and attnlab.model.{stepwise_logits, train_language_model}."""
+and attnlab.model.stepwise_logits, attnlab.train.train_language_model."""
 
 from __future__ import annotations
 
@@ -10,10 +10,12 @@ import math
 import pytest
 import torch
 from attnlab import embedding as emb
+from attnlab.configs import SOPHIA_NANO
 from attnlab.figures import nano as figs
 from attnlab.memory import cache_breakdown
-from attnlab.model import SOPHIA_NANO, HybridLM, stepwise_logits, train_language_model
+from attnlab.model import HybridLM, stepwise_logits
 from attnlab.plotting import new_figure
+from attnlab.train import train_language_model
 
 KINDS = SOPHIA_NANO.layer_pattern
 TINY = dataclasses.replace(SOPHIA_NANO, vocab_size=20, d_model=16, n_heads=1, n_kv_heads=1,

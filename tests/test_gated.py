@@ -13,9 +13,7 @@ from attnlab._chunk_engine import (
     channel_decay_terms,
     factorised_decay_scores,
 )
-from attnlab.blocks import RecurrentCache
 from attnlab.gated import (
-    GLALayer,
     effective_horizon,
     gla_chunk,
     gla_chunk_reference,
@@ -27,6 +25,7 @@ from attnlab.gated import (
     softplus_decay_gate,
 )
 from attnlab.linear import linear_attention_chunk, linear_attention_recurrent
+from conftest import assert_close, seeds
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -37,7 +36,6 @@ shapes = st.tuples(
     st.integers(1, 8),  # Dk
     st.integers(1, 8),  # Dv
 )
-seeds = st.integers(0, 2**31 - 1)
 gate_kinds = st.sampled_from(["channel", "scalar"])
 # typical magnitude of -g per step: near 0 (α ≈ 1), GLA-like, Mamba-like, very fast decay
 gate_scales = st.sampled_from([1e-6, 0.05, 1.0, 8.0])
@@ -56,15 +54,6 @@ def random_inputs(seed, shape, kind="channel", gate_scale=1.0, dtype=torch.float
     return q, k, v, g, s0
 
 
-def assert_close(actual, expected):
-    """float64: 1e-10 absolute on O(1) values (scaled by the largest entry when it exceeds 1);
-    float32: 1e-4 relative to the largest entry."""
-    assert actual.shape == expected.shape and actual.dtype == expected.dtype
-    assert torch.isfinite(actual).all()
-    magnitude = max(1.0, expected.abs().max().item()) if expected.numel() else 1.0
-    tol = 1e-10 if expected.dtype == torch.float64 else 1e-4
-    error = (actual - expected).abs().max().item() if expected.numel() else 0.0
-    assert error <= tol * magnitude, f"max error {error:.3g} > {tol:.0e} x {magnitude:.3g}"
 
 
 def gla_oracle(q, k, v, g, scale=None):
@@ -385,69 +374,6 @@ def test_gate_is_keyword_only():
     q, k, v, g, _ = random_inputs(3, (1, 2, 5, 4, 3))
     with pytest.raises(TypeError):
         gla_chunk(q, k, v, g)  # type: ignore[misc]
-
-
-# ---------------------------------------------------------------- the layer
-GATES = ["channel", "scalar", "fixed"]
-
-
-def make_layer(gate, seed=0, d_model=12, n_heads=2, head_dim=5, **options):
-    torch.manual_seed(seed)
-    return GLALayer(d_model, n_heads, head_dim, gate=gate, **options).double()
-
-
-@pytest.mark.parametrize("gate", GATES)
-def test_layer_output_shape_and_gate(gate):
-    layer = make_layer(gate, gate_rank=3)
-    x = torch.randn(3, 7, 12, dtype=torch.float64)
-    y, cache = layer(x)
-    assert y.shape == (3, 7, 12) and y.dtype == torch.float64 and cache is None
-    g = layer.log_gate(x)
-    assert g.shape == ((3, 2, 7, 5) if gate == "channel" else (3, 2, 7))
-    assert (g <= 0).all() and g.dtype == torch.float64
-
-
-@settings(max_examples=12, deadline=None)
-@given(seed=seeds, t=st.integers(1, 40), gate=st.sampled_from(GATES), data=st.data())
-def test_layer_prefill_then_decode_equals_full_pass(seed, t, gate, data):
-    layer = make_layer(gate, seed % 1000)
-    gen = torch.Generator().manual_seed(seed)
-    x = torch.randn(2, t, 12, generator=gen, dtype=torch.float64)
-    full, _ = layer(x)
-    prefill = data.draw(st.integers(1, t), label="prefill")
-    y, cache = layer(x[:, :prefill], use_cache=True)
-    pieces = [y]
-    for i in range(prefill, t):
-        y, cache = layer(x[:, i : i + 1], cache=cache, use_cache=True)
-        pieces.append(y)
-    assert_close(torch.cat(pieces, dim=1), full)
-
-
-@pytest.mark.parametrize("gate", GATES)
-def test_layer_cache_size_does_not_depend_on_t(gate):
-    layer = make_layer(gate)
-    sizes = set()
-    for t in (1, 6, 70):
-        _, cache = layer(torch.randn(1, t, 12, dtype=torch.float64), use_cache=True)
-        assert isinstance(cache, RecurrentCache) and cache.normaliser is None
-        assert cache.state.shape == (1, 2, 5, 5)
-        sizes.add(cache.num_bytes())
-    assert sizes == {(2 * 5 * 5 + 3 * 3 * 10) * 8}
-
-
-def test_layer_bad_inputs():
-    with pytest.raises(ValueError, match="gate"):
-        GLALayer(12, 2, 5, gate="vector")
-    layer = make_layer("channel")
-    x = torch.randn(2, 4, 12, dtype=torch.float64)
-    with pytest.raises(ValueError, match="x"):
-        layer(x[..., :5])
-    with pytest.raises(ValueError, match="cache"):
-        layer(x, cache="not a cache")
-    _, cache = make_layer("channel", n_heads=3)(torch.randn(2, 4, 12, dtype=torch.float64),
-                                                use_cache=True)
-    with pytest.raises(ValueError, match="cache.state"):
-        layer(x, cache=cache)
 
 
 # ---------------------------------------------------------------- the chunkwise reference

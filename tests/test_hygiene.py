@@ -35,3 +35,74 @@ def test_lessons_open_with_their_title_and_question():
         first = "".join(json.loads(path.read_text())["cells"][0]["source"])
         assert first.startswith("# Lesson "), path.name
         assert "question" in first.lower(), path.name
+
+
+PACKAGE = ROOT / "code" / "attnlab"
+
+
+def package_imports() -> dict[str, set[str]]:
+    """Module -> the package modules it imports at module level or inside functions
+    (``from .x import``, ``from ..x import``, ``from . import x``, ``import attnlab.x``)."""
+    import ast
+
+    graph: dict[str, set[str]] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = path.relative_to(PACKAGE).with_suffix("").parts
+        name = ".".join(p for p in parts if p != "__init__") or "__init__"
+        package = parts[:-1]
+        targets: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.level:
+                base = package[: len(package) - (node.level - 1)]
+                stem = ".".join([*base, *(node.module.split(".") if node.module else [])])
+                if node.module:
+                    targets.add(stem)
+                else:  # from . import x, y
+                    targets |= {".".join([*base, alias.name]) for alias in node.names}
+            elif isinstance(node, ast.Import | ast.ImportFrom) and not getattr(node, "level", 0):
+                modules = [a.name for a in node.names] if isinstance(node, ast.Import) else [
+                    node.module or ""]
+                targets |= {m.removeprefix("attnlab.") for m in modules
+                            if m.startswith("attnlab.")}
+        known = {t for t in targets if (PACKAGE / (t.replace(".", "/") + ".py")).exists()
+                 or (PACKAGE / t.replace(".", "/") / "__init__.py").exists()}
+        graph[name] = known - {name}
+    return graph
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Every cycle found by a depth-first search (each reported once, from where it closes)."""
+    cycles, state = [], {}
+
+    def visit(node: str, stack: list[str]) -> None:
+        state[node] = "open"
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == "open":
+                cycles.append(stack[stack.index(nxt):] + [nxt])
+            elif nxt not in state:
+                visit(nxt, [*stack, nxt])
+        state[node] = "done"
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node, [node])
+    return cycles
+
+
+def test_the_package_has_no_import_loop():
+    graph = package_imports()
+    assert {"configs", "blocks", "layers", "model", "train"} <= set(graph)
+    assert import_cycles(graph) == []
+
+
+def test_the_cycle_finder_finds_a_loop():
+    assert import_cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c", "a"]]
+
+
+def test_low_modules_import_no_layer_or_model():
+    """Configs are plain data and the building blocks sit below every layer."""
+    graph = package_imports()
+    assert graph["configs"] <= {"_checks"}
+    assert graph["blocks"] <= {"_checks"}
+    assert graph["memory"] <= {"_checks", "configs"}
+    assert "model" not in graph["embedding"] and "model" not in graph["train"]

@@ -8,9 +8,9 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.nn.functional as F
-from attnlab.blocks import RecurrentCache
 from attnlab.delta import gated_delta_rule_chunk, gated_delta_rule_recurrent
-from attnlab.kda import KDALayer, kda_chunk, kda_chunk_reference, kda_recurrent, kda_step
+from attnlab.kda import kda_chunk, kda_chunk_reference, kda_recurrent, kda_step
+from conftest import assert_close, seeds
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -21,7 +21,6 @@ shapes = st.tuples(
     st.integers(1, 8),  # Dk
     st.integers(1, 8),  # Dv
 )
-seeds = st.integers(0, 2**31 - 1)
 chunk_sizes = st.integers(1, 64)
 # magnitude of -g per step and channel: exactly 0, near 0, moderate, very fast, and "mixed"
 # (each channel either never forgets or forgets almost at once)
@@ -47,15 +46,6 @@ def random_inputs(seed, shape, gate_kind=0.5, beta_kind="uniform", dtype=torch.f
     return q, k, v, beta, g, s0
 
 
-def assert_close(actual, expected):
-    """float64: 1e-10 absolute on O(1) values (relative to the largest entry when it exceeds 1);
-    float32: 1e-4 relative to the largest entry."""
-    assert actual.shape == expected.shape and actual.dtype == expected.dtype
-    assert torch.isfinite(actual).all()
-    magnitude = max(1.0, expected.abs().max().item())
-    tol = 1e-10 if expected.dtype == torch.float64 else 1e-4
-    error = (actual - expected).abs().max().item()
-    assert error <= tol * magnitude, f"max error {error:.3g} > {tol * magnitude:.3g}"
 
 
 # ------------------------------------------------------------------------- equivalent forms
@@ -264,61 +254,6 @@ def test_step_refuses_bad_inputs():
         args = {**step, name: value}
         with pytest.raises(ValueError, match=name):
             kda_step(args.pop("q"), args.pop("k"), args.pop("v"), **args)
-
-
-# ------------------------------------------------------------------------- the layer
-@pytest.mark.parametrize("prefill", [1, 6, 19])
-def test_layer_prefill_then_decode_equals_full_pass(prefill):
-    torch.manual_seed(0)
-    layer = KDALayer(d_model=12, n_heads=2, head_dim=6).double()
-    x = torch.randn(2, 25, 12, dtype=torch.float64)
-    y_full, none = layer(x)
-    assert none is None
-    y, cache = layer(x[:, :prefill], use_cache=True)
-    outputs, sizes = [y], [cache.num_bytes()]
-    for t in range(prefill, x.shape[1]):
-        y, cache = layer(x[:, t : t + 1], cache=cache, use_cache=True)
-        outputs.append(y)
-        sizes.append(cache.num_bytes())
-    assert_close(torch.cat(outputs, dim=1), y_full)
-    assert isinstance(cache, RecurrentCache) and cache.state.shape == (2, 2, 6, 6)
-    assert len(set(sizes)) == 1  # the cache does not grow with T
-
-
-def test_layer_any_split_continues_the_sequence():
-    torch.manual_seed(1)
-    layer = KDALayer(d_model=8, n_heads=2, head_dim=4, conv_size=2).double()
-    x = torch.randn(1, 70, 8, dtype=torch.float64)
-    y_full, _ = layer(x)
-    cache, outputs = None, []
-    for a, b in [(0, 1), (1, 2), (2, 66), (66, 70)]:
-        y, cache = layer(x[:, a:b], cache=cache, use_cache=True)
-        outputs.append(y)
-    assert_close(torch.cat(outputs, dim=1), y_full)
-
-
-def test_layer_gate_is_low_rank_per_channel_and_starts_close_to_one():
-    torch.manual_seed(2)
-    layer = KDALayer(d_model=16, n_heads=4, head_dim=8)
-    x = torch.randn(3, 9, 16)
-    g = layer.log_gate(x)
-    assert g.shape == (3, 4, 9, 8) and (g <= 0).all()
-    assert [m.weight.shape for m in layer.decay_proj] == [(8, 16), (32, 8)]  # rank head_dim
-    assert ((layer.A_log.exp() >= 1) & (layer.A_log.exp() <= 16)).all()
-    alpha0 = torch.exp(layer.log_gate(torch.zeros(1, 1, 16)))  # decays at x = 0
-    assert ((alpha0 > 0.15) & (alpha0 < 1)).all() and alpha0.median() > 0.8
-    y, _ = layer(x)
-    assert y.shape == x.shape and torch.isfinite(y).all()
-
-
-def test_layer_trains():
-    """Gradients reach every parameter and are finite."""
-    torch.manual_seed(3)
-    layer = KDALayer(d_model=8, n_heads=2, head_dim=4)
-    y, _ = layer(torch.randn(2, 70, 8))
-    y.square().mean().backward()
-    for name, p in layer.named_parameters():
-        assert p.grad is not None and torch.isfinite(p.grad).all(), name
 
 
 # ------------------------------------------------------------------------- the chunkwise reference

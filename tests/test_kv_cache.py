@@ -6,7 +6,14 @@ from __future__ import annotations
 import pytest
 import torch
 from attnlab.attention import softmax_attention
-from attnlab.kv_cache import KVCache, decode_with_cache, decode_without_cache, kv_cache_bytes
+from attnlab.kv_cache import (
+    KVCache,
+    decode_with_cache,
+    decode_without_cache,
+    kv_cache_bytes,
+    time_decode_step,
+)
+from conftest import assert_close, randn
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -14,17 +21,8 @@ SETTINGS = settings(max_examples=20, deadline=None)
 DTYPES = st.sampled_from([torch.float32, torch.float64])
 
 
-def assert_close(actual: torch.Tensor, expected: torch.Tensor) -> None:
-    """float64: 1e-10 absolute; float32: 1e-4 relative (O(1) values)."""
-    assert actual.dtype == expected.dtype
-    if expected.dtype == torch.float64:
-        torch.testing.assert_close(actual, expected, rtol=0, atol=1e-10)
-    else:
-        torch.testing.assert_close(actual, expected, rtol=1e-4, atol=1e-5)
 
 
-def randn(*shape: int, dtype: torch.dtype = torch.float64, seed: int = 0) -> torch.Tensor:
-    return torch.randn(*shape, dtype=dtype, generator=torch.Generator().manual_seed(seed))
 
 
 # ---------------------------------------------------------------- the cache object
@@ -118,3 +116,21 @@ K = randn(1, 2, 3, 4)
 def test_bad_inputs_raise_value_error_naming_the_argument(call, name):
     with pytest.raises(ValueError, match=rf"^{name}\b"):
         call()
+
+
+# ---------------------------------------------------------------- the step timer
+@pytest.mark.parametrize("cached", [True, False])
+def test_time_decode_step_returns_seconds(cached):
+    seconds = time_decode_step(64, cached=cached, repeats=1, n_heads=1, head_dim=4)
+    assert isinstance(seconds, float) and 0 < seconds < 60
+
+
+@pytest.mark.parametrize(("kwargs", "name"), [({"context": 0, "cached": True}, "context"),
+                                              ({"context": 8, "cached": "yes"}, "cached"),
+                                              ({"context": 8, "cached": True, "repeats": 0},
+                                               "repeats"),
+                                              ({"context": 8, "cached": True, "n_heads": 0},
+                                               "n_heads")])
+def test_time_decode_step_rejects_bad_input(kwargs, name):
+    with pytest.raises(ValueError, match=name):
+        time_decode_step(**kwargs)

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import pytest
 import torch
-from attnlab.blocks import RecurrentCache
 from attnlab.linear import (
     FEATURE_MAPS,
-    LinearAttentionLayer,
     elu_plus_one,
     identity,
     linear_attention_chunk,
@@ -15,6 +13,7 @@ from attnlab.linear import (
     linear_attention_parallel,
     linear_attention_recurrent,
 )
+from conftest import assert_close, seeds
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -28,7 +27,6 @@ shapes = st.tuples(
     st.integers(1, 8),  # Dk
     st.integers(1, 8),  # Dv
 )
-seeds = st.integers(0, 2**31 - 1)
 
 
 def random_inputs(seed, shape, dtype=torch.float64, normalize=False, with_state=False):
@@ -46,18 +44,6 @@ def random_inputs(seed, shape, dtype=torch.float64, normalize=False, with_state=
     return q, k, v, state
 
 
-def assert_close(actual, expected):
-    """float64: 1e-10 absolute on O(1) values (scaled by the largest entry when it exceeds 1);
-    float32: 1e-4 relative to the largest entry."""
-    if isinstance(expected, tuple):
-        for a, e in zip(actual, expected, strict=True):
-            assert_close(a, e)
-        return
-    assert actual.shape == expected.shape and actual.dtype == expected.dtype
-    magnitude = max(1.0, expected.abs().max().item()) if expected.numel() else 1.0
-    tol = 1e-10 if expected.dtype == torch.float64 else 1e-4
-    error = (actual - expected).abs().max().item() if expected.numel() else 0.0
-    assert error <= tol * magnitude, f"max error {error:.3g} > {tol:.0e} x {magnitude:.3g}"
 
 
 def run(kernel, q, k, v, **kwargs):
@@ -227,88 +213,6 @@ def test_bad_chunk_size(chunk_size):
     q, k, v, _ = random_inputs(3, (1, 2, 5, 4, 3))
     with pytest.raises(ValueError, match="chunk_size"):
         linear_attention_chunk(q, k, v, chunk_size=chunk_size)
-
-
-# ---------------------------------------------------------------- the layer
-LAYER_OPTIONS = [
-    dict(),
-    dict(normalize=False),
-    dict(feature_map="identity", normalize=False, conv_size=2),
-    dict(conv_size=1),
-]
-
-
-def make_layer(seed=0, d_model=12, n_heads=2, head_dim=5, **options):
-    torch.manual_seed(seed)
-    return LinearAttentionLayer(d_model, n_heads, head_dim, **options).double()
-
-
-@pytest.mark.parametrize("options", LAYER_OPTIONS)
-def test_layer_output_shape(options):
-    layer = make_layer(**options)
-    x = torch.randn(3, 7, 12, dtype=torch.float64)
-    y, cache = layer(x)
-    assert y.shape == (3, 7, 12) and y.dtype == torch.float64 and cache is None
-
-
-@settings(max_examples=12, deadline=None)
-@given(seed=seeds, t=st.integers(1, 40), data=st.data(),
-       options=st.sampled_from(LAYER_OPTIONS))
-def test_layer_prefill_then_decode_equals_full_pass(seed, t, data, options):
-    layer = make_layer(seed % 1000, **options)
-    gen = torch.Generator().manual_seed(seed)
-    x = torch.randn(2, t, 12, generator=gen, dtype=torch.float64)
-    full, _ = layer(x)
-    prefill = data.draw(st.integers(1, t), label="prefill")
-    pieces = []
-    y, cache = layer(x[:, :prefill], use_cache=True)
-    pieces.append(y)
-    for i in range(prefill, t):  # one token at a time
-        y, cache = layer(x[:, i : i + 1], cache=cache, use_cache=True)
-        pieces.append(y)
-    assert_close(torch.cat(pieces, dim=1), full)
-
-
-def test_layer_any_split_continues_the_sequence():
-    layer = make_layer(1)
-    x = torch.randn(1, 30, 12, dtype=torch.float64)
-    full, _ = layer(x)
-    y1, cache = layer(x[:, :11], use_cache=True)
-    y2, cache = layer(x[:, 11:25], cache=cache, use_cache=True)
-    y3, _ = layer(x[:, 25:], cache=cache)
-    assert_close(torch.cat([y1, y2, y3], dim=1), full)
-
-
-@pytest.mark.parametrize("options", LAYER_OPTIONS)
-def test_layer_cache_size_does_not_depend_on_t(options):
-    layer = make_layer(**options)
-    sizes = set()
-    for t in (1, 5, 50):
-        _, cache = layer(torch.randn(2, t, 12, dtype=torch.float64), use_cache=True)
-        assert isinstance(cache, RecurrentCache)
-        assert cache.state.shape == (2, 2, 5, 5)
-        assert (cache.normaliser is not None) == layer.normalize
-        sizes.add(cache.num_bytes())
-    assert len(sizes) == 1
-    conv_bytes = 3 * 2 * (layer.qkv.conv[0].kernel_size - 1) * 10 * 8
-    normaliser_bytes = 2 * 2 * 5 * 8 if layer.normalize else 0
-    assert sizes == {2 * 2 * 5 * 5 * 8 + conv_bytes + normaliser_bytes}
-
-
-def test_layer_bad_inputs():
-    layer = make_layer()
-    x = torch.randn(2, 4, 12, dtype=torch.float64)
-    with pytest.raises(ValueError, match="x"):
-        layer(x[..., :11])
-    with pytest.raises(ValueError, match="x"):
-        layer(x.float())
-    with pytest.raises(ValueError, match="cache"):
-        layer(x, cache=(torch.zeros(2, 2, 5, 5),))
-    _, cache = make_layer(normalize=False)(x, use_cache=True)
-    with pytest.raises(ValueError, match="normaliser"):
-        layer(x, cache=cache)
-    with pytest.raises(ValueError, match="feature_map"):
-        LinearAttentionLayer(12, 2, 5, feature_map="softmax")
 
 
 # ---------------------------------------------------------------- the chunkwise reference

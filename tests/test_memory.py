@@ -4,6 +4,14 @@ from __future__ import annotations
 
 import pytest
 import torch
+from attnlab.configs import (
+    DEEPSEEK_V3,
+    KIMI_LINEAR_48B_A3B,
+    LLAMA3_8B,
+    PRESETS,
+    SOPHIA,
+    SOPHIA_NANO,
+)
 from attnlab.memory import (
     as_all_attention,
     bits_per_element,
@@ -14,14 +22,6 @@ from attnlab.memory import (
     format_bytes,
     layer_numbers,
     tensor_bytes,
-)
-from attnlab.model import (
-    DEEPSEEK_V3,
-    KIMI_LINEAR_48B_A3B,
-    LLAMA3_8B,
-    PRESETS,
-    SOPHIA,
-    SOPHIA_NANO,
 )
 from hypothesis import given, settings
 from hypothesis import strategies as st

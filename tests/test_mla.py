@@ -8,23 +8,15 @@ import math
 import pytest
 import torch
 from attnlab.mla import LatentCache, MultiHeadLatentAttention, mla_cache_elements_per_token
+from conftest import assert_close, decode_in_pieces, randn
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 SETTINGS = settings(max_examples=20, deadline=None)
 
 
-def assert_close(actual: torch.Tensor, expected: torch.Tensor) -> None:
-    """float64: 1e-10 absolute; float32: 1e-4 relative (O(1) values)."""
-    assert actual.dtype == expected.dtype
-    if expected.dtype == torch.float64:
-        torch.testing.assert_close(actual, expected, rtol=0, atol=1e-10)
-    else:
-        torch.testing.assert_close(actual, expected, rtol=1e-4, atol=1e-5)
 
 
-def randn(*shape: int, dtype: torch.dtype = torch.float64, seed: int = 0) -> torch.Tensor:
-    return torch.randn(*shape, dtype=dtype, generator=torch.Generator().manual_seed(seed))
 
 
 def make_mla(dtype=torch.float64, seed=0, d_model=16, n_heads=2, head_dim=4, kv_lora_rank=6,
@@ -32,9 +24,16 @@ def make_mla(dtype=torch.float64, seed=0, d_model=16, n_heads=2, head_dim=4, kv_
     torch.manual_seed(seed)
     layer = MultiHeadLatentAttention(d_model, n_heads, head_dim, kv_lora_rank=kv_lora_rank,
                                      qk_rope_head_dim=qk_rope_head_dim, **kw).to(dtype)
-    with torch.no_grad():  # non-trivial RMSNorm gains, so the norm is exercised
+    with torch.no_grad():  # non-trivial RMSNorm gains, so the norms are exercised
         layer.kv_norm.weight.uniform_(0.5, 1.5)
+        if layer.q_lora_rank is not None:
+            layer.q_norm.weight.uniform_(0.5, 1.5)
     return layer
+
+
+def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
+    """RMSNorm written out: x / sqrt(mean(x²) + eps) · weight (DeepSeek-V3's eps)."""
+    return x / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + eps) * weight
 
 
 def rotate(x: torch.Tensor, position: int, base: float = 10000.0) -> torch.Tensor:
@@ -49,12 +48,17 @@ def rotate(x: torch.Tensor, position: int, base: float = 10000.0) -> torch.Tenso
 
 
 def reference_mla(layer: MultiHeadLatentAttention, x: torch.Tensor) -> torch.Tensor:
-    """MATH.md §7 per batch, token and head: k_{j,i} = [W^UK_i c_j; k^R_j], v_{j,i} = W^UV_i c_j,
-    o_{t,i} = Σ_j softmax_j(q_{t,i}·k_{j,i} / sqrt(d_h + d_h^R)) v_{j,i}, u_t = W^O [o_{t,i}]."""
+    """The MLA equations per batch, token and head: c_j = RMSNorm(W^DKV h_j),
+    [q^C; q^R] = W^Q h (or W^UQ RMSNorm(W^DQ h)), k_{j,i} = [W^UK_i c_j; k^R_j],
+    v_{j,i} = W^UV_i c_j, o_{t,i} = Σ_j softmax_j(q_{t,i}·k_{j,i} / sqrt(d_h + d_h^R)) v_{j,i},
+    u_t = W^O [o_{t,i}]."""
     b_, t_, _ = x.shape
     h_, dh, dr, dv = layer.n_heads, layer.head_dim, layer.qk_rope_head_dim, layer.v_head_dim
-    q_all = layer.w_q(x)
-    c = layer.kv_norm(layer.w_dkv(x))
+    if layer.q_lora_rank is None:
+        q_all = x @ layer.w_q.weight.T
+    else:
+        q_all = rms_norm(x @ layer.w_dq.weight.T, layer.q_norm.weight) @ layer.w_uq.weight.T
+    c = rms_norm(x @ layer.w_dkv.weight.T, layer.kv_norm.weight)
     k_rope = layer.w_kr(x)
     w_uk, w_uv = layer.w_uk.weight, layer.w_uv.weight
     o = torch.zeros(b_, t_, h_ * dv, dtype=x.dtype)
@@ -76,12 +80,6 @@ def reference_mla(layer: MultiHeadLatentAttention, x: torch.Tensor) -> torch.Ten
     return layer.w_o(o)
 
 
-def decode_in_pieces(layer, x, cuts, absorb):
-    cache, pieces = None, []
-    for start, stop in zip([0, *cuts], [*cuts, x.shape[1]], strict=True):
-        y, cache = layer(x[:, start:stop], cache, use_cache=True, absorb=absorb)
-        pieces.append(y)
-    return torch.cat(pieces, dim=1), cache
 
 
 # ---------------------------------------------------------------- equations
@@ -142,7 +140,7 @@ def test_any_prefill_split_equals_full_pass(cuts, absorb, rope, seed):
     x = randn(1, 12, 16, seed=seed)
     with torch.no_grad():
         full, _ = layer(x)
-        pieces, cache = decode_in_pieces(layer, x, cuts, absorb)
+        pieces, cache = decode_in_pieces(layer, x, cuts, absorb=absorb)
     assert_close(pieces, full)
     assert cache.length == 12
 
@@ -167,7 +165,7 @@ def test_cache_holds_normed_latent_and_rope_key_rotated_only_with_rope(rope):
     x = randn(2, 5, 16, seed=5)
     with torch.no_grad():
         _, cache = layer(x, use_cache=True)
-        assert_close(cache.c_kv, layer.kv_norm(layer.w_dkv(x)))
+        assert_close(cache.c_kv, rms_norm(layer.w_dkv(x), layer.kv_norm.weight))
         k_rope = layer.w_kr(x)
         if rope:
             expected = torch.stack([torch.stack([rotate(k_rope[b, t], t) for t in range(5)])
@@ -248,3 +246,8 @@ def test_latent_cache_append_and_length():
 def test_bad_inputs_raise_value_error_naming_the_argument(call, name):
     with pytest.raises(ValueError, match=rf"^{name}\b"):
         call()
+
+
+def test_mla_on_no_tokens_names_x():
+    with pytest.raises(ValueError, match=r"^x: expected at least one token"):
+        make_mla()(torch.zeros(1, 0, 16, dtype=torch.float64))

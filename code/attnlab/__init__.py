@@ -15,43 +15,46 @@ from .attention import (
     apply_rope,
     attention_scores,
     causal_mask,
-    merge_heads,
     rope_angles,
     softmax_attention,
     softmax_attention_online,
-    split_heads,
     stable_softmax,
 )
-from .delta import (
-    DeltaNetLayer,
-    GatedDeltaNetLayer,
-    delta_rule_chunk,
-    delta_rule_parallel,
-    delta_rule_recurrent,
-    gated_delta_rule_chunk,
-    gated_delta_rule_recurrent,
-)
-from .gated import GLALayer, gla_chunk, gla_recurrent
-from .kda import KDALayer, kda_chunk, kda_recurrent, kda_step
-from .kv_cache import KVCache, kv_cache_bytes
-from .linear import (
-    LinearAttentionLayer,
-    linear_attention_chunk,
-    linear_attention_parallel,
-    linear_attention_recurrent,
-)
-from .memory import cache_breakdown, format_bytes
-from .mla import LatentCache, MultiHeadLatentAttention
-from .model import (
+from .blocks import KVCache, merge_heads, split_heads
+from .configs import (
     DEEPSEEK_V3,
     KIMI_LINEAR_48B_A3B,
     LLAMA3_8B,
     PRESETS,
     SOPHIA,
     SOPHIA_NANO,
-    HybridLM,
     ModelConfig,
 )
+from .delta import (
+    delta_rule_chunk,
+    delta_rule_parallel,
+    delta_rule_recurrent,
+    gated_delta_rule_chunk,
+    gated_delta_rule_recurrent,
+)
+from .gated import gla_chunk, gla_recurrent
+from .kda import kda_chunk, kda_recurrent, kda_step
+from .kv_cache import kv_cache_bytes
+from .layers import (
+    DeltaNetLayer,
+    GatedDeltaNetLayer,
+    GLALayer,
+    KDALayer,
+    LinearAttentionLayer,
+)
+from .linear import (
+    linear_attention_chunk,
+    linear_attention_parallel,
+    linear_attention_recurrent,
+)
+from .memory import cache_breakdown, format_bytes
+from .mla import LatentCache, MultiHeadLatentAttention
+from .model import HybridLM
 
 __all__ = [
     "DEEPSEEK_V3", "KIMI_LINEAR_48B_A3B", "LLAMA3_8B", "PRESETS", "SOPHIA", "SOPHIA_NANO",

@@ -1,7 +1,7 @@
 """Scaled dot-product attention, the causal mask, multi-head split/merge and RoPE.
 
 Tensors are ``[B, H, T, D]`` (batch, heads, time, head dim). The parallel form of causal
-softmax attention (MATH.md §1) is
+softmax attention (the Notation appendix, §1) is
 
     O = softmax(s · Q Kᵀ + log M) V,    s = 1/sqrt(Dk),   (log M)_ij = 0 if j <= i else -inf,
 
@@ -14,8 +14,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from . import kv_cache
 from ._checks import check_layer_input, check_positive_int, check_tensor, resolve_scale
+from .blocks import KVCache, merge_heads, split_heads
 
 
 def _check_qkv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> dict[str, int]:
@@ -39,10 +39,13 @@ def stable_softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
     """softmax(x)_i = exp(x_i - m) / Σ_j exp(x_j - m) with m = max_j x_j.
 
     Subtracting the row max changes nothing mathematically (it cancels) but keeps every
-    exponent <= 0, so nothing overflows. Entries equal to -inf (masked) get weight 0.
+    exponent <= 0, so nothing overflows. Entries equal to -inf (masked) get weight 0, and so
+    does every entry of a row that is masked entirely (it has nothing to attend to).
     """
-    e = torch.exp(x - x.amax(dim, keepdim=True))
-    return e / e.sum(dim, keepdim=True)
+    m = x.amax(dim, keepdim=True)
+    e = torch.exp(x - torch.where(m == -torch.inf, 0.0, m))  # all -inf: exp(-inf) = 0, no NaN
+    total = e.sum(dim, keepdim=True)
+    return torch.where(total > 0, e / total, 0.0)
 
 
 def exp_overflow_threshold(dtype: torch.dtype) -> float:
@@ -200,23 +203,6 @@ def softmax_attention_online(
     return acc / row_sum, None
 
 
-def split_heads(x: torch.Tensor, n_heads: int) -> torch.Tensor:
-    """``[B, T, H·D]`` -> ``[B, H, T, D]``: cut the feature axis into H heads of size D."""
-    check_tensor("x", x, ("B", "T", "H*D"))
-    check_positive_int("n_heads", n_heads)
-    b, t, width = x.shape
-    if width % n_heads:
-        raise ValueError(f"n_heads: expected a divisor of the feature size {width}, got {n_heads}")
-    return x.view(b, t, n_heads, width // n_heads).transpose(1, 2)
-
-
-def merge_heads(x: torch.Tensor) -> torch.Tensor:
-    """``[B, H, T, D]`` -> ``[B, T, H·D]``: the inverse of ``split_heads``."""
-    check_tensor("x", x, ("B", "H", "T", "D"))
-    b, h, t, d = x.shape
-    return x.transpose(1, 2).reshape(b, t, h * d)
-
-
 def repeat_kv_heads(x: torch.Tensor, n_rep: int) -> torch.Tensor:
     """GQA: ``[B, H_kv, T, D]`` -> ``[B, H_kv·n_rep, T, D]``; query head h reads kv head
     h // n_rep."""
@@ -296,6 +282,8 @@ def _check_positions(positions: object, length: int | None = None) -> None:
     if positions.dim() != 1 or (length is not None and positions.shape[0] != length):
         raise ValueError(f"positions: expected a 1-D tensor {want}, got shape "
                          f"{tuple(positions.shape)}")
+    if positions.is_floating_point() and not torch.isfinite(positions).all():
+        raise ValueError("positions: expected finite positions, got NaN or inf")
 
 
 def rope_angles(positions: torch.Tensor, dim: int, base: float = 10000.0) -> torch.Tensor:
@@ -377,12 +365,12 @@ class MultiHeadAttention(nn.Module):
         self.w_o = nn.Linear(n_heads * head_dim, d_model, bias=False)
 
     def forward(
-        self, x: torch.Tensor, cache: kv_cache.KVCache | None = None, use_cache: bool = False
-    ) -> tuple[torch.Tensor, kv_cache.KVCache | None]:
+        self, x: torch.Tensor, cache: KVCache | None = None, use_cache: bool = False
+    ) -> tuple[torch.Tensor, KVCache | None]:
         """Attend over the cached prefix and x; the cache (if any, or new if ``use_cache``) grows
         by T tokens in place and is returned, so passing it back continues the sequence."""
         _, t = check_layer_input(x, self.d_model, self.w_o.weight)
-        if cache is not None and not isinstance(cache, kv_cache.KVCache):
+        if cache is not None and not isinstance(cache, KVCache):
             raise ValueError(f"cache: expected a KVCache or None, got {type(cache).__name__}")
         start = 0 if cache is None else cache.length
         positions = torch.arange(start, start + t, device=x.device)
@@ -395,7 +383,7 @@ class MultiHeadAttention(nn.Module):
         if cache is not None:
             k, v = cache.append(k, v)
         elif use_cache:
-            cache = kv_cache.KVCache(k, v)
+            cache = KVCache(k, v)
         n_rep = self.n_heads // self.n_kv_heads
         o, _ = softmax_attention(q, repeat_kv_heads(k, n_rep), repeat_kv_heads(v, n_rep))
         return self.w_o(merge_heads(o)), cache

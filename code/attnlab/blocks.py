@@ -1,4 +1,9 @@
-"""Small building blocks shared by every mixer layer: the short causal convolution and RMSNorm.
+"""Building blocks shared by the mixer layers and the models: RMSNorm, the SwiGLU MLP, the short
+causal convolution and its q/k/v input side, and the two decoding caches (``KVCache`` of softmax
+attention, ``RecurrentCache`` of the recurrent layers).
+
+They live here, below ``attention``, ``layers``, ``model`` and ``train``, so that every one of
+those imports them and none imports another for them (no import loop).
 
 The short convolution is what gives a linear-attention layer its sense of local order, and it is
 the one thing besides the recurrent state that such a layer must cache while decoding: the last
@@ -11,6 +16,7 @@ import math
 from dataclasses import dataclass
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from ._checks import check_positive_int, check_tensor
@@ -25,7 +31,7 @@ class ShortConvolution(nn.Module):
     ``[B, K-1, C]``.
     Implemented as K shifted multiply-adds (faster than ``nn.Conv1d`` on a CPU for K = 4).
     Initialised like ``nn.Conv1d``: uniform in ±1/sqrt(K) (a near-identity init makes recurrent
-    models fail to learn recall; see the course's experiment notes).
+    models fail to learn recall in Lesson 17's experiment).
     """
 
     def __init__(self, channels: int, kernel_size: int = 4) -> None:
@@ -57,6 +63,9 @@ class HeadRMSNorm(nn.Module):
     """RMSNorm over the last axis (one head's features), with a learned gain of size ``dim``.
 
     y = x / sqrt(mean(x**2) + eps) * weight.  Shapes: ``[..., dim] -> [..., dim]``.
+
+    ``eps`` defaults to 1e-6, the ``rms_norm_eps`` of DeepSeek-V3 and Llama 3 (the models' block
+    norms and MLA's latent norms); the recurrent layers' output norms use ``LAYER_NORM_EPS``.
     """
 
     def __init__(self, dim: int, eps: float = 1e-6) -> None:
@@ -71,6 +80,82 @@ class HeadRMSNorm(nn.Module):
                 f"x: expected last axis of size {self.dim}, got shape {tuple(x.shape)}"
             )
         return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+
+
+LAYER_NORM_EPS = 1e-5
+"""eps of the per-head output RMSNorm of the recurrent mixer layers: FLA's ``norm_eps`` default in
+``KimiDeltaAttention``, ``GatedDeltaNet``, ``DeltaNet`` and ``GatedLinearAttention``. The output
+before that norm can be small (unit-norm q and k read a young state), so eps is not negligible
+there: the choice changes the layer's output, not only its rounding."""
+
+
+class SwiGLU(nn.Module):
+    """The feed-forward part of a block (Llama, DeepSeek and Kimi all use it).
+
+    MLP(x) = W_down (SiLU(W_gate x) ⊙ W_up x), no biases.
+    Shapes: x ``[B, T, d_model]`` → ``[B, T, d_model]``; hidden width ``hidden``.
+    """
+
+    def __init__(self, d_model: int, hidden: int) -> None:
+        super().__init__()
+        check_positive_int("d_model", d_model)
+        check_positive_int("hidden", hidden)
+        self.gate = nn.Linear(d_model, hidden, bias=False)
+        self.up = nn.Linear(d_model, hidden, bias=False)
+        self.down = nn.Linear(hidden, d_model, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.down(F.silu(self.gate(x)) * self.up(x))
+
+
+def split_heads(x: torch.Tensor, n_heads: int) -> torch.Tensor:
+    """``[B, T, H·D]`` -> ``[B, H, T, D]``: cut the feature axis into H heads of size D."""
+    check_tensor("x", x, ("B", "T", "H*D"))
+    check_positive_int("n_heads", n_heads)
+    b, t, width = x.shape
+    if width % n_heads:
+        raise ValueError(f"n_heads: expected a divisor of the feature size {width}, got {n_heads}")
+    return x.view(b, t, n_heads, width // n_heads).transpose(1, 2)
+
+
+def merge_heads(x: torch.Tensor) -> torch.Tensor:
+    """``[B, H, T, D]`` -> ``[B, T, H·D]``: the inverse of ``split_heads``."""
+    check_tensor("x", x, ("B", "H", "T", "D"))
+    b, h, t, d = x.shape
+    return x.transpose(1, 2).reshape(b, t, h * d)
+
+
+class ConvQKV(nn.Module):
+    """The input side shared by the recurrent mixer layers: project, short-convolve, split heads.
+
+        q = ShortConv(x W_q),   k = ShortConv(x W_k),   v = ShortConv(x W_v)
+
+    x ``[B, T, d_model]`` -> q, k, v ``[B, H, T, head_dim]`` plus the three convolution caches
+    (each the last ``conv_size - 1`` projected inputs ``[B, conv_size - 1, H·head_dim]``).
+    """
+
+    def __init__(self, d_model: int, n_heads: int, head_dim: int, conv_size: int = 4) -> None:
+        super().__init__()
+        self.n_heads = check_positive_int("n_heads", n_heads)
+        width = n_heads * check_positive_int("head_dim", head_dim)
+        check_positive_int("d_model", d_model)
+        self.proj = nn.ModuleList(nn.Linear(d_model, width, bias=False) for _ in range(3))
+        self.conv = nn.ModuleList(ShortConvolution(width, conv_size) for _ in range(3))
+
+    def forward(
+        self, x: torch.Tensor, conv_cache: tuple[torch.Tensor, ...] = ()
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, tuple[torch.Tensor, ...]]:
+        """Return ``(q, k, v, new_conv_cache)``; ``conv_cache`` is ``()`` or three tensors."""
+        if conv_cache and len(conv_cache) != 3:
+            raise ValueError(f"cache.conv: expected 3 tensors (q, k, v), got {len(conv_cache)}")
+        caches = conv_cache or (None, None, None)
+        outputs, new_cache = [], []
+        for proj, conv, cache in zip(self.proj, self.conv, caches, strict=True):
+            y, c = conv(proj(x), cache)
+            outputs.append(split_heads(y, self.n_heads))
+            new_cache.append(c)
+        q, k, v = outputs
+        return q, k, v, tuple(new_cache)
 
 
 @dataclass
@@ -92,3 +177,45 @@ class RecurrentCache:
         extra = [self.normaliser] if self.normaliser is not None else []
         tensors = [self.state, *self.conv, *extra]
         return sum(t.numel() * t.element_size() for t in tensors)
+
+
+@dataclass
+class KVCache:
+    """Keys and values of every past token of one layer.
+
+    k ``[B, H_kv, T, D]``, v ``[B, H_kv, T, Dv]``.
+
+    With GQA/MQA the cache keeps only the H_kv key/value heads, not the query heads.
+    """
+
+    k: torch.Tensor
+    v: torch.Tensor
+
+    def __post_init__(self) -> None:
+        sizes = check_tensor("k", self.k, ("B", "H_kv", "T", "D"))
+        check_tensor("v", self.v, ("B", "H_kv", "T", "Dv"), sizes, dtype=self.k.dtype,
+                     device=self.k.device)
+
+    @property
+    def length(self) -> int:
+        """Number of cached tokens T (the absolute position of the next token)."""
+        return self.k.shape[2]
+
+    def append(self, k_new: torch.Tensor, v_new: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """K ← [K; k_new], V ← [V; v_new] along time (in place); returns the full (K, V).
+
+        k_new ``[B, H_kv, T_new, D]``, v_new ``[B, H_kv, T_new, Dv]``.
+        """
+        b, h, _, d = self.k.shape
+        sizes = check_tensor("k_new", k_new, ("B", "H_kv", "T_new", "D"),
+                             {"B": b, "H_kv": h, "D": d}, dtype=self.k.dtype, device=self.k.device)
+        sizes["Dv"] = self.v.shape[3]
+        check_tensor("v_new", v_new, ("B", "H_kv", "T_new", "Dv"), sizes, dtype=self.k.dtype,
+                     device=self.k.device)
+        self.k = torch.cat([self.k, k_new], dim=2)
+        self.v = torch.cat([self.v, v_new], dim=2)
+        return self.k, self.v
+
+    def num_bytes(self) -> int:
+        """Bytes held: (numel(K) + numel(V)) · bytes per element; grows linearly with T."""
+        return self.k.numel() * self.k.element_size() + self.v.numel() * self.v.element_size()

@@ -18,37 +18,31 @@ chunk; the public ``*_chunk`` kernels compute the same numbers with the private 
 (``attnlab._chunk_engine``), which forms the systems' inverses for all chunks at once.
 
 Shapes: q, k ``[B, H, T, Dk]``; v ``[B, H, T, Dv]``; beta ``[B, H, T]``; scalar log-gates g
-``[B, H, T]``; states ``[B, H, Dk, Dv]``, read as ``o = Sᵀ q``. The layers ``DeltaNetLayer`` and
-``GatedDeltaNetLayer`` (and ``kda.KDALayer``) wrap the kernels with projections, short
-convolutions, L2-normalised q and k, a per-head β and a per-head RMSNorm on the output.
+``[B, H, T]``; states ``[B, H, Dk, Dv]``, read as ``o = Sᵀ q``. The layers ``DeltaNetLayer``,
+``GatedDeltaNetLayer`` and ``KDALayer`` (``attnlab.layers``) wrap the kernels with projections,
+short convolutions, L2-normalised q and k, a per-head β and a per-head RMSNorm on the output.
 """
 
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
-import torch.nn.functional as F
-from torch import nn
 
 from . import _chunk_engine as engine
 from ._checks import (
     check_choice,
     check_finite,
-    check_layer_input,
     check_positive_int,
     check_range,
     check_tensor,
     resolve_scale,
 )
 from ._chunk_engine import solve_unit_lower, ut_lower
-from .attention import merge_heads, split_heads
-from .blocks import HeadRMSNorm, RecurrentCache
-from .gated import check_gate, init_softplus_decay, softplus_decay_gate
-from .linear import ConvQKV, check_qkv, check_recurrent_cache
+from .gated import check_gate
+from .linear import check_qkv
 
 SCALAR_GATE_DIMS = ("B", "H", "T")
 CHANNEL_GATE_DIMS = ("B", "H", "T", "Dk")
@@ -376,51 +370,6 @@ def delta_rule_cost(
                          sequential_steps=n)
 
 
-def time_delta_rule(
-    form: str,
-    length: int,
-    *,
-    n_heads: int = 4,
-    head_dim: int = 64,
-    chunk_size: int = 64,
-    repeats: int = 3,
-    warmup: bool = True,
-    seed: int = 0,
-) -> float:
-    """Measured wall-clock seconds of one call of ``delta_rule_<form>`` (no autograd) on random
-    q, v ``[1, n_heads, length, head_dim]``, L2-normalised keys and β uniform in (0, 1), float32.
-
-    Returns the fastest of ``repeats`` runs, after one warm-up run when ``warmup`` (other
-    processes only ever add time, so the minimum is the best estimate). ``chunk_size`` is used
-    by the chunkwise form only. Depends on the machine and on ``torch.get_num_threads()``.
-    """
-    check_choice("form", form, DELTA_FORMS)
-    for name, value in [("length", length), ("n_heads", n_heads), ("head_dim", head_dim),
-                        ("chunk_size", chunk_size), ("repeats", repeats)]:
-        check_positive_int(name, value)
-    if not isinstance(warmup, bool):
-        raise ValueError(f"warmup: expected True or False, got {warmup!r}")
-    gen = torch.Generator().manual_seed(seed)
-    q, k, v = (torch.randn(1, n_heads, length, head_dim, generator=gen) for _ in range(3))
-    k = F.normalize(k, dim=-1)
-    beta = torch.rand(1, n_heads, length, generator=gen)
-    if form == "chunk":
-        def run():
-            return delta_rule_chunk(q, k, v, beta=beta, chunk_size=chunk_size)
-    else:
-        def run():
-            return delta_rule_recurrent(q, k, v, beta=beta)
-    seconds = []
-    with torch.no_grad():
-        if warmup:
-            run()
-        for _ in range(repeats):
-            start = time.perf_counter()
-            run()
-            seconds.append(time.perf_counter() - start)
-    return min(seconds)
-
-
 # ----------------------------------------------------------------------------------------------
 # The gated delta rule (Gated DeltaNet): a scalar decay α_t = exp(g_t) per head and token
 # ----------------------------------------------------------------------------------------------
@@ -554,119 +503,3 @@ def gated_delta_rule_chunk_reference(
         to_end = (log_last - log_decay[..., None]).exp()  # e^(b_C − b)  [B, H, C, 1]
         state = log_last.exp() * state + (k_n * to_end).transpose(-1, -2) @ v_new  # S_[n+1]
     return torch.cat(outputs, dim=2), (state if output_final_state else None)
-
-
-# ----------------------------------------------------------------------------------------------
-# Layers
-# ----------------------------------------------------------------------------------------------
-
-
-class _DeltaLayerBase(nn.Module):
-    """What DeltaNet, Gated DeltaNet and KDA layers share (MATH.md §4–§6, Parameterisation):
-
-        q, k = L2Norm(SiLU(ShortConv(x W_{q,k})))     v = SiLU(ShortConv(x W_v))   (per head)
-        β = sigmoid(x W_β), one per head and token
-        y = merge_heads(gate ⊙ RMSNorm_head(o)) W_o    (gate = 1 when the layer has none)
-
-    Subclasses give the kernel call (``_mix``) and may give an output gate (``_output_gate``).
-    x ``[B, T, d_model]`` -> ``(y [B, T, d_model], RecurrentCache or None)``. The cache holds
-    the state ``S [B, H, head_dim, head_dim]`` and the three convolution inputs; its size does
-    not depend on T, and passing it back with the next tokens continues the sequence exactly.
-    """
-
-    def __init__(self, d_model: int, n_heads: int, head_dim: int, conv_size: int = 4) -> None:
-        super().__init__()
-        self.d_model = check_positive_int("d_model", d_model)
-        self.n_heads = check_positive_int("n_heads", n_heads)
-        self.head_dim = check_positive_int("head_dim", head_dim)
-        self.qkv = ConvQKV(d_model, n_heads, head_dim, conv_size)
-        self.beta_proj = nn.Linear(d_model, n_heads, bias=False)
-        self.norm = HeadRMSNorm(head_dim)
-        self.out = nn.Linear(n_heads * head_dim, d_model, bias=False)
-
-    def _mix(
-        self,
-        q: torch.Tensor,
-        k: torch.Tensor,
-        v: torch.Tensor,
-        beta: torch.Tensor,
-        x: torch.Tensor,
-        state: torch.Tensor | None,
-        use_cache: bool,
-    ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """Run the kernel on q, k, v ``[B, H, T, D]``, beta ``[B, H, T]`` (x gives the gates);
-        return ``(o [B, H, T, D], final state or None)``."""
-        raise NotImplementedError
-
-    def _output_gate(self, x: torch.Tensor) -> torch.Tensor | None:
-        """The gate multiplying the normalised output, ``[B, H, T, D]``, or None (no gate)."""
-        return None
-
-    def forward(
-        self, x: torch.Tensor, cache: RecurrentCache | None = None, use_cache: bool = False
-    ) -> tuple[torch.Tensor, RecurrentCache | None]:
-        """Mix x over time; pass the returned cache back with the next tokens to continue."""
-        check_layer_input(x, self.d_model, self.out.weight)
-        sizes = dict(B=x.shape[0], T=x.shape[1], H=self.n_heads, Dk=self.head_dim,
-                     Dv=self.head_dim)
-        cache = check_recurrent_cache(cache, sizes)
-        q, k, v, conv = self.qkv(x, cache.conv if cache is not None else ())
-        q = F.normalize(F.silu(q), dim=-1, eps=1e-6)
-        k = F.normalize(F.silu(k), dim=-1, eps=1e-6)
-        v = F.silu(v)
-        beta = torch.sigmoid(self.beta_proj(x)).transpose(1, 2)  # [B, H, T]
-        state = None if cache is None else cache.state
-        o, state = self._mix(q, k, v, beta, x, state, use_cache)
-        o = self.norm(o)
-        gate = self._output_gate(x)
-        if gate is not None:
-            o = gate * o
-        y = self.out(merge_heads(o))
-        return y, (RecurrentCache(state=state, conv=conv) if use_cache else None)
-
-
-class DeltaNetLayer(_DeltaLayerBase):
-    """DeltaNet (MATH.md §4): the delta rule with short convolutions and L2-normalised q, k.
-
-        y = merge_heads(RMSNorm_head(delta_rule(q, k, v, β))) W_o     (no output gate, as FLA)
-
-    Prefill uses :func:`delta_rule_chunk`; a one-token decode step :func:`delta_rule_recurrent`.
-    """
-
-    def _mix(self, q, k, v, beta, x, state, use_cache):
-        kernel = delta_rule_recurrent if q.shape[2] == 1 else delta_rule_chunk
-        return kernel(q, k, v, beta=beta, initial_state=state, output_final_state=use_cache)
-
-
-class GatedDeltaNetLayer(_DeltaLayerBase):
-    """Gated DeltaNet (MATH.md §5): the delta rule with a data-dependent scalar decay per head.
-
-        g = −exp(A_log) · softplus(x W_a + dt_bias)                     [B, H, T]
-        y = merge_heads(sigmoid(x W_g) ⊙ RMSNorm_head(gated_delta_rule(q, k, v, g, β))) W_o
-
-    Output gate: a sigmoid, not the swish of FLA's GDN layer, because Kimi Linear found sigmoid
-    better (KL Table 1) and used it for its GDN-H baseline (KL §5.2); GDN and KDA then differ
-    only in the decay. A = exp(A_log) ~ U(1, 16) and softplus(dt_bias) log-uniform in
-    [1e-3, 1e-1] (``init_softplus_decay``): at x = 0 the decay α = exp(−A·Δ) is in [0.2, 0.999],
-    mostly close to 1, so the layer starts out remembering.
-    Prefill uses :func:`gated_delta_rule_chunk`; a one-token step the recurrent form.
-    """
-
-    def __init__(self, d_model: int, n_heads: int, head_dim: int, conv_size: int = 4) -> None:
-        super().__init__(d_model, n_heads, head_dim, conv_size)
-        self.decay_proj = nn.Linear(d_model, n_heads, bias=False)
-        a_log, dt_bias = init_softplus_decay(n_heads, n_heads)
-        self.A_log, self.dt_bias = nn.Parameter(a_log), nn.Parameter(dt_bias)
-        self.gate_proj = nn.Linear(d_model, n_heads * head_dim, bias=False)
-
-    def log_gate(self, x: torch.Tensor) -> torch.Tensor:
-        """g = −exp(A_log) · softplus(x W_a + dt_bias): x ``[B, T, d_model]`` -> ``[B, H, T]``."""
-        return softplus_decay_gate(self.decay_proj(x), self.A_log, self.dt_bias).transpose(1, 2)
-
-    def _mix(self, q, k, v, beta, x, state, use_cache):
-        kernel = gated_delta_rule_recurrent if q.shape[2] == 1 else gated_delta_rule_chunk
-        return kernel(q, k, v, g=self.log_gate(x), beta=beta, initial_state=state,
-                      output_final_state=use_cache)
-
-    def _output_gate(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.sigmoid(split_heads(self.gate_proj(x), self.n_heads))

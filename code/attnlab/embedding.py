@@ -11,6 +11,7 @@ vectors to look at without downloading a model: embeddings learned from co-occur
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 import torch
 
 from ._checks import check_positive_int
+from .memory import bytes_per_element
 
 UNK = "<unk>"
 
@@ -87,8 +89,6 @@ def embedding_parameters(vocab_size: int, d_model: int) -> int:
 
 def embedding_bytes(vocab_size: int, d_model: int, dtype: str | torch.dtype = "bf16") -> int:
     """Bytes of an embedding table: V · d · bytes per element (``dtype``: "bf16", "fp32", …)."""
-    from .memory import bytes_per_element
-
     return embedding_parameters(vocab_size, d_model) * bytes_per_element(dtype)
 
 
@@ -212,8 +212,6 @@ def toy_corpus_entropy() -> float:
 
     No model can reach a lower average cross-entropy on this corpus.
     """
-    import math
-
     bits = [sum(math.log(len(WORD_GROUPS[s[1:-1]])) for s in t.split() if s.startswith("{"))
             for t in _TEMPLATES]
     lengths = [len(t.split()) for t in _TEMPLATES]

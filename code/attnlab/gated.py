@@ -27,21 +27,16 @@ import math
 
 import torch
 import torch.nn.functional as F
-from torch import nn
 
 from . import _chunk_engine as engine
 from ._checks import (
-    check_choice,
-    check_layer_input,
     check_positive_int,
     check_range,
     check_tensor,
     resolve_scale,
 )
 from ._chunk_engine import decay_exp
-from .attention import merge_heads, split_heads
-from .blocks import HeadRMSNorm, RecurrentCache
-from .linear import ConvQKV, check_qkv, check_recurrent_cache
+from .linear import check_qkv
 
 GLA_GATE_NORMALIZER = 16.0
 """GLA's gate is ``logsigmoid(·) / 16`` (FLA ``gate_logit_normalizer``): decays close to 1."""
@@ -275,77 +270,3 @@ def effective_horizon(g: torch.Tensor | float) -> torch.Tensor:
         g = torch.tensor(float(g))
     check_range("g", g, None, 0.0)
     return torch.where(g == 0, math.inf, -1.0 / torch.expm1(g))  # expm1: exact for α near 1
-
-
-# --------------------------------------------------------------------------- layer
-class GLALayer(nn.Module):
-    """A gated linear-attention mixer layer:
-
-        q, k, v = SiLU(ShortConv(x W_q)), SiLU(ShortConv(x W_k)), SiLU(ShortConv(x W_v))
-        o = gla(q, k, v, g)
-        y = merge_heads(RMSNorm(o)) W_o                           (RMSNorm per head)
-
-    with the log-gate g chosen by ``gate``:
-
-    - ``"channel"`` (GLA): ``g = logsigmoid(x W_1 W_2 + b) / 16`` ``[B, H, T, Dk]``,
-      ``W_1`` of rank ``gate_rank``;
-    - ``"scalar"`` (Mamba-2): ``g = softplus_decay_gate(x w, A_log, dt_bias)`` ``[B, H, T]``;
-    - ``"fixed"`` (RetNet): ``g = log γ_h`` per head, not learned.
-
-    x ``[B, T, d_model]`` -> ``(y [B, T, d_model], RecurrentCache or None)``; the cache holds
-    ``S [B, H, head_dim, head_dim]`` and the three convolution inputs, whatever T is. Prefill
-    uses ``gla_chunk``, a one-token decode step ``gla_recurrent``.
-    """
-
-    def __init__(
-        self,
-        d_model: int,
-        n_heads: int,
-        head_dim: int,
-        gate: str = "channel",
-        conv_size: int = 4,
-        gate_rank: int = 16,
-    ) -> None:
-        super().__init__()
-        self.d_model, self.n_heads, self.head_dim = d_model, n_heads, head_dim
-        self.gate = check_choice("gate", gate, ("channel", "scalar", "fixed"))
-        self.qkv = ConvQKV(d_model, n_heads, head_dim, conv_size)
-        if gate == "channel":
-            self.gate_proj = nn.Sequential(
-                nn.Linear(d_model, check_positive_int("gate_rank", gate_rank), bias=False),
-                nn.Linear(gate_rank, n_heads * head_dim),
-            )
-        elif gate == "scalar":
-            self.gate_proj = nn.Linear(d_model, n_heads, bias=False)  # dt_bias is the bias
-            a_log, dt_bias = init_softplus_decay(n_heads, n_heads)
-            self.A_log, self.dt_bias = nn.Parameter(a_log), nn.Parameter(dt_bias)
-        else:
-            self.register_buffer("log_gamma", retnet_decay(n_heads), persistent=False)
-        self.norm = HeadRMSNorm(head_dim)
-        self.out = nn.Linear(n_heads * head_dim, d_model, bias=False)
-
-    def log_gate(self, x: torch.Tensor) -> torch.Tensor:
-        """g for input x ``[B, T, d_model]``: ``[B, H, T, Dk]`` (channel) or ``[B, H, T]``."""
-        if self.gate == "channel":
-            return split_heads(F.logsigmoid(self.gate_proj(x)) / GLA_GATE_NORMALIZER, self.n_heads)
-        if self.gate == "scalar":
-            return softplus_decay_gate(self.gate_proj(x), self.A_log, self.dt_bias).transpose(1, 2)
-        b, t, _ = x.shape
-        return self.log_gamma[None, :, None].expand(b, self.n_heads, t)
-
-    def forward(
-        self, x: torch.Tensor, cache: RecurrentCache | None = None, use_cache: bool = False
-    ) -> tuple[torch.Tensor, RecurrentCache | None]:
-        """Mix x over time; pass the returned cache back with the next tokens to continue."""
-        check_layer_input(x, self.d_model, self.out.weight)
-        sizes = dict(B=x.shape[0], T=x.shape[1], H=self.n_heads, Dk=self.head_dim,
-                     Dv=self.head_dim)
-        cache = check_recurrent_cache(cache, sizes)
-        q, k, v, conv = self.qkv(x, cache.conv if cache is not None else ())
-        q, k, v = F.silu(q), F.silu(k), F.silu(v)
-        kernel = gla_recurrent if sizes["T"] == 1 else gla_chunk
-        o, state = kernel(q, k, v, g=self.log_gate(x),
-                          initial_state=None if cache is None else cache.state,
-                          output_final_state=use_cache)
-        y = self.out(merge_heads(self.norm(o)))
-        return y, (RecurrentCache(state=state, conv=conv) if use_cache else None)

@@ -23,22 +23,18 @@ import math
 import time
 
 import torch
-from torch import nn
 
 from . import _chunk_engine as engine
 from ._checks import check_finite, check_positive_int, check_range, check_tensor, resolve_scale
 from ._chunk_engine import solve_unit_lower, ut_lower
-from .attention import split_heads
 from .delta import (
     CHANNEL_GATE_DIMS,
     _check_kernel_inputs,
     _delta_write,
-    _DeltaLayerBase,
     _read,
     _start_state,
     check_beta,
 )
-from .gated import init_softplus_decay, softplus_decay_gate
 
 
 def kda_update(
@@ -433,53 +429,3 @@ def association_retention(
         raise ValueError("value: expected a non-zero vector")
     along = torch.einsum("bhtkv,bhv->bhtk", states, value)
     return along / (key[:, :, None, :] * norm2[:, :, None, None])
-
-
-class KDALayer(_DeltaLayerBase):
-    """The KDA layer of Kimi Linear (KL §4, eq. 10; MATH.md §6 Parameterisation):
-
-        q, k = L2Norm(SiLU(ShortConv(x W_{q,k})))      v = SiLU(ShortConv(x W_v))   (per head)
-        g = −exp(A_log) ⊙ softplus(x W↓_α W↑_α + dt_bias)    [B, H, T, Dk], rank head_dim
-        β = sigmoid(x W_β), one per head
-        y = merge_heads(sigmoid(x W↓_g W↑_g) ⊙ RMSNorm_head(kda(q, k, v, g, β))) W_o
-
-    Both gates are low-rank with rank head_dim (FLA's ``f_proj`` and ``g_proj``), and the output
-    gate is a sigmoid (KL Table 1: better than no gate and than swish). A = exp(A_log) ~ U(1, 16)
-    per head, and softplus(dt_bias) is log-uniform in [1e-3, 1e-1] per channel
-    (``init_softplus_decay``): at x = 0 the decay α = exp(−A·Δ) lies in [0.2, 0.999], mostly
-    close to 1, so the layer starts out remembering and a few channels forget fast.
-    Prefill uses :func:`kda_chunk`; a one-token decode step :func:`kda_step`.
-    """
-
-    def __init__(self, d_model: int, n_heads: int, head_dim: int, conv_size: int = 4) -> None:
-        super().__init__(d_model, n_heads, head_dim, conv_size)
-        width = n_heads * head_dim
-        self.decay_proj = nn.Sequential(
-            nn.Linear(d_model, head_dim, bias=False), nn.Linear(head_dim, width, bias=False)
-        )
-        a_log, dt_bias = init_softplus_decay(n_heads, width)
-        self.A_log, self.dt_bias = nn.Parameter(a_log), nn.Parameter(dt_bias)
-        self.gate_proj = nn.Sequential(
-            nn.Linear(d_model, head_dim, bias=False), nn.Linear(head_dim, width, bias=True)
-        )
-
-    def log_gate(self, x: torch.Tensor) -> torch.Tensor:
-        """g = −exp(A_log) ⊙ softplus(x W↓ W↑ + dt_bias): x [B, T, d_model] -> g [B, H, T, Dk]."""
-        b, t, _ = x.shape
-        raw = self.decay_proj(x).view(b, t, self.n_heads, self.head_dim)
-        dt_bias = self.dt_bias.view(self.n_heads, self.head_dim)
-        return softplus_decay_gate(raw, self.A_log[:, None], dt_bias).transpose(1, 2)
-
-    def _mix(self, q, k, v, beta, x, state, use_cache):
-        g = self.log_gate(x)
-        if q.shape[2] > 1:
-            return kda_chunk(q, k, v, g=g, beta=beta, initial_state=state,
-                             output_final_state=use_cache)
-        if state is None:
-            state = q.new_zeros(*q.shape[:2], self.head_dim, self.head_dim)
-        o, state = kda_step(q[:, :, 0], k[:, :, 0], v[:, :, 0], g=g[:, :, 0], beta=beta[:, :, 0],
-                            state=state)
-        return o.unsqueeze(2), state
-
-    def _output_gate(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.sigmoid(split_heads(self.gate_proj(x), self.n_heads))

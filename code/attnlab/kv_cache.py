@@ -1,4 +1,5 @@
-"""The KV cache: the growing memory of softmax attention while decoding (MATH.md §1).
+"""The KV cache: the growing memory of softmax attention while decoding (the Notation appendix,
+§1).
 
 At step t the cache holds every past key and value, K_{1:t} and V_{1:t}; decoding appends
 one row and reads
@@ -12,54 +13,13 @@ full pass exactly, at the price of a cache that grows linearly with the context.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 
 import torch
 
 from . import attention
 from ._checks import check_positive_int, check_tensor
-
-
-@dataclass
-class KVCache:
-    """Keys and values of every past token of one layer.
-
-    k ``[B, H_kv, T, D]``, v ``[B, H_kv, T, Dv]``.
-
-    With GQA/MQA the cache keeps only the H_kv key/value heads, not the query heads.
-    """
-
-    k: torch.Tensor
-    v: torch.Tensor
-
-    def __post_init__(self) -> None:
-        sizes = check_tensor("k", self.k, ("B", "H_kv", "T", "D"))
-        check_tensor("v", self.v, ("B", "H_kv", "T", "Dv"), sizes, dtype=self.k.dtype,
-                     device=self.k.device)
-
-    @property
-    def length(self) -> int:
-        """Number of cached tokens T (the absolute position of the next token)."""
-        return self.k.shape[2]
-
-    def append(self, k_new: torch.Tensor, v_new: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """K ← [K; k_new], V ← [V; v_new] along time (in place); returns the full (K, V).
-
-        k_new ``[B, H_kv, T_new, D]``, v_new ``[B, H_kv, T_new, Dv]``.
-        """
-        b, h, _, d = self.k.shape
-        sizes = check_tensor("k_new", k_new, ("B", "H_kv", "T_new", "D"),
-                             {"B": b, "H_kv": h, "D": d}, dtype=self.k.dtype, device=self.k.device)
-        sizes["Dv"] = self.v.shape[3]
-        check_tensor("v_new", v_new, ("B", "H_kv", "T_new", "Dv"), sizes, dtype=self.k.dtype,
-                     device=self.k.device)
-        self.k = torch.cat([self.k, k_new], dim=2)
-        self.v = torch.cat([self.v, v_new], dim=2)
-        return self.k, self.v
-
-    def num_bytes(self) -> int:
-        """Bytes held: (numel(K) + numel(V)) · bytes per element; grows linearly with T."""
-        return self.k.numel() * self.k.element_size() + self.v.numel() * self.v.element_size()
+from .blocks import KVCache
+from .timing import best_seconds
 
 
 def kv_cache_bytes(
@@ -228,13 +188,7 @@ def time_decode_step(
                                                causal=True)
             return o[:, :, -1:]
 
-    step()  # warm-up
-    seconds = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        step()
-        seconds.append(time.perf_counter() - start)
-    return min(seconds)
+    return best_seconds(step, repeats=repeats)
 
 
 def time_cached_attention_step(

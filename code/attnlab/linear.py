@@ -19,24 +19,19 @@ to read; ``linear_attention_chunk`` computes the same numbers with the private f
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
-from torch import nn
 
 from . import _chunk_engine as engine
 from ._checks import (
     check_choice,
     check_finite,
-    check_layer_input,
     check_positive_int,
     check_tensor,
     resolve_scale,
 )
-from .attention import merge_heads, split_heads
-from .blocks import HeadRMSNorm, RecurrentCache, ShortConvolution
 
 NORMALIZER_EPS = 1e-6
 """Default ``eps`` added to the denominator ``z_tᵀ q_t`` of normalised linear attention."""
@@ -344,148 +339,3 @@ def linear_attention_cost(
     n = -(-t // c)
     return FormCost(flops=4 * n * c * (c * d + d * d), score_numbers=n * c * c,
                     sequential_steps=n)
-
-
-def time_linear_attention(
-    form: str,
-    length: int,
-    *,
-    n_heads: int = 1,
-    head_dim: int = 64,
-    chunk_size: int = 64,
-    repeats: int = 3,
-    warmup: bool = True,
-    seed: int = 0,
-) -> float:
-    """Measured wall-clock seconds of one call of ``linear_attention_<form>`` (no normaliser,
-    no autograd) on random q, k, v ``[1, n_heads, length, head_dim]`` in float32.
-
-    Returns the fastest of ``repeats`` runs, after one warm-up run when ``warmup``: the minimum,
-    as ``timeit`` advises, because other processes on the machine only ever add time.
-    ``chunk_size`` is used by the chunkwise form only. The result depends on the machine and on
-    ``torch.get_num_threads()``; set that before measuring.
-    """
-    check_choice("form", form, LINEAR_FORMS)
-    for name, value in [("length", length), ("n_heads", n_heads), ("head_dim", head_dim),
-                        ("chunk_size", chunk_size), ("repeats", repeats)]:
-        check_positive_int(name, value)
-    if not isinstance(warmup, bool):
-        raise ValueError(f"warmup: expected True or False, got {warmup!r}")
-    g = torch.Generator().manual_seed(seed)
-    q, k, v = (torch.randn(1, n_heads, length, head_dim, generator=g) for _ in range(3))
-    kernel = {"parallel": linear_attention_parallel, "recurrent": linear_attention_recurrent,
-              "chunk": linear_attention_chunk}[form]
-    kwargs = {"chunk_size": chunk_size} if form == "chunk" else {}
-    seconds = []
-    with torch.no_grad():
-        if warmup:
-            kernel(q, k, v, **kwargs)
-        for _ in range(repeats):
-            start = time.perf_counter()
-            kernel(q, k, v, **kwargs)
-            seconds.append(time.perf_counter() - start)
-    return min(seconds)
-
-
-# --------------------------------------------------------------------------- layers
-def check_recurrent_cache(cache: object, sizes: dict[str, int]) -> RecurrentCache | None:
-    """Check that ``cache`` is None or a ``RecurrentCache`` whose state is ``[B, H, Dk, Dv]``."""
-    if cache is None:
-        return None
-    if not isinstance(cache, RecurrentCache):
-        raise ValueError(f"cache: expected a RecurrentCache or None, got {type(cache).__name__}")
-    check_tensor("cache.state", cache.state, ("B", "H", "Dk", "Dv"), sizes)
-    return cache
-
-
-class ConvQKV(nn.Module):
-    """The input side shared by the recurrent mixer layers: project, short-convolve, split heads.
-
-        q = ShortConv(x W_q),   k = ShortConv(x W_k),   v = ShortConv(x W_v)
-
-    x ``[B, T, d_model]`` -> q, k, v ``[B, H, T, head_dim]`` plus the three convolution caches
-    (each the last ``conv_size - 1`` projected inputs ``[B, conv_size - 1, H·head_dim]``).
-    """
-
-    def __init__(self, d_model: int, n_heads: int, head_dim: int, conv_size: int = 4) -> None:
-        super().__init__()
-        self.n_heads = check_positive_int("n_heads", n_heads)
-        width = n_heads * check_positive_int("head_dim", head_dim)
-        check_positive_int("d_model", d_model)
-        self.proj = nn.ModuleList(nn.Linear(d_model, width, bias=False) for _ in range(3))
-        self.conv = nn.ModuleList(ShortConvolution(width, conv_size) for _ in range(3))
-
-    def forward(
-        self, x: torch.Tensor, conv_cache: tuple[torch.Tensor, ...] = ()
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, tuple[torch.Tensor, ...]]:
-        """Return ``(q, k, v, new_conv_cache)``; ``conv_cache`` is ``()`` or three tensors."""
-        if conv_cache and len(conv_cache) != 3:
-            raise ValueError(f"cache.conv: expected 3 tensors (q, k, v), got {len(conv_cache)}")
-        caches = conv_cache or (None, None, None)
-        outputs, new_cache = [], []
-        for proj, conv, cache in zip(self.proj, self.conv, caches, strict=True):
-            y, c = conv(proj(x), cache)
-            outputs.append(split_heads(y, self.n_heads))
-            new_cache.append(c)
-        q, k, v = outputs
-        return q, k, v, tuple(new_cache)
-
-
-class LinearAttentionLayer(nn.Module):
-    """A linear-attention mixer layer (Katharopoulos et al. 2020, with a short convolution):
-
-        q, k, v = ShortConv(x W_q), ShortConv(x W_k), ShortConv(x W_v)     (per head)
-        o = linear_attention(φ(q), φ(k), v)                                 φ = feature map
-        y = merge_heads(o) W_o                    if normalize (the normaliser bounds o)
-        y = merge_heads(RMSNorm(o)) W_o           otherwise (the state grows like t; the
-                                                  per-head RMSNorm keeps o at unit scale)
-
-    x ``[B, T, d_model]`` -> ``(y [B, T, d_model], RecurrentCache or None)``. The cache holds
-    the state ``S [B, H, head_dim, head_dim]``, the three convolution inputs and, when
-    normalised, ``z [B, H, head_dim]``; its size does not depend on T. Prefill uses the
-    chunkwise kernel, a one-token decode step the recurrent one.
-    """
-
-    def __init__(
-        self,
-        d_model: int,
-        n_heads: int,
-        head_dim: int,
-        feature_map: str = "elu+1",
-        normalize: bool = True,
-        conv_size: int = 4,
-    ) -> None:
-        super().__init__()
-        self.d_model, self.n_heads, self.head_dim = d_model, n_heads, head_dim
-        self.feature_map = FEATURE_MAPS[check_choice("feature_map", feature_map, FEATURE_MAPS)]
-        self.normalize = normalize
-        self.qkv = ConvQKV(d_model, n_heads, head_dim, conv_size)
-        self.norm = None if normalize else HeadRMSNorm(head_dim)
-        self.out = nn.Linear(n_heads * head_dim, d_model, bias=False)
-
-    def forward(
-        self, x: torch.Tensor, cache: RecurrentCache | None = None, use_cache: bool = False
-    ) -> tuple[torch.Tensor, RecurrentCache | None]:
-        """Mix x over time; pass the returned cache back with the next tokens to continue."""
-        check_layer_input(x, self.d_model, self.out.weight)
-        sizes = dict(B=x.shape[0], T=x.shape[1], H=self.n_heads, Dk=self.head_dim,
-                     Dv=self.head_dim)
-        cache = check_recurrent_cache(cache, sizes)
-        q, k, v, conv = self.qkv(x, cache.conv if cache is not None else ())
-        q, k = self.feature_map(q), self.feature_map(k)
-        state = None if cache is None else cache.state
-        if self.normalize and cache is not None:
-            if cache.normaliser is None:
-                raise ValueError("cache.normaliser: expected z [B, H, Dk] (normalize=True), "
-                                 "got None")
-            state = (cache.state, cache.normaliser)
-        kernel = linear_attention_recurrent if sizes["T"] == 1 else linear_attention_chunk
-        o, final = kernel(q, k, v, normalize=self.normalize, initial_state=state,
-                          output_final_state=use_cache)
-        if self.norm is not None:
-            o = self.norm(o)
-        y = self.out(merge_heads(o))
-        if not use_cache:
-            return y, None
-        state, z = final if self.normalize else (final, None)
-        return y, RecurrentCache(state=state, conv=conv, normaliser=z)

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 import torch
 
 from ._checks import check_choice, check_positive_int
-from .model import RECURRENT_KINDS, ModelConfig
+from .configs import RECURRENT_KINDS, ModelConfig
 
 BITS_PER_ELEMENT = {"fp64": 64, "fp32": 32, "bf16": 16, "fp16": 16, "fp8": 8, "int4": 4, "fp4": 4}
 """Bits per number for each dtype name (4-bit formats included)."""

@@ -1,4 +1,4 @@
-"""Multi-head latent attention (MLA, DeepSeek-V2 §2.1 and App. C; MATH.md §7).
+"""Multi-head latent attention (MLA, DeepSeek-V2 §2.1 and App. C; the Notation appendix, §7).
 
 Instead of per-head keys and values, MLA caches one small latent per token, shared by all heads:
 
@@ -21,13 +21,8 @@ import torch
 from torch import nn
 
 from ._checks import check_layer_input, check_positive_int, check_tensor
-from .attention import (
-    apply_rope,
-    merge_heads,
-    softmax_attention,
-    split_heads,
-)
-from .blocks import HeadRMSNorm
+from .attention import apply_rope, softmax_attention
+from .blocks import HeadRMSNorm, merge_heads, split_heads
 
 
 @dataclass
@@ -85,6 +80,14 @@ class MultiHeadLatentAttention(nn.Module):
     ``q_lora_rank`` None is a full-rank W^Q (Kimi Linear), else queries go through a d_c'
     bottleneck with RMSNorm (DeepSeek). ``rope=False`` is NoPE. Scale 1/sqrt(d_h + d_h^R).
 
+    As DeepSeek-V3 (its inference code names the two norms ``kv_norm`` and ``q_norm``, Hugging
+    Face ``kv_a_layernorm`` and ``q_a_layernorm``; both with eps 1e-6, its ``rms_norm_eps``):
+
+        c^KV_t = RMSNorm(W^DKV h_t)                       (``w_dkv``, ``kv_norm``)
+        [q^C_t ; q^R_t] = W^Q h_t                         q_lora_rank None (``w_q``)
+        [q^C_t ; q^R_t] = W^UQ RMSNorm(W^DQ h_t)          W^DQ: d → d_c' (``w_dq``, ``q_norm``,
+                                                          ``w_uq``)
+
     ``forward(x, cache, use_cache, absorb=False)``: ``absorb=False`` up-projects the latent to
     per-head keys and values (``attend_naive``); ``absorb=True`` attends in the latent space
     (``attend_absorbed``), the decode-time path. Both give the same output.
@@ -119,13 +122,14 @@ class MultiHeadLatentAttention(nn.Module):
         self.rope_base = rope_base
         self.scale = (head_dim + qk_rope_head_dim) ** -0.5
         q_width = n_heads * (head_dim + qk_rope_head_dim)
+        self.q_lora_rank = q_lora_rank
         if q_lora_rank is None:
             self.w_q = nn.Linear(d_model, q_width, bias=False)
         else:
             check_positive_int("q_lora_rank", q_lora_rank)
-            self.w_q = nn.Sequential(nn.Linear(d_model, q_lora_rank, bias=False),  # W^DQ
-                                     HeadRMSNorm(q_lora_rank),
-                                     nn.Linear(q_lora_rank, q_width, bias=False))  # W^UQ
+            self.w_dq = nn.Linear(d_model, q_lora_rank, bias=False)
+            self.q_norm = HeadRMSNorm(q_lora_rank)
+            self.w_uq = nn.Linear(q_lora_rank, q_width, bias=False)
         self.w_dkv = nn.Linear(d_model, kv_lora_rank, bias=False)
         self.kv_norm = HeadRMSNorm(kv_lora_rank)
         self.w_kr = nn.Linear(d_model, qk_rope_head_dim, bias=False)
@@ -148,7 +152,7 @@ class MultiHeadLatentAttention(nn.Module):
             raise ValueError(f"cache: expected a LatentCache or None, got {type(cache).__name__}")
         start = 0 if cache is None else cache.length
         positions = torch.arange(start, start + t, device=x.device)
-        q = split_heads(self.w_q(x), self.n_heads)  # [B, H, T, d_h + d_h^R]
+        q = split_heads(self.query(x), self.n_heads)  # [B, H, T, d_h + d_h^R]
         q_nope, q_rope = q.split([self.head_dim, self.qk_rope_head_dim], dim=-1)
         c_kv = self.kv_norm(self.w_dkv(x))  # [B, T, d_c]
         k_rope = self.w_kr(x)  # [B, T, d_h^R]
@@ -162,6 +166,13 @@ class MultiHeadLatentAttention(nn.Module):
         attend = self.attend_absorbed if absorb else self.attend_naive
         o = attend(q_nope, q_rope, c_kv, k_rope)
         return self.w_o(merge_heads(o)), cache
+
+    def query(self, x: torch.Tensor) -> torch.Tensor:
+        """[q^C ; q^R] for every head, before RoPE: W^Q x, or W^UQ RMSNorm(W^DQ x) with a query
+        bottleneck. x ``[B, T, d_model]`` -> ``[B, T, H·(d_h + d_h^R)]``."""
+        if self.q_lora_rank is None:
+            return self.w_q(x)
+        return self.w_uq(self.q_norm(self.w_dq(x)))
 
     def attend_naive(
         self, q_nope: torch.Tensor, q_rope: torch.Tensor, c_kv: torch.Tensor, k_rope: torch.Tensor

@@ -13,6 +13,7 @@ import torch.nn.functional as F
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+from ..configs import SOPHIA, SOPHIA_NANO, ModelConfig
 from ..delta import delta_rule_recurrent, gated_delta_rule_recurrent
 from ..gated import gla_recurrent, retnet_decay
 from ..kda import kda_recurrent
@@ -20,7 +21,6 @@ from ..kv_cache import crossover_context, stack_cost
 from ..linear import linear_attention_recurrent
 from ..memory import BYTES_PER_ELEMENT, format_bytes, layer_numbers
 from ..mla import MultiHeadLatentAttention
-from ..model import SOPHIA, SOPHIA_NANO, ModelConfig
 from ..plotting import PALETTE, heatmap, style_axes
 
 ATTN_COLOUR, KDA_COLOUR, CROSS_COLOUR = PALETTE[1], PALETTE[0], PALETTE[7]

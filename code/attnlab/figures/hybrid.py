@@ -9,6 +9,7 @@ from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
 from matplotlib.transforms import ScaledTranslation
 
+from ..configs import DEEPSEEK_V3, KIMI_LINEAR_48B_A3B, LLAMA3_8B, SOPHIA, ModelConfig
 from ..memory import (
     BYTES_PER_ELEMENT,
     as_all_attention,
@@ -16,7 +17,6 @@ from ..memory import (
     format_bytes,
 )
 from ..mla import mla_cache_elements_per_token
-from ..model import DEEPSEEK_V3, KIMI_LINEAR_48B_A3B, LLAMA3_8B, SOPHIA, ModelConfig
 from ..plotting import PALETTE, style_axes, text_legend, title_at_top
 
 #: Colours of the layer kinds and of the parts of the decoding memory.

@@ -8,9 +8,9 @@ from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
+from ..configs import LLAMA3_8B, SOPHIA, ModelConfig
 from ..kv_cache import decode_total_work
 from ..memory import BYTES_PER_ELEMENT, as_all_attention, cache_breakdown, format_bytes
-from ..model import LLAMA3_8B, SOPHIA, ModelConfig
 from ..plotting import PALETTE, style_axes
 
 GIB = 2**30

@@ -14,9 +14,9 @@ from matplotlib.patches import Patch, Rectangle
 from matplotlib.ticker import NullLocator
 
 from .._checks import check_int_in
+from ..configs import SOPHIA, ModelConfig
 from ..linear import LINEAR_FORMS, elu_plus_one, linear_attention_cost, linear_attention_recurrent
 from ..memory import BYTES_PER_ELEMENT, as_all_attention, cache_breakdown, format_bytes
-from ..model import SOPHIA, ModelConfig
 from ..plotting import (
     DIVERGING_CMAP,
     PALETTE,

@@ -2,7 +2,7 @@
 layer while the tiny model generates.
 
 The figures draw numbers measured in the lesson (the losses returned by
-:func:`attnlab.model.train_language_model`, and ``HybridCache.bytes_by_layer()`` recorded by the
+:func:`attnlab.train.train_language_model`, and ``HybridCache.bytes_by_layer()`` recorded by the
 ``on_step`` callback of :meth:`attnlab.model.HybridLM.generate`); they compute nothing themselves.
 """
 

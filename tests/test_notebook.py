@@ -1,0 +1,57 @@
+"""attnlab.notebook: the prose formatting helpers the lessons share."""
+
+import pytest
+import torch
+from attnlab import notebook
+from attnlab.notebook import glue_md, mb_mib, ms, num, sci, vec
+from IPython.display import Markdown
+
+
+def test_glue_md_glues_hidden_markdown(monkeypatch):
+    calls = []
+    monkeypatch.setattr(notebook, "glue", lambda *a, **kw: calls.append((a, kw)))
+    glue_md("l0_key", "**3** heads")
+    (args, kwargs), = calls
+    assert args[0] == "l0_key" and isinstance(args[1], Markdown) and args[1].data == "**3** heads"
+    assert kwargs == {"display": False}
+
+
+@pytest.mark.parametrize(("key", "text", "name"), [("", "x", "key"), (3, "x", "key"),
+                                                   ("k", 3.0, "text")])
+def test_glue_md_rejects_bad_arguments(key, text, name):
+    with pytest.raises(ValueError, match=f"^{name}:"):
+        glue_md(key, text)
+
+
+@pytest.mark.parametrize(("value", "text"), [(1234567, "1,234,567"), (12, "12"),
+                                             (1234.5, "1,234.5"), ("4 × 4", "4 × 4")])
+def test_num_is_markdown_with_thousands_separators(value, text):
+    out = num(value)
+    assert isinstance(out, Markdown) and out.data == text
+
+
+def test_mb_mib_gives_decimal_and_binary_units():
+    assert mb_mib(704_643_072) == "704.64 MB (672.00 MiB)"
+    assert mb_mib(0) == "0.00 MB (0.00 MiB)"
+
+
+@pytest.mark.parametrize(("x", "text"), [(6.6e56, "6.6 × 10⁵⁶"), (2.5e-3, "2.5 × 10⁻³"),
+                                         (-1.0e12, "−1.0 × 10¹²"), (1, "1.0 × 10⁰")])
+def test_sci_typesets_the_exponent(x, text):
+    assert sci(x) == text
+
+
+def test_vec_rounds_to_two_decimals_without_negative_zero():
+    assert vec([1, -0.5, -0.001]) == "(1.00, −0.50, 0.00)"
+    assert vec(torch.tensor([0.25, 2.0])) == "(0.25, 2.00)"
+
+
+def test_ms_shows_milliseconds():
+    assert ms(0.001234) == "1.234 ms"
+
+
+@pytest.mark.parametrize("fn", [mb_mib, sci, ms])
+@pytest.mark.parametrize("bad", ["1", float("nan"), True])
+def test_number_formatters_reject_non_numbers(fn, bad):
+    with pytest.raises(ValueError, match="expected a"):
+        fn(bad)

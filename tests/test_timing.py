@@ -1,0 +1,89 @@
+"""attnlab.timing: what a caller sees (call counts, no autograd, which summary, bad input)."""
+
+import pytest
+import torch
+from attnlab import timing
+from attnlab.timing import best_seconds, median_seconds, time_delta_rule, time_linear_attention
+
+
+class Counter:
+    def __init__(self) -> None:
+        self.calls = 0
+        self.grad_enabled: list[bool] = []
+
+    def __call__(self) -> None:
+        self.calls += 1
+        self.grad_enabled.append(torch.is_grad_enabled())
+
+
+@pytest.mark.parametrize("summary", [best_seconds, median_seconds])
+@pytest.mark.parametrize(("warmup", "extra"), [(True, 1), (False, 0)])
+def test_calls_repeats_plus_warmup_without_autograd(summary, warmup, extra):
+    fn = Counter()
+    seconds = summary(fn, repeats=3, warmup=warmup)
+    assert fn.calls == 3 + extra
+    assert not any(fn.grad_enabled)
+    assert seconds >= 0.0
+
+
+def _fake_clock(monkeypatch, durations):
+    """Make perf_counter report the given duration for each successive timed call."""
+    ticks = [0.0]
+    for d in durations:
+        ticks += [ticks[-1], ticks[-1] + d]
+    clock = iter(ticks[1:])
+    monkeypatch.setattr(timing.time, "perf_counter", lambda: next(clock))
+
+
+def test_best_is_the_fastest_and_median_the_middle_call(monkeypatch):
+    _fake_clock(monkeypatch, [0.5, 0.1, 0.3])
+    assert best_seconds(lambda: None, repeats=3, warmup=False) == pytest.approx(0.1)
+    _fake_clock(monkeypatch, [0.5, 0.1, 0.3])
+    assert median_seconds(lambda: None, repeats=3, warmup=False) == pytest.approx(0.3)
+
+
+@pytest.mark.parametrize("summary", [best_seconds, median_seconds])
+@pytest.mark.parametrize(("kwargs", "name"), [
+    ({"fn": 3, "repeats": 1}, "fn"),
+    ({"fn": print, "repeats": 0}, "repeats"),
+    ({"fn": print, "repeats": True}, "repeats"),
+    ({"fn": print, "repeats": 2, "warmup": 1}, "warmup"),
+])
+def test_bad_arguments_name_the_argument(summary, kwargs, name):
+    kwargs = dict(kwargs)
+    fn = kwargs.pop("fn")
+    with pytest.raises(ValueError, match=f"^{name}:"):
+        summary(fn, **kwargs)
+
+
+def test_repeats_is_keyword_only():
+    with pytest.raises(TypeError):
+        best_seconds(print, 3)  # type: ignore[misc]
+
+
+# ---------------------------------------------------------------- the kernel timings
+@pytest.mark.parametrize("form", ["parallel", "recurrent", "chunk"])
+def test_time_linear_attention_returns_seconds_for_every_form(form):
+    seconds = time_linear_attention(form, 32, head_dim=8, chunk_size=8, repeats=1, warmup=False)
+    assert isinstance(seconds, float) and 0 < seconds < 60
+
+
+@pytest.mark.parametrize("form", ["recurrent", "chunk"])
+def test_time_delta_rule_returns_seconds_for_both_forms(form):
+    seconds = time_delta_rule(form, 32, n_heads=1, head_dim=8, chunk_size=8, repeats=1,
+                              warmup=False)
+    assert isinstance(seconds, float) and 0 < seconds < 60
+
+
+@pytest.mark.parametrize("timer", [time_linear_attention, time_delta_rule])
+@pytest.mark.parametrize(
+    ("kwargs", "name"),
+    [({"form": "fast", "length": 8}, "form"), ({"form": "chunk", "length": 0}, "length"),
+     ({"form": "chunk", "length": 8, "repeats": 0}, "repeats"),
+     ({"form": "chunk", "length": 8, "chunk_size": 0}, "chunk_size"),
+     ({"form": "chunk", "length": 8, "warmup": 1}, "warmup"),
+     ({"form": "chunk", "length": 8, "n_heads": 0}, "n_heads")],
+)
+def test_kernel_timings_reject_bad_input(timer, kwargs, name):
+    with pytest.raises(ValueError, match=f"^{name}:"):
+        timer(**kwargs)
