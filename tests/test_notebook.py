@@ -1,5 +1,7 @@
 """attnlab.notebook: the prose formatting helpers the lessons share."""
 
+import json
+
 import pytest
 import torch
 from attnlab import notebook
@@ -55,3 +57,39 @@ def test_ms_shows_milliseconds():
 def test_number_formatters_reject_non_numbers(fn, bad):
     with pytest.raises(ValueError, match="expected a"):
         fn(bad)
+
+
+def _lesson(tmp_path, cells):
+    path = tmp_path / "lesson.ipynb"
+    path.write_text(json.dumps({"cells": cells}), encoding="utf-8")
+    return path
+
+
+def _md(text):
+    return {"cell_type": "markdown", "metadata": {}, "source": text}
+
+
+def _code(text, *tags):
+    return {"cell_type": "code", "metadata": {"tags": list(tags)}, "source": text}
+
+
+def test_reading_time_counts_the_core_path_only(tmp_path):
+    from attnlab.notebook import WORDS_PER_MINUTE, reading_minutes
+
+    core = " ".join(["word"] * 400)
+    optional = " ".join(["deeper"] * 1000)
+    path = _lesson(tmp_path, [
+        _md(f"# Lesson 1 · A title\n\n{core}\n\n$$x = y$$"),
+        _code("import torch", "remove-cell"),
+        _code("fig = new_figure()\nshow_figure(fig, alt='a')", "remove-input"),
+        _code("a = 1\nb = 2\n"),
+        _md(f":::{{dropdown}} Going deeper\n{optional}\n:::\n\nafter the dropdown"),
+        _md(f"```{{exercise}}\n{optional}\n```"),
+        _md(f"## Exercises\n\n{optional}"),
+        _md(optional),
+    ])
+    counted = reading_minutes(path)
+    assert counted.words == 4 + 400 + 3  # title, core, "after the dropdown"
+    assert (counted.equations, counted.figures, counted.code_lines) == (1, 1, 2)
+    assert counted.minutes > 407 / WORDS_PER_MINUTE
+    assert str(counted).startswith("about 2 minutes (407 words of prose")

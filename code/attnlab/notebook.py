@@ -9,13 +9,18 @@ every lesson:
 - ``mb_mib(n)``: bytes in decimal and binary units, "6.19 MB (5.91 MiB)";
 - ``sci(x)``: scientific notation with a real exponent, "6.6 × 10⁵⁶";
 - ``vec(x)``: a short vector, "(1.00, −0.50)";
-- ``ms(seconds)``: seconds as milliseconds, "1.234 ms".
+- ``ms(seconds)``: seconds as milliseconds, "1.234 ms";
+- ``reading_minutes(notebook)``: a lesson's reading time, counted from its own core path.
 """
 
 from __future__ import annotations
 
+import json
 import math
+import re
 from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
 
 from IPython.display import Markdown
 from myst_nb import glue
@@ -72,3 +77,85 @@ def vec(x: Iterable[float]) -> str:
 def ms(seconds: int | float) -> str:
     """Seconds as milliseconds with three decimals: ``0.001234`` → "1.234 ms"."""
     return f"{_check_number('seconds', seconds) * 1e3:.3f} ms"
+
+
+#: Reading speeds behind :func:`reading_minutes` (prose of a technical text, and the extra time
+#: a reader spends on one display equation, one figure or slider panel, and one line of code).
+WORDS_PER_MINUTE = 200
+SECONDS_PER_EQUATION = 10
+SECONDS_PER_FIGURE = 12
+SECONDS_PER_CODE_LINE = 2
+#: Directives whose content is off the core path: "going deeper" dropdowns, exercises, solutions.
+OPTIONAL_DIRECTIVES = ("dropdown", "exercise", "solution", "toggle", "admonition")
+#: Headings after which the rest of a lesson is off the core path.
+END_OF_CORE = re.compile(r"^##\s+(Exercises|Further reading)\b")
+
+
+@dataclass(frozen=True)
+class ReadingTime:
+    """What :func:`reading_minutes` counted on a lesson's core path, and the minutes it makes."""
+
+    words: int
+    equations: int
+    figures: int
+    code_lines: int
+
+    @property
+    def minutes(self) -> float:
+        return (self.words / WORDS_PER_MINUTE
+                + (self.equations * SECONDS_PER_EQUATION + self.figures * SECONDS_PER_FIGURE
+                   + self.code_lines * SECONDS_PER_CODE_LINE) / 60)
+
+    def __str__(self) -> str:
+        return (f"about {max(1, round(self.minutes))} minutes ({self.words:,} words of prose at "
+                f"{WORDS_PER_MINUTE} a minute, {self.equations} display equations, "
+                f"{self.figures} figures and {self.code_lines} lines of code shown)")
+
+
+def _core_markdown(source: str) -> tuple[str, bool]:
+    """The markdown of one cell without its optional parts; True once the core path has ended."""
+    kept, fence = [], None
+    for line in source.split("\n"):
+        if END_OF_CORE.match(line):
+            return "\n".join(kept), True
+        opening = re.match(r"^(:{3,}|`{3,})\s*\{([\w-]+)\}", line)
+        if fence is None and opening and opening.group(2).split("-")[0] in OPTIONAL_DIRECTIVES:
+            fence = None if opening.group(2).endswith("-end") else opening.group(1)
+            continue
+        if fence is not None:
+            fence = None if line.strip() == fence else fence
+            continue
+        kept.append(line)
+    return "\n".join(kept), False
+
+
+def reading_minutes(notebook: str | Path) -> ReadingTime:
+    """Count a lesson's core path: the prose of its markdown cells up to "Exercises" or
+    "Further reading", without dropdowns, exercises and solutions ("going deeper" material);
+    its display equations; its shown figures and panels; and the lines of its shown code
+    (code cells not hidden or folded; each ``literalinclude`` block is
+    counted as one figure, since the reader skims the included function).
+    The minutes follow from the module's reading speeds; nothing is typed by hand.
+    """
+    cells = json.loads(Path(notebook).read_text(encoding="utf-8"))["cells"]
+    words = equations = figures = code_lines = 0
+    for cell in cells:
+        source = "".join(cell["source"])
+        tags = set(cell.get("metadata", {}).get("tags", []))
+        if cell["cell_type"] == "code":
+            if not tags & {"remove-input", "remove-cell", "hide-input"}:
+                code_lines += len([line for line in source.split("\n") if line.strip()])
+            if "remove-cell" not in tags and re.search(r"show_figure|slider_panel", source):
+                figures += 1
+            continue
+        if cell["cell_type"] != "markdown":
+            continue
+        text, ended = _core_markdown(source)
+        equations += len(re.findall(r"\$\$.*?\$\$", text, flags=re.S))
+        figures += len(re.findall(r"\{literalinclude\}|!\[|\{figure\}|\{image\}", text))
+        text = re.sub(r"\$\$.*?\$\$|```.*?```", " ", text, flags=re.S)
+        text = re.sub(r"\$[^$]+\$|\{[\w:-]+\}`[^`]*`", " x ", text)
+        words += len(re.findall(r"[^\W_][\w’'-]*", text))
+        if ended:
+            break
+    return ReadingTime(words, equations, figures, code_lines)
