@@ -258,7 +258,8 @@ def test_decay_terms_equal_their_definitions(seed, c, dk, per_step):
 
 
 def test_one_reference_point_overflows_where_nested_blocks_do_not():
-    """The MATH.md pitfall: with -20 per step one reference per 64-token chunk gives e^640."""
+    """The pitfall of the Notation appendix, §3c: with -20 per step, one reference point per
+    64-token chunk gives e^640."""
     gen = torch.Generator().manual_seed(0)
     q, k = (torch.randn(1, 64, 4, generator=gen) for _ in range(2))
     b = torch.full((1, 64, 4), -20.0).cumsum(-2)

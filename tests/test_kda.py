@@ -153,8 +153,8 @@ def test_gate_broadcast_over_channels_is_the_gated_delta_rule(seed, shape, chunk
 
 
 def parallel_form(q, k, v, g, beta, *, exclusive):
-    """O = A_qk (I + StrictTril(diag(β) A_kk))⁻¹ diag(β) V with S_0 = 0 (MATH.md §6), built from
-    explicit products of α: γ over (j, i] (exclusive, correct) or over [j, i] (KL's §2.1
+    """O = A_qk (I + StrictTril(diag(β) A_kk))⁻¹ diag(β) V with S_0 = 0 (Notation appendix §6),
+    built from explicit products of α: γ over (j, i] (exclusive, correct) or over [j, i] (KL's §2.1
     definition read literally)."""
     t, dk = q.shape[-2], q.shape[-1]
     alpha = g.exp()

@@ -55,7 +55,7 @@ def test_num_bytes_grows_linearly_with_t_and_equals_formula(dtype):
 
 
 def test_kv_cache_bytes_for_sophia_as_full_attention():
-    # MATH.md §11: 28 layers × 2 × 16 heads × 96 × 4096 tokens × 2 bytes (bf16)
+    # Notation appendix §11: 28 layers × 2 × 16 heads × 96 × 4096 tokens × 2 bytes (bf16)
     assert kv_cache_bytes(28, 16, 96, 4096, 2) == 704_643_072
     # DeepSeek-V2 Table 1: MHA caches 2·n_h·d_h elements per token per layer
     assert kv_cache_bytes(1, 128, 128, 1, 1) == 32_768

@@ -1,4 +1,4 @@
-"""Cache and state bytes: the hand-checked numbers of MATH.md §1, §7, §8 and §11."""
+"""Cache and state bytes: the hand-checked numbers of the Notation appendix, §1, §7, §8 and §11."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 
 
 def test_sophia_all_attention_at_4096_tokens_is_704_6_mb_not_688():
-    # 4096 tokens × 28 layers × 2 (K, V) × 16 heads × 96 × 2 bytes (MATH.md §11).
+    # 4096 tokens × 28 layers × 2 (K, V) × 16 heads × 96 × 2 bytes (Notation appendix §11).
     baseline = cache_breakdown(as_all_attention(SOPHIA), 4096, dtype="bf16")
     assert baseline.total_bytes == 704_643_072 == 4096 * 28 * 2 * 16 * 96 * 2
     assert baseline.total_bytes == 672 * 2**20

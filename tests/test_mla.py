@@ -195,7 +195,7 @@ def test_odd_rope_dim_is_fine_without_rope():
 
 def test_cache_elements_per_token():
     assert mla_cache_elements_per_token(512, 64) == 576  # DeepSeek-V3 and Kimi Linear
-    # Kimi-Linear-48B: 7 MLA layers in bf16 (MATH.md §8)
+    # Kimi-Linear-48B: 7 MLA layers in bf16 (Notation appendix §8)
     assert 7 * mla_cache_elements_per_token(512, 64) * 2 == 8_064
 
 
