@@ -4,7 +4,7 @@ the light drawing helpers (text legends, fixed titles, light ticks)."""
 import matplotlib.pyplot as plt
 import pytest
 from attnlab import plotting
-from attnlab.figures import embedding as figs
+from attnlab.figures import l01_token_embeddings as l01
 from attnlab.widgets import slider_panel, widget_mode
 
 
@@ -140,10 +140,10 @@ def test_heatmap_rejects_non_matrices():
 @pytest.mark.parametrize(
     ("draw", "values"),
     [
-        (figs.draw_one_hot_lookup, {"token_id": 1}),
-        (figs.draw_table_memory, {"vocab_size": 32768, "d_model": 1536}),
-        (figs.draw_projection, {"dim": 4}),
-        (figs.draw_neighbours, {"word": "cat"}),
+        (l01.draw_one_hot_lookup, {"token_id": 1}),
+        (l01.draw_table_memory, {"vocab_size": 32768, "d_model": 1536}),
+        (l01.draw_projection, {"dim": 4}),
+        (l01.draw_neighbours, {"word": "cat"}),
     ],
 )
 def test_lesson_1_figures_draw(draw, values):
@@ -154,19 +154,19 @@ def test_lesson_1_figures_draw(draw, values):
 
 def test_table_memory_labels_are_plain_text_and_the_title_gives_the_size():
     fig = plotting.new_figure()
-    figs.draw_table_memory(fig, 32768, 1536, marker=("Sophia", 32000, 1536))
+    l01.draw_table_memory(fig, 32768, 1536, marker=("Sophia", 32000, 1536))
     ax = fig.axes[0]
     ticks = [t.get_text() for t in ax.get_xticklabels() + ax.get_yticklabels()]
     assert "32k" in ticks and "100" in ticks and not any("$" in t for t in ticks)
     assert "50,331,648 parameters: 96.0 MiB" in ax.get_title()
     texts = [t.get_text() for t in ax.texts]
-    assert [f"d = {d}" for d in figs.MEMORY_WIDTHS] == texts[:-1]
+    assert [f"d = {d}" for d in l01.MEMORY_WIDTHS] == texts[:-1]
     assert texts[-1] == "Sophia (V = 32,000, d = 1536)"
 
 
 def test_neighbours_figure_rejects_unknown_words():
     with pytest.raises(ValueError, match="word"):
-        figs.draw_neighbours(plotting.new_figure(), word="zebra")
+        l01.draw_neighbours(plotting.new_figure(), word="zebra")
 
 
 def test_light_xticks_label_every_position_without_tick_objects():

@@ -11,15 +11,18 @@ from __future__ import annotations
 import base64
 import html
 import io
+import math
 from collections.abc import Sequence
 
 import matplotlib
 import torch
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.collections import PolyCollection
 from matplotlib.figure import Figure
 from matplotlib.font_manager import FontProperties
 from matplotlib.markers import TICKDOWN
+from matplotlib.ticker import NullLocator
 from matplotlib.transforms import ScaledTranslation, blended_transform_factory
 
 #: Okabe–Ito colour-blind-safe palette, in the order lines are drawn.
@@ -33,6 +36,13 @@ PALETTE: tuple[str, ...] = (
     "#F0E442",  # yellow
     "#000000",  # black
 )
+#: The neutral grey of reference curves and "other" categories.
+GREY = "#999999"
+#: Colours and display names of the layer kinds, the same in every lesson that draws a stack.
+KIND_COLOURS: dict[str, str] = {"kda": PALETTE[0], "mla": PALETTE[1], "attn": PALETTE[5]}
+KIND_NAMES: dict[str, str] = {"kda": "KDA", "mla": "MLA", "attn": "attention"}
+#: Binary units of the byte axes.
+KIB, MIB, GIB = 2**10, 2**20, 2**30
 SEQUENTIAL_CMAP = "viridis"
 DIVERGING_CMAP = "PuOr"
 
@@ -72,6 +82,70 @@ def new_figure(width: float = 6.4, height: float = 3.6, ncols: int = 0, nrows: i
     return fig
 
 
+def fixed_axes(fig: Figure, layout: int | Sequence[tuple[float, float, float, float]],
+               **margins: float) -> list[Axes]:
+    """Axes at fixed places and no layout engine at all (not even the placeholder that
+    ``set_layout_engine("none")`` leaves, which makes ``savefig`` draw twice): a slider frame then
+    renders in about half the time of a constrained layout. ``layout`` is either a number of
+    axes side by side in one row, placed by ``margins`` (``left``, ``right``, ``bottom``, ``top``,
+    ``wspace`` as in ``GridSpec``), or a list of ``(left, bottom, width, height)`` rectangles in
+    figure fractions. The labels of a panel's frames keep their sizes, so fixed margins fit
+    them all (the figure-standard test checks every frame)."""
+    fig.set_layout_engine(None)
+    if isinstance(layout, int):
+        return list(fig.subplots(1, layout, squeeze=False, gridspec_kw=margins)[0])
+    if margins:
+        raise ValueError(f"margins: only with a number of axes, got rectangles and {margins}")
+    return [fig.add_axes(rect) for rect in layout]
+
+
+def fast_bars(ax: Axes, heights: Sequence[float], colours: str | Sequence, *,
+              bottoms: Sequence[float] | None = None, width: float = 0.8) -> None:
+    """Vertical bars at x = 0, 1, … from ``bottoms`` (default 0) up by ``heights``, like
+    ``ax.bar``, as ONE artist: ``ax.bar`` makes one rectangle per bar, which costs more to build
+    than the rest of a slider frame. Stack bars by calling again with ``bottoms`` = the tops of
+    the layer below. ``colours``: one colour or one per bar. Sets the x range to the bars."""
+    n = len(heights)
+    bottoms = [0.0] * n if bottoms is None else list(bottoms)
+    if len(bottoms) != n:
+        raise ValueError(f"bottoms: expected {n} values (one per bar), got {len(bottoms)}")
+    half = width / 2
+    ax.add_collection(PolyCollection(
+        [((j - half, b), (j - half, b + h), (j + half, b + h), (j + half, b))
+         for j, (h, b) in enumerate(zip(heights, bottoms, strict=True))],
+        facecolors=colours, edgecolors="none"))
+    ax.sticky_edges.y.append(0)  # like ax.bar: no margin below a baseline of 0
+    ax.set_xlim(-0.5 - half / 2, n - 0.5 + half / 2)
+
+
+def context_label(tokens: int) -> str:
+    """A token count as contexts and vocabularies are named, in binary thousands and millions:
+    4096 → "4k", 1048576 → "1M", 1000 → "1,000"."""
+    if tokens and tokens % 2**20 == 0:
+        return f"{tokens // 2**20}M"
+    if tokens and tokens % 1024 == 0:
+        return f"{tokens // 1024}k"
+    return f"{tokens:,}"
+
+
+def plain_log_yaxis(ax: Axes, values: Sequence[float], mantissas: Sequence[int] = (1, 2, 5),
+                    max_ticks: int | None = None) -> None:
+    """Log-scaled y axis over ``values`` with explicit ticks m·10^k (m in ``mantissas``) and
+    plain labels ("200", not mathtext): cheaper to render than matplotlib's log locator, and
+    easier to read. With ``max_ticks``, the last mantissas are dropped while there would be more
+    ticks than that (each tick costs ~2 ms of a slider frame)."""
+    lo, hi = min(values) / 1.4, max(values) * 1.4
+    decades = range(math.floor(math.log10(lo)), math.ceil(math.log10(hi)) + 1)
+    for n in range(len(mantissas), 0, -1):
+        ticks = [m * 10.0**e for e in decades for m in mantissas[:n] if lo <= m * 10.0**e <= hi]
+        if max_ticks is None or len(ticks) <= max_ticks:
+            break
+    ax.set_yscale("log")
+    ax.set_ylim(lo, hi)
+    ax.set_yticks(ticks, [f"{t:,g}" for t in ticks])
+    ax.yaxis.set_minor_locator(NullLocator())
+
+
 def style_axes(ax: Axes, xlabel: str, ylabel: str, title: str | None = None) -> Axes:
     """Apply the course style to ``ax`` and label it (labels carry units, e.g. "bytes (MiB)")."""
     for key in ("top", "right"):
@@ -106,12 +180,14 @@ def text_legend(ax, entries: Sequence[tuple[str, str]], x: float = 0.03, y: floa
 
 
 def light_xticks(ax, positions: Sequence[float], labels: Sequence[str],
-                 grid: bool | None = None) -> None:
+                 grid: bool | None = None, *, marks: bool = True, rotation: float = 0) -> None:
     """x ticks as matplotlib would draw them in the current style (marks, vertical grid lines
     if ``grid``, by default as ``axes.grid`` says, labels), made of one line of marks, one
     collection of grid lines and one text per label instead of one ``Tick`` object (5 artists)
     per tick: a third of the cost, which counts on a slider frame. Works on any x scale
-    (positions are data coordinates). The axis itself is left without ticks."""
+    (positions are data coordinates). The axis itself is left without ticks. With
+    ``rotation`` (degrees) the labels turn about their right end, as rotated tick labels do;
+    ``marks=False`` leaves out the tick marks (labels that name bars or columns)."""
     rc = matplotlib.rcParams
     if grid is None:
         grid = rc["axes.grid"] and rc["axes.grid.axis"] in ("both", "x")
@@ -121,13 +197,15 @@ def light_xticks(ax, positions: Sequence[float], labels: Sequence[str],
         ax.vlines(positions, 0, 1, transform=at_bottom, colors=rc["grid.color"],
                   alpha=rc["grid.alpha"], linewidth=rc["grid.linewidth"],
                   linestyles=rc["grid.linestyle"], zorder=1.5)
-    size, pad = rc["xtick.major.size"], rc["xtick.major.pad"]
-    ax.plot(positions, [0] * len(positions), transform=at_bottom, linestyle="none",
-            marker=TICKDOWN, markersize=size, markeredgewidth=rc["xtick.major.width"],
-            color=rc["xtick.color"], clip_on=False)
+    size, pad = (rc["xtick.major.size"] if marks else 0), rc["xtick.major.pad"]
+    if marks:
+        ax.plot(positions, [0] * len(positions), transform=at_bottom, linestyle="none",
+                marker=TICKDOWN, markersize=size, markeredgewidth=rc["xtick.major.width"],
+                color=rc["xtick.color"], clip_on=False)
     below = at_bottom + ScaledTranslation(0, -(size + pad) / 72, ax.figure.dpi_scale_trans)
     for x, label in zip(positions, labels, strict=True):
-        ax.text(x, 0, label, transform=below, ha="center", va="top",
+        ax.text(x, 0, label, transform=below, ha="right" if rotation else "center", va="top",
+                rotation=rotation,
                 fontsize=rc["xtick.labelsize"], color=rc["xtick.labelcolor"]
                 if rc["xtick.labelcolor"] != "inherit" else rc["xtick.color"])
     label_height = FontProperties(size=rc["xtick.labelsize"]).get_size_in_points()

@@ -47,15 +47,22 @@ _OPEN_PANELS: weakref.WeakValueDictionary[int, SliderPanel] = weakref.WeakValueD
 _PANEL_NUMBERS = itertools.count(1)
 
 
-def _freeze_long_lived_objects() -> None:
-    """Once per process: collect garbage, then move every object alive now (torch, matplotlib,
-    the lesson's data) out of the cycle collector's reach (``gc.freeze``). A full collection
-    then scans only what later cells and frames create, ~40 ms instead of ~200 ms in a kernel
-    with torch loaded, so it no longer stalls a slider move. Objects frozen here are never
-    collected as cycles, which costs nothing for what stays alive anyway."""
-    if not gc.get_freeze_count():
+def fast_sliders(enable: bool = True) -> None:
+    """Opt in (a notebook's setup cell calls it) to slider moves without garbage-collection stalls.
+
+    With ``enable``: collect garbage once, then move every object alive now (torch, matplotlib,
+    the lesson's data) out of the cycle collector's reach (``gc.freeze``). A full collection then
+    scans only what later cells and frames create, ~40 ms instead of ~200 ms in a kernel with
+    torch loaded, so it no longer stalls a slider move; objects alive now are never collected as
+    cycles, which costs nothing for what stays alive anyway. This changes the interpreter's
+    garbage collector, so it is never done behind the caller's back: ``slider_panel`` does not
+    call it. ``fast_sliders(False)`` undoes it (``gc.unfreeze``: the objects go back to the
+    collector's oldest generation). Calling it again refreezes what is alive then."""
+    if enable:
         gc.collect()
         gc.freeze()
+    else:
+        gc.unfreeze()
 
 
 def open_panels() -> list[SliderPanel]:
@@ -219,7 +226,6 @@ def slider_panel(
             f"controls: {n_frames} combinations; at most {MAX_FRAMES} keep pages light"
         )
 
-    _freeze_long_lived_objects()
     panel = SliderPanel(draw, parsed, alt, mode, new_figure(width, height), dpi)
     _OPEN_PANELS[panel.number] = panel
     panel.sliders = [_make_slider(c) for c in parsed]

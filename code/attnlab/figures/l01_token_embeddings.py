@@ -1,51 +1,24 @@
-"""Figures for Lesson 1 (token embeddings)."""
+"""Figures of Lesson 1 (token embeddings): the lookup as a product, table memory, the toy
+embeddings projected, nearest neighbours.
+The toy data come from :mod:`attnlab.demos.toy_attention`."""
 
 from __future__ import annotations
 
 import math
-from functools import cache
 
 import torch
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.transforms import ScaledTranslation, offset_copy
 
+from ..demos.toy_attention import group_of, toy_embeddings
 from ..embedding import (
     WORD_GROUPS,
-    WordTokenizer,
-    cooccurrence_embeddings,
     embedding_bytes,
     nearest_neighbours,
     project_2d,
-    toy_corpus,
 )
-from ..plotting import PALETTE, heatmap, style_axes
-
-MIB = 2**20
-
-
-@cache
-def _toy_table() -> tuple[WordTokenizer, torch.Tensor]:
-    corpus = toy_corpus()
-    tokenizer = WordTokenizer.from_texts(corpus)
-    return tokenizer, cooccurrence_embeddings(corpus, tokenizer, dim=tokenizer.size)
-
-
-def toy_embeddings(dim: int = 16) -> tuple[WordTokenizer, torch.Tensor]:
-    """The toy corpus's tokenizer and its co-occurrence embedding table ``[V, dim]``.
-
-    The table of width ``dim`` is the first ``dim`` columns of the full SVD embedding
-    (E = U_d sqrt(Σ_d)), so one SVD, computed once, serves every width.
-    """
-    tokenizer, table = _toy_table()
-    if not 1 <= dim <= table.shape[1]:
-        raise ValueError(f"dim: expected a width in [1, {table.shape[1]}], got {dim}")
-    return tokenizer, table[:, :dim]
-
-
-def group_of(word: str) -> str:
-    """The word's group in the toy corpus ("animal", "food", …) or "other"."""
-    return next((g for g, words in WORD_GROUPS.items() if word in words), "other")
+from ..plotting import MIB, PALETTE, heatmap, style_axes
 
 
 def _group_colour(word: str) -> str:
@@ -82,6 +55,8 @@ def _row_box(row: int, width: int):
 
 #: Vocabulary sizes (tokens) and widths of the reference lines of :func:`draw_table_memory`.
 MEMORY_VOCABS = tuple(2**k for k in range(12, 19))
+
+
 MEMORY_WIDTHS = (512, 1024, 2048, 4096)
 
 

@@ -1,4 +1,4 @@
-"""Figures for Lesson 6 (the KV cache)."""
+"""Figures of Lesson 6 (the KV cache): recomputation, measured step times, the cache calculator."""
 
 from __future__ import annotations
 
@@ -8,12 +8,12 @@ from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
+from .._checks import check_int_in
+from ..demos.calculators import BUDGET_BYTES
 from ..kv_cache import decode_total_work
 from ..memory import BYTES_PER_ELEMENT, as_all_attention, cache_breakdown, format_bytes
 from ..model import LLAMA3_8B, SOPHIA, ModelConfig
-from ..plotting import PALETTE, style_axes
-
-GIB = 2**30
+from ..plotting import GIB, PALETTE, context_label, style_axes
 
 #: The calculator's models: Sophia with all 28 layers as multi-head attention, and Llama-3-8B.
 CALCULATOR_MODELS: dict[str, ModelConfig] = {
@@ -21,21 +21,8 @@ CALCULATOR_MODELS: dict[str, ModelConfig] = {
     "Llama-3-8B (GQA)": LLAMA3_8B,
 }
 
-#: The calculator's reference line: the memory of one 24 GiB accelerator.
-BUDGET_BYTES = 24 * GIB
 
 _CONTEXT_TICKS = (0, 16384, 32768, 65536, 98304, 131072)
-
-
-def context_label(tokens: int) -> str:
-    """1024 → "1k", 131072 → "128k", 1000 → "1000" (powers-of-two thousands as k)."""
-    return f"{tokens // 1024}k" if tokens and tokens % 1024 == 0 else f"{tokens}"
-
-
-def _check_steps(n_steps: object) -> int:
-    if isinstance(n_steps, bool) or not isinstance(n_steps, int) or not 1 <= n_steps <= 64:
-        raise ValueError(f"n_steps: expected an integer in [1, 64], got {n_steps!r}")
-    return n_steps
 
 
 def draw_recompute(fig: Figure, n_steps: int = 8) -> None:
@@ -44,7 +31,7 @@ def draw_recompute(fig: Figure, n_steps: int = 8) -> None:
     Row t (generation step) × column j (token position): computed at this step, read from the
     cache, or not generated yet. Titles give the totals of ``decode_total_work``.
     """
-    n = _check_steps(n_steps)
+    n = check_int_in("n_steps", n_steps, 1, 64)
     colours = ListedColormap(["#FFFFFF", PALETTE[4], PALETTE[1]])
     axes = fig.subplots(1, 2, sharey=True)
     for ax, cached in zip(axes, (False, True), strict=True):

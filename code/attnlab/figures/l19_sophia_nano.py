@@ -1,10 +1,6 @@
-"""Figures for Lesson 19 (Sophia-nano, end to end): training loss and the hybrid cache's bytes per
-layer while the tiny model generates.
-
-The figures draw numbers measured in the lesson (the losses returned by
-:func:`attnlab.model.train_language_model`, and ``HybridCache.bytes_by_layer()`` recorded by the
-``on_step`` callback of :meth:`attnlab.model.HybridLM.generate`); they compute nothing themselves.
-"""
+"""Figures of Lesson 19 (Sophia-nano, end to end): training loss and the hybrid cache's bytes per
+layer while the tiny model generates. They draw numbers measured in the lesson; they compute
+nothing themselves."""
 
 from __future__ import annotations
 
@@ -13,11 +9,8 @@ from collections.abc import Sequence
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
-from ..plotting import PALETTE, style_axes
+from ..plotting import KIND_COLOURS, KIND_NAMES, PALETTE, style_axes
 
-#: Colours of the layer kinds (the same as in Lessons 15–16).
-KIND_COLOURS = {"kda": PALETTE[0], "mla": PALETTE[1], "attn": PALETTE[5]}
-_KIND_NAMES = {"kda": "KDA", "mla": "MLA", "attn": "attention"}
 _KIB = 1024
 
 
@@ -75,7 +68,7 @@ def draw_cache_growth(
     seen = set()
     for layer, kind in enumerate(kinds):
         series = [row[layer] / _KIB for row in layer_bytes]
-        label = f"{_KIND_NAMES.get(kind, kind)} layers ({list(kinds).count(kind)})"
+        label = f"{KIND_NAMES.get(kind, kind)} layers ({list(kinds).count(kind)})"
         ax.plot(tokens, series, color=_colour(kind), lw=2.2 if kind == "mla" else 3.0,
                 label=None if kind in seen else label)
         seen.add(kind)
@@ -105,9 +98,9 @@ def draw_cache_at_step(
     x = range(1, len(kinds) + 1)
     ax.bar(x, [b / _KIB for b in row], color=[_colour(k) for k in kinds], width=0.7)
     ax.set_ylim(0, max(max(r) for r in layer_bytes) / _KIB * 1.15)
-    ax.set_xticks(list(x), [f"{i}\n{_KIND_NAMES.get(k, k)}" for i, k in zip(x, kinds,
+    ax.set_xticks(list(x), [f"{i}\n{KIND_NAMES.get(k, k)}" for i, k in zip(x, kinds,
                                                                             strict=True)])
-    ax.legend(handles=[Patch(color=_colour(k), label=_KIND_NAMES.get(k, k))
+    ax.legend(handles=[Patch(color=_colour(k), label=KIND_NAMES.get(k, k))
                        for k in dict.fromkeys(kinds)], loc="upper left", fontsize=9)
     style_axes(ax, "layer", "cache bytes (KiB)",
                f"After {tokens} tokens: {sum(row) / _KIB:,.1f} KiB in all layers")
