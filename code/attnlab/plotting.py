@@ -41,6 +41,8 @@ GREY = "#999999"
 #: Colours and display names of the layer kinds, the same in every lesson that draws a stack.
 KIND_COLOURS: dict[str, str] = {"kda": PALETTE[0], "mla": PALETTE[1], "attn": PALETTE[5]}
 KIND_NAMES: dict[str, str] = {"kda": "KDA", "mla": "MLA", "attn": "attention"}
+#: The smallest text of a figure (annotations, keys), in points: see the figure standard below.
+SMALL_TEXT_PT = 10.5
 #: Binary units of the byte axes.
 KIB, MIB, GIB = 2**10, 2**20, 2**30
 SEQUENTIAL_CMAP = "viridis"
@@ -52,13 +54,15 @@ _RC = {
     "axes.spines.right": False,
     "axes.grid": True,
     "grid.alpha": 0.3,
-    "axes.titlesize": 11,
-    "axes.labelsize": 10,
-    "xtick.labelsize": 9,
-    "ytick.labelsize": 9,
-    "legend.fontsize": 9,
+    # sizes of the figure standard: in a figure at most 6.4 inches wide, 10.5-point text is at least
+    # 8 CSS px on a 390-px phone and 11 CSS px at the desktop text column
+    "axes.titlesize": 11.5,
+    "axes.labelsize": 11,
+    "xtick.labelsize": 10.5,
+    "ytick.labelsize": 10.5,
+    "legend.fontsize": 10.5,
     "legend.frameon": False,
-    "font.size": 10,
+    "font.size": 10.5,
     # unhinted glyphs look as sharp at these sizes and draw ~15% faster (slider frames are
     # mostly text: tick labels, titles, legends)
     "text.hinting": "none",
@@ -226,12 +230,19 @@ def heatmap(
     vmin: float | None = None,
     vmax: float | None = None,
     annotate: bool = False,
+    aspect: str = "auto",
+    fmt: str = "{:.2f}",
 ) -> Axes:
-    """Draw a 2-D tensor ``[rows, cols]`` as a heat map (e.g. attention weights, a state ``S``)."""
+    """Draw a 2-D tensor ``[rows, cols]`` as a heat map (e.g. attention weights, a state ``S``).
+
+    ``colorbar_label`` adds a colour bar with that label. With ``annotate`` every cell shows its
+    value (``fmt``), in black or white, whichever reads better on the cell's own colour (by its
+    luminance, for any colour map). ``aspect="equal"`` gives square cells, so a 1 × V vector is
+    drawn as a row."""
     data = torch.as_tensor(matrix).detach().to(torch.float64).cpu()
     if data.dim() != 2:
         raise ValueError(f"matrix: expected a 2-D tensor [rows, cols], got {tuple(data.shape)}")
-    image = ax.imshow(data.numpy(), cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto")
+    image = ax.imshow(data.numpy(), cmap=cmap, vmin=vmin, vmax=vmax, aspect=aspect)
     ax.grid(False)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
@@ -244,11 +255,44 @@ def heatmap(
     if colorbar_label is not None:
         ax.figure.colorbar(image, ax=ax, label=colorbar_label, shrink=0.85)
     if annotate:
-        mid = (data.max() + data.min()) / 2
         for (i, j), value in _cells(data):
-            colour = "white" if value < mid else "black"
-            ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=7, color=colour)
+            if math.isfinite(value):
+                ax.text(j, i, fmt.format(value), ha="center", va="center",
+                        fontsize=SMALL_TEXT_PT, color=text_colour_on(image.cmap(image.norm(value))))
     return ax
+
+
+def text_colour_on(rgba: Sequence[float]) -> str:
+    """"black" or "white", whichever contrasts more with the colour ``rgba`` (components in
+    [0, 1]): black on colours whose relative luminance (WCAG) is above 0.179."""
+    def linear(c: float) -> float:
+        return c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
+
+    r, g, b = (linear(float(c)) for c in rgba[:3])
+    return "black" if 0.2126 * r + 0.7152 * g + 0.0722 * b > 0.179 else "white"
+
+
+def fast_colour_bar(ax: Axes, cmap, norm, ticks: Sequence[float], label: str,
+                    left: float = 1.02, width: float = 0.03) -> None:
+    """A colour bar drawn by ``ax`` itself just right of it (from ``left`` to ``left + width``,
+    axes fractions): a gradient over ``norm``'s range, the ``ticks`` values beside it and its
+    ``label`` along it. It reads like ``fig.colorbar`` but costs no extra axes, which is most
+    of a colour bar's drawing time on a slider. Set ``ax``'s limits after calling this."""
+    if isinstance(cmap, str):
+        cmap = matplotlib.colormaps[cmap]
+    image = ax.imshow([[x / 127] for x in range(128)], cmap=cmap, vmin=0, vmax=1,
+                      origin="lower", aspect="auto", interpolation="bilinear",
+                      extent=(left, left + width, 0, 1), transform=ax.transAxes)
+    image.set_clip_on(False)
+    size = FontProperties(size=matplotlib.rcParams["ytick.labelsize"]).get_size_in_points()
+    right = ax.transAxes + ScaledTranslation(3 / 72, 0, ax.figure.dpi_scale_trans)  # 3 points
+    widest = max(len(f"{value:g}") for value in ticks)
+    for value in ticks:
+        ax.text(left + width, float(norm(value)), f"{value:g}", transform=right, ha="left",
+                va="center", fontsize=size)
+    beyond = ax.transAxes + ScaledTranslation((6 + 0.62 * size * widest) / 72, 0,
+                                              ax.figure.dpi_scale_trans)
+    ax.text(left + width, 0.5, label, transform=beyond, rotation=90, ha="left", va="center")
 
 
 def _cells(data: torch.Tensor):
@@ -257,37 +301,78 @@ def _cells(data: torch.Tensor):
             yield (i, j), float(data[i, j])
 
 
-def figure_png(fig: Figure, dpi: int = 80) -> bytes:
-    """Render ``fig`` to PNG bytes (the slow part of a slider update: keep ``dpi`` modest)."""
+#: The figure standard. A figure ``w`` inches wide is shown ``w × CSS_DPI`` CSS px wide (the CSS
+#: inch), at most the text column, with its PNG at ``PIXEL_DENSITY`` pixels per CSS px (crisp on
+#: 2× screens). The book's text column measured in a built page: 688 CSS px at a 1280-px desktop
+#: window, 358 CSS px on a 390-px phone. No text may be smaller than MIN_TEXT_CSS_PX at the
+#: column, nor than MIN_PHONE_TEXT_CSS_PX on the phone (``tests/test_figure_standard.py``).
+CSS_DPI = 96
+PIXEL_DENSITY = 2
+COLUMN_CSS_PX = 688
+PHONE_COLUMN_CSS_PX = 358
+MIN_TEXT_CSS_PX = 11
+MIN_PHONE_TEXT_CSS_PX = 8
+
+
+def display_width_css(fig: Figure, column_css: float = COLUMN_CSS_PX) -> float:
+    """The width (CSS px) at which ``fig`` is shown in a text column ``column_css`` wide."""
+    return min(fig.get_figwidth() * CSS_DPI, column_css)
+
+
+def text_css_px(fig: Figure, fontsize_pt: float, column_css: float = COLUMN_CSS_PX) -> float:
+    """The size in CSS px of ``fontsize_pt``-point text of ``fig`` shown in a column
+    ``column_css`` wide: fontsize × display width / figure width (inches) / 72."""
+    return fontsize_pt * display_width_css(fig, column_css) / fig.get_figwidth() / 72
+
+
+def figure_png(fig: Figure, density: float = PIXEL_DENSITY, palette: bool | None = None) -> bytes:
+    """Render ``fig`` to PNG bytes at ``density`` pixels per CSS px (``CSS_DPI × density`` dots
+    per inch). With ``palette`` (default: when ``density`` ≥ 2, i.e. for the website) the PNG is
+    8-bit, 256 colours: about a third of the bytes, and the figures' flat colours and grey text
+    survive (lossless when the figure holds at most 256 colours). Rendering is the slow part of
+    a slider update: live panels use density 1."""
     buffer = io.BytesIO()
     with course_style():  # text settings apply when the figure is drawn
         # zlib level 1: ~40% less encoding time than the default 6, for ~5% more bytes
-        fig.savefig(buffer, format="png", dpi=dpi, pil_kwargs={"compress_level": 1})
+        fig.savefig(buffer, format="png", dpi=CSS_DPI * density,
+                    pil_kwargs={"compress_level": 1})
+    if palette if palette is not None else density >= 2:
+        from PIL import Image
+
+        image = Image.open(io.BytesIO(buffer.getvalue())).convert("RGB")
+        colours = image.getcolors(256)
+        small = image.quantize(colors=256, method=Image.Quantize.MEDIANCUT if colours is None
+                               else Image.Quantize.FASTOCTREE, dither=Image.Dither.NONE)
+        buffer = io.BytesIO()
+        small.save(buffer, format="png", optimize=True)
     return buffer.getvalue()
 
 
-def figure_html(fig: Figure, alt: str, dpi: int = 80) -> str:
-    """An ``<img>`` tag holding the figure as a data URI, with its alt text."""
+def figure_html(fig: Figure, alt: str, density: float = PIXEL_DENSITY) -> str:
+    """An ``<img>`` tag holding the figure as a data URI, with its alt text, sized in CSS px
+    (``width``/``height`` = inches × ``CSS_DPI``) and scaled down to narrower columns."""
     if not alt or not alt.strip():
         raise ValueError("alt: every figure needs alt text describing what it shows")
-    data = base64.b64encode(figure_png(fig, dpi)).decode("ascii")
+    data = base64.b64encode(figure_png(fig, density)).decode("ascii")
+    width, height = (round(x * CSS_DPI) for x in fig.get_size_inches())
     return (
         f'<img class="attnlab-figure" src="data:image/png;base64,{data}" '
-        f'alt="{html.escape(alt, quote=True)}" style="max-width:100%;height:auto">'
+        f'width="{width}" height="{height}" alt="{html.escape(alt, quote=True)}" '
+        'style="max-width:100%;height:auto">'
     )
 
 
 class FigureDisplay:
     """A rendered figure with alt text, displayed as an ``<img>`` in notebooks and the book."""
 
-    def __init__(self, fig: Figure, alt: str, dpi: int = 80) -> None:
+    def __init__(self, fig: Figure, alt: str, density: float = PIXEL_DENSITY) -> None:
         self.alt = alt
-        self.html = figure_html(fig, alt, dpi)
+        self.html = figure_html(fig, alt, density)
 
     def _repr_html_(self) -> str:
         return self.html
 
 
-def show_figure(fig: Figure, alt: str, dpi: int = 80) -> FigureDisplay:
+def show_figure(fig: Figure, alt: str, density: float = PIXEL_DENSITY) -> FigureDisplay:
     """Return ``fig`` as a displayable image with ``alt`` text (make it a cell's last line)."""
-    return FigureDisplay(fig, alt, dpi)
+    return FigureDisplay(fig, alt, density)

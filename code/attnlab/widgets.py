@@ -33,7 +33,7 @@ import ipywidgets as widgets
 from matplotlib.figure import Figure
 from matplotlib.layout_engine import ConstrainedLayoutEngine
 
-from .plotting import course_style, figure_html, new_figure
+from .plotting import PIXEL_DENSITY, course_style, figure_html, new_figure
 
 DrawFunction = Callable[..., None]
 AltText = str | Callable[..., str]
@@ -111,7 +111,7 @@ class SliderPanel:
     alt: AltText
     mode: str
     figure: Figure
-    dpi: int
+    density: float
     sliders: list[widgets.SelectionSlider] = field(default_factory=list)
     frames: dict[tuple[int, ...], widgets.HTML] = field(default_factory=dict)
     widget: widgets.VBox | None = None
@@ -146,7 +146,7 @@ class SliderPanel:
         else:
             alt = self.alt(**values) if callable(self.alt) else self.alt
             layout = self._reuse_layout(fig)
-            content = figure_html(fig, alt, dpi=self.dpi)
+            content = figure_html(fig, alt, density=self.density)
             if layout is not None and layout not in self.layouts:
                 self.layouts[layout] = [ax.get_position() for ax in fig.axes]
         seconds = time.perf_counter() - start
@@ -195,7 +195,6 @@ def slider_panel(
     formats: dict[str, Callable[[Any], str]] | None = None,
     width: float = 6.4,
     height: float = 3.6,
-    dpi: int = 80,
     mode: str | None = None,
 ) -> SliderPanel:
     """A panel of sliders, one per entry of ``controls`` (name → grid of values), and a figure.
@@ -226,12 +225,15 @@ def slider_panel(
             f"controls: {n_frames} combinations; at most {MAX_FRAMES} keep pages light"
         )
 
-    panel = SliderPanel(draw, parsed, alt, mode, new_figure(width, height), dpi)
+    # the website's frames at 2× pixel density (build time only); live frames at 1×, which keeps
+    # a slider move within its latency budget, shown at the same CSS size
+    density = PIXEL_DENSITY if mode == "static" else 1
+    panel = SliderPanel(draw, parsed, alt, mode, new_figure(width, height), density)
     _OPEN_PANELS[panel.number] = panel
     panel.sliders = [_make_slider(c) for c in parsed]
     shape = [len(c.values) for c in parsed]
     panel.frames = {
-        index: widgets.HTML(layout=widgets.Layout(min_height=f"{int(height * dpi)}px"))
+        index: widgets.HTML()  # no fixed height: the image scales with the column, no gap
         for index in itertools.product(*(range(n) for n in shape))
     }
     stack = _nested_stack(panel, (), 0)

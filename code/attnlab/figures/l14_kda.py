@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from functools import cache
 
 import numpy as np
@@ -13,7 +12,6 @@ import torch.nn.functional as F
 from matplotlib import colormaps
 from matplotlib.colors import Normalize
 from matplotlib.figure import Figure
-from matplotlib.transforms import ScaledTranslation
 
 from .._checks import check_int_in
 from ..demos.chunk_kda import retention_demo
@@ -22,6 +20,7 @@ from ..plotting import (
     DIVERGING_CMAP,
     PALETTE,
     SEQUENTIAL_CMAP,
+    fast_colour_bar,
     fixed_axes,
     heatmap,
     light_xticks,
@@ -29,25 +28,6 @@ from ..plotting import (
     text_legend,
     title_at_top,
 )
-
-
-def _colour_scale(ax, cmap, norm: Normalize, ticks: Sequence[float], label: str,
-                  left: float = 1.02, width: float = 0.03) -> None:
-    """A colour bar drawn by ``ax`` itself just right of it (from ``left`` to ``left + width``,
-    axes fractions): a gradient over ``norm``'s range, the ``ticks`` values beside it and its
-    ``label`` along it. It reads like ``fig.colorbar`` but costs no extra axes, which is most
-    of a colour bar's drawing time on a slider. Set ``ax``'s limits after calling this."""
-    image = ax.imshow(np.linspace(0, 1, 128)[:, None], cmap=cmap, vmin=0, vmax=1,
-                      origin="lower", aspect="auto", interpolation="bilinear",
-                      extent=(left, left + width, 0, 1), transform=ax.transAxes)
-    image.set_clip_on(False)
-    right = ax.transAxes + ScaledTranslation(3 / 72, 0, ax.figure.dpi_scale_trans)  # 3 points
-    for value in ticks:
-        ax.text(left + width, float(norm(value)), f"{value:g}", transform=right, ha="left",
-                va="center", fontsize=9)
-    beyond_labels = ax.transAxes + ScaledTranslation(24 / 72, 0, ax.figure.dpi_scale_trans)
-    ax.text(left + width, 0.5, label, transform=beyond_labels, rotation=90, ha="left",
-            va="center")
 
 
 def draw_decay_then_correct(fig: Figure, head_dim: int = 8, seed: int = 3) -> None:
@@ -113,7 +93,7 @@ def draw_channel_retention(fig: Figure, spread: float = 2.0, write_strength: flo
     ax_map.set_xlabel("tokens since the association was written")
     ax_map.set_ylabel("key channel: its half-life (tokens)")
     title_at_top(ax_map, f"spread ±{spread:g} octaves, later writes β = {write_strength:g}")
-    _colour_scale(ax_map, cmap, norm, [0, 0.5, 1], "share of k₀v₀ᵀ left in the channel")
+    fast_colour_bar(ax_map, cmap, norm, [0, 0.5, 1], "share of k₀v₀ᵀ left in the channel")
     rows = np.linspace(0, len(half_lives) - 1, 4).round().astype(int).tolist()
     ax_map.set_yticks(rows, [f"{half_lives[i]:.0f}" if half_lives[i] >= 10 else
                              f"{half_lives[i]:.1f}" for i in rows])
