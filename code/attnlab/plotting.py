@@ -132,6 +132,46 @@ def context_label(tokens: int) -> str:
     return f"{tokens:,}"
 
 
+def place_labels(ax: Axes, xs: Sequence[float], ys: Sequence[float], labels: Sequence[str],
+                 fontsize: float | None = None, distances: Sequence[float] = (7, 14, 24, 36, 50)
+                 ) -> None:
+    """Label the points (``xs``, ``ys``) of ``ax`` so that no two labels overlap: each label tries
+    eight directions around its point at growing ``distances`` (points) and keeps the first
+    place where its measured box overlaps no label placed before and stays inside the axes
+    (else the nearest place). The axes must already have their final position and limits (use
+    :func:`fixed_axes` and set the limits first)."""
+    fontsize = SMALL_TEXT_PT if fontsize is None else fontsize
+    renderer = ax.figure.canvas.get_renderer()
+    inside = ax.get_window_extent(renderer)
+    placed: list = []
+    for x, y, label in zip(xs, ys, labels, strict=True):
+        first = None
+        for distance in distances:
+            for k in range(8):
+                angle = 2 * math.pi * k / 8 + math.pi / 2
+                dx, dy = distance * math.cos(angle), 0.7 * distance * math.sin(angle)
+                ha = "left" if dx > 1 else ("right" if dx < -1 else "center")
+                text = ax.annotate(label, (x, y), xytext=(dx, dy), textcoords="offset points",
+                                   ha=ha, va="center", fontsize=fontsize)
+                box = text.get_window_extent(renderer)
+                fits = (inside.x0 <= box.x0 and box.x1 <= inside.x1 and inside.y0 <= box.y0
+                        and box.y1 <= inside.y1 and not any(box.overlaps(p) for p in placed))
+                if fits:
+                    placed.append(box)
+                    break
+                if first is None:
+                    first = (dx, dy, ha)
+                text.remove()
+            else:
+                continue
+            break
+        else:
+            dx, dy, ha = first
+            placed.append(ax.annotate(label, (x, y), xytext=(dx, dy), textcoords="offset points",
+                                      ha=ha, va="center", fontsize=fontsize
+                                      ).get_window_extent(renderer))
+
+
 def plain_log_yaxis(ax: Axes, values: Sequence[float], mantissas: Sequence[int] = (1, 2, 5),
                     max_ticks: int | None = None) -> None:
     """Log-scaled y axis over ``values`` with explicit ticks m·10^k (m in ``mantissas``) and
@@ -171,11 +211,12 @@ def title_at_top(ax, text: str) -> None:
 
 
 def text_legend(ax, entries: Sequence[tuple[str, str]], x: float = 0.03, y: float = 0.97,
-                fontsize: float = 8, ha: str = "left") -> None:
+                fontsize: float | None = None, ha: str = "left") -> None:
     """A legend made of coloured lines of text from (``x``, ``y``) in axes fractions down, each
     line aligned ``ha`` on x: each entry is (text, colour), the text starting with its own key
     (e.g. "■" for a bar colour, "– –" for a dashed line). Several times cheaper to draw than
     ``ax.legend`` (no handles, no box layout), which counts on a slider."""
+    fontsize = SMALL_TEXT_PT if fontsize is None else fontsize
     step = 1.35 * fontsize / 72  # inches between baselines
     for i, (text, colour) in enumerate(entries):
         offset = ScaledTranslation(0, -i * step, ax.figure.dpi_scale_trans)

@@ -131,24 +131,40 @@ class SliderPanel:
     def current_index(self) -> tuple[int, ...]:
         return tuple(s.index for s in self.sliders)
 
-    def render(self, index: tuple[int, ...]) -> str:
-        """Run ``draw`` for one combination and return the frame's HTML (image or message)."""
-        start = time.perf_counter()
-        values = self.values_at(index)
+    def draw_frame(self, index: tuple[int, ...]) -> tuple[str, ...] | None:
+        """Draw the frame at ``index`` onto the panel's figure, laid out as earlier frames of the
+        same shape were (see :meth:`remember_layout`); nothing is rendered yet. Returns the
+        layout's key. Raises what ``draw`` raises."""
         fig = self.figure
         _clear_figure(fig)
         fig.set_layout_engine("constrained")
+        with course_style():
+            self.draw(fig, **self.values_at(index))
+        return self._reuse_layout(fig)
+
+    def remember_layout(self, layout: tuple[str, ...] | None) -> None:
+        """After a frame was rendered: keep its axes positions for later frames of its shape."""
+        if layout is not None and layout not in self.layouts:
+            self.layouts[layout] = [ax.get_position() for ax in self.figure.axes]
+
+    def render(self, index: tuple[int, ...]) -> str:
+        """Run ``draw`` for one combination and return the frame's HTML (image or message).
+
+        A ``ValueError`` (a combination ``draw`` rejects) shows its message; any other error
+        shows its type and message too, so the panel keeps working either way."""
+        start = time.perf_counter()
+        values = self.values_at(index)
         try:
-            with course_style():
-                self.draw(fig, **values)
+            layout = self.draw_frame(index)
+            alt = self.alt(**values) if callable(self.alt) else self.alt
+            content = figure_html(self.figure, alt, density=self.density)
         except ValueError as error:
             content = _message_html(str(error))
+        except Exception as error:  # any other failure: a frame must never stay blank
+            content = _message_html(f"{type(error).__name__}: {error}",
+                                    heading="This frame could not be drawn:")
         else:
-            alt = self.alt(**values) if callable(self.alt) else self.alt
-            layout = self._reuse_layout(fig)
-            content = figure_html(fig, alt, density=self.density)
-            if layout is not None and layout not in self.layouts:
-                self.layouts[layout] = [ax.get_position() for ax in fig.axes]
+            self.remember_layout(layout)
         seconds = time.perf_counter() - start
         self.render_seconds.append(seconds)
         return content
@@ -297,9 +313,9 @@ def _format_value(value: Any) -> str:
     return str(value)
 
 
-def _message_html(message: str) -> str:
+def _message_html(message: str, heading: str = "Not a valid combination:") -> str:
     return (
         '<div class="attnlab-message" role="status" style="border-left:4px solid #D55E00;'
         'padding:0.5em 1em;background:#fff4ec">'
-        f"<strong>Not a valid combination:</strong> {html.escape(message)}</div>"
+        f"<strong>{html.escape(heading)}</strong> {html.escape(message)}</div>"
     )

@@ -9,7 +9,7 @@ import math
 import torch
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
-from matplotlib.transforms import ScaledTranslation, offset_copy
+from matplotlib.transforms import offset_copy
 
 from ..demos.toy_attention import group_of, toy_embeddings
 from ..embedding import (
@@ -18,7 +18,7 @@ from ..embedding import (
     nearest_neighbours,
     project_2d,
 )
-from ..plotting import MIB, PALETTE, heatmap, style_axes
+from ..plotting import MIB, PALETTE, SMALL_TEXT_PT, fixed_axes, heatmap, place_labels, style_axes
 
 
 def _group_colour(word: str) -> str:
@@ -81,7 +81,7 @@ def draw_table_memory(fig: Figure, vocab_size: int, d_model: int,
         mib = [embedding_bytes(v, width, "bf16") / MIB for v in vocabs]
         ax.plot(vocabs, mib, marker="o", ms=3, color=PALETTE[i], alpha=0.35)
         ax.text(vocabs[0], mib[0], f"d = {width}", transform=left, ha="right", va="center",
-                fontsize=8, color=PALETTE[i])
+                fontsize=SMALL_TEXT_PT, color=PALETTE[i])
     chosen = embedding_bytes(vocab_size, d_model, "bf16") / MIB
     ax.plot([vocab_size], [chosen], marker="o", ms=11, color=PALETTE[5], zorder=5)
     if marker is not None:
@@ -90,7 +90,7 @@ def draw_table_memory(fig: Figure, vocab_size: int, d_model: int,
                 zorder=6, linestyle="none")
         ax.text(v, embedding_bytes(v, d, "bf16") / MIB, f"{name} (V = {v:,}, d = {d})",
                 transform=offset_copy(ax.transData, fig=fig, x=10, units="points"),
-                va="center", fontsize=8)
+                va="center", fontsize=SMALL_TEXT_PT)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.minorticks_off()  # minor log ticks cost more to draw than the whole data
@@ -111,23 +111,19 @@ def draw_projection(fig: Figure, dim: int) -> None:
     """The toy vocabulary's ``dim``-wide embeddings on their two principal axes, by group."""
     tokenizer, table = toy_embeddings(dim)
     points = project_2d(table)
-    ax = fig.subplots()
+    (ax,) = fixed_axes(fig, 1, left=0.06, right=0.98, bottom=0.16, top=0.9)
     words = [w for group in WORD_GROUPS.values() for w in group]
     xy = points[[tokenizer.vocab.index(w) for w in words]]
     ax.scatter(xy[:, 0], xy[:, 1], color=[_group_colour(w) for w in words], s=25)
-    for words_in_group in WORD_GROUPS.values():
-        for k, word in enumerate(words_in_group):
-            x, y = points[tokenizer.vocab.index(word)].tolist()
-            # fan the labels out around tight clusters: 1/3 inch across, 1/6 inch up or down
-            angle = 2 * math.pi * k / len(words_in_group)
-            offset = ScaledTranslation(math.cos(angle) / 3, math.sin(angle) / 6,
-                                       fig.dpi_scale_trans)
-            ax.text(x, y, word, fontsize=7, ha="center", va="center",
-                    transform=ax.transData + offset)
-    ax.margins(0.15)
+    span = xy.max(0).values - xy.min(0).values
+    low, high = xy.min(0).values - 0.25 * span, xy.max(0).values + 0.25 * span
+    ax.set_xlim(float(low[0]), float(high[0]))
+    ax.set_ylim(float(low[1]), float(high[1]))
+    place_labels(ax, xy[:, 0].tolist(), xy[:, 1].tolist(), words)
     handles = [Line2D([], [], color=PALETTE[i], marker="o", ms=5, linestyle="none", label=group)
                for i, group in enumerate(WORD_GROUPS)]  # lighter than empty scatters
-    fig.legend(handles=handles, loc="outside lower center", ncols=5, fontsize=8)
+    fig.legend(handles=handles, loc="lower center", ncols=5, fontsize=SMALL_TEXT_PT,
+               handletextpad=0.2, columnspacing=1.0)
     style_axes(ax, "principal axis 1", "principal axis 2",
                f"Embeddings of width d = {dim}, projected to 2-D")
     ax.set_xticks([]), ax.set_yticks([])  # the coordinates themselves mean nothing

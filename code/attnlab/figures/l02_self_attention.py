@@ -17,6 +17,7 @@ from ..demos.toy_attention import FEATURES, SENTENCE, check_query, sentence_weig
 from ..plotting import (
     PALETTE,
     SEQUENTIAL_CMAP,
+    SMALL_TEXT_PT,
     fast_bars,
     fixed_axes,
     heatmap,
@@ -79,7 +80,7 @@ def draw_query_meets_keys(fig: Figure, query: int = 4, sentence: str = SENTENCE)
     colours = [PALETTE[5] if j == int(w_row.argmax()) else PALETTE[0] for j in range(len(tokens))]
     ax_w.barh(range(len(tokens)), w_row.tolist(), color=colours)
     for j, w in enumerate(w_row.tolist()):
-        ax_w.text(w + 0.01, j, f"{w:.2f}", va="center", fontsize=7)
+        ax_w.text(w + 0.01, j, f"{w:.2f}", va="center", fontsize=SMALL_TEXT_PT)
     ax_w.set_xlim(0, 1)
     style_axes(ax_w, "attention weight (sums to 1)", "", "weights softmax(s q·k)")
     ax_w.tick_params(axis="y", labelleft=False)
@@ -116,7 +117,7 @@ def draw_attention_row(fig: Figure, query: int = 4, causal: bool = False,
     title_at_top(ax_map, f"{'causal' if causal else 'full'}: {formula} = {count} dot products")
     fig.text(0.5, 0.01, "key token j   (heat map: weight from 0, dark, to 1, yellow; "
              + ("grey = masked future" if causal else "no mask") + ")",
-             ha="center", va="bottom", fontsize=9)
+             ha="center", va="bottom", fontsize=SMALL_TEXT_PT)
 
 
 def draw_dot_product_growth(fig: Figure, context: int = 4096) -> None:
@@ -135,7 +136,7 @@ def draw_dot_product_growth(fig: Figure, context: int = 4096) -> None:
     ax.plot(lengths, lengths, color="#999999", linestyle="--", label="T (linear, for comparison)")
     ax.axvline(context, color=PALETTE[5], linewidth=1, alpha=0.6)
     ax.annotate(f"T = {context:,}", (context, 10), xytext=(4, 0), textcoords="offset points",
-                color=PALETTE[5], fontsize=8)
+                color=PALETTE[5], fontsize=SMALL_TEXT_PT)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     style_axes(ax, "context length T (tokens, log scale)", "dot products per head per layer (log)",

@@ -21,7 +21,7 @@ from ..demos.heads_position import (
     constructed_two_head_layer,
     random_head_weights,
 )
-from ..plotting import SEQUENTIAL_CMAP, heatmap
+from ..plotting import SEQUENTIAL_CMAP, SMALL_TEXT_PT, heatmap
 
 HEAD_COUNTS: tuple[int, ...] = (1, 2, 3, 4, 6, 8, 12, 16)
 
@@ -41,7 +41,6 @@ def draw_constructed_heads(fig: Figure, sharpness: float = 8.0) -> None:
     for ax, weights, title in zip(axes, [w2[0], w2[1], w1], titles, strict=True):
         heatmap(ax, weights, xlabel="key (word, position)", ylabel="", title=title,
                 xticklabels=labels, yticklabels=labels, vmin=0, vmax=1)
-        ax.tick_params(axis="x", labelsize=7)
     axes[0].set_ylabel("query (word, position)")
     image = axes[-1].images[0]
     fig.colorbar(image, ax=list(axes), label="attention weight", shrink=0.8)
@@ -66,7 +65,7 @@ def draw_head_maps(fig: Figure, n_heads: int = 4) -> None:
         mosaic[r * (t + gap): r * (t + gap) + t, c * (t + gap): c * (t + gap) + t] = weights[h]
         label = f"head {h + 1}" if n_heads <= 8 else f"{h + 1}"
         ax.text(c * (t + gap) + (t - 1) / 2, r * (t + gap) - 0.7, label, ha="center",
-                va="bottom", fontsize=8)
+                va="bottom", fontsize=SMALL_TEXT_PT)
     cmap = matplotlib.colormaps[SEQUENTIAL_CMAP].with_extremes(bad="white")
     image = ax.imshow(mosaic.numpy(), cmap=cmap, vmin=0, vmax=1, interpolation="nearest")
     ax.set_xticks([])
@@ -79,6 +78,6 @@ def draw_head_maps(fig: Figure, n_heads: int = 4) -> None:
     flops = mha_flops(t, d_model, n_heads)["total"]
     ax.set_title(f"H = {n_heads} head{'s' if n_heads > 1 else ''} of width d_h = "
                  f"{d_model // n_heads} (d_model = {d_model})\nW_Q, W_K, W_V, W_O: {params:,} "
-                 f"parameters · {flops:,} FLOPs at T = {t}", fontsize=9)
+                 f"parameters · {flops:,} FLOPs at T = {t}", fontsize=SMALL_TEXT_PT)
     fig.colorbar(image, ax=ax, location="bottom", shrink=0.5, aspect=40, pad=0.02,
                  label=f"attention weight (each map: query rows × key columns, T = {t})")

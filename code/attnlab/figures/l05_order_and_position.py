@@ -24,7 +24,7 @@ from ..demos.heads_position import (
     rope_demo_vectors,
     rope_scores,
 )
-from ..plotting import PALETTE, heatmap, style_axes
+from ..plotting import PALETTE, SMALL_TEXT_PT, heatmap, style_axes
 
 
 def draw_permutation(fig: Figure, causal: bool = False) -> None:
@@ -66,14 +66,17 @@ def draw_causal_mask(fig: Figure) -> None:
     for i in range(t):
         for j in range(t):
             if not allowed[i, j]:
-                axes[0].text(j, i, "0", ha="center", va="center", fontsize=8, color="#444444")
-                axes[1].text(j, i, "−∞", ha="center", va="center", fontsize=8, color="#444444")
+                axes[0].text(j, i, "0", ha="center", va="center",
+                             fontsize=SMALL_TEXT_PT, color="#444444")
+                axes[1].text(j, i, "−∞", ha="center", va="center",
+                             fontsize=SMALL_TEXT_PT, color="#444444")
                 axes[1].add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, facecolor="#dddddd",
                                             edgecolor="white"))
             else:
-                axes[0].text(j, i, "1", ha="center", va="center", fontsize=8, color="white")
+                axes[0].text(j, i, "1", ha="center", va="center",
+                             fontsize=SMALL_TEXT_PT, color="white")
                 axes[1].text(j, i, f"{float(scores[i, j]) + 0.0:.1f}".replace("-0.0", "0.0"),
-                             ha="center", va="center", fontsize=7)
+                             ha="center", va="center", fontsize=SMALL_TEXT_PT)
 
 
 ROPE_SHIFTS: tuple[int, ...] = (0, 10, 1000)
@@ -101,7 +104,7 @@ def draw_rope_offset(fig: Figure, shift: int = 0, offset: int = 4) -> None:
         angle = math.atan2(vec[1], vec[0]) + pos * theta  # direction of the rotated pair
         tips.append((math.cos(angle), math.sin(angle)))
         ax_plane.text(1.32 * math.cos(angle), 1.32 * math.sin(angle), f"{name}\n@{pos}",
-                      color=colour, ha="center", va="center", fontsize=8)
+                      color=colour, ha="center", va="center", fontsize=SMALL_TEXT_PT)
     # both unit arrows in one artist (one quiver, not two annotations)
     ax_plane.quiver([0, 0], [0, 0], [x for x, _ in tips], [y for _, y in tips], color=colours,
                     angles="xy", scale_units="xy", scale=1, width=0.014, headwidth=4,
@@ -155,11 +158,12 @@ def draw_rope_frequencies(fig: Figure, base: float = 10000.0, head_dim: int = 96
     ax_theta.set_title(f"θ_i = base^(−2i/d), base {base:,.0f}, d = {head_dim}", y=1.0)
     ax_wave.semilogy(pairs.numpy(), wavelength.numpy(), ".", color=PALETTE[5])
     ax_wave.axhline(4096, color="black", lw=0.8, ls="--")
-    ax_wave.text(0, 4096 * 1.4, "4,096 tokens", fontsize=8)
+    ax_wave.text(0, 4096 * 1.4, "4,096 tokens", fontsize=SMALL_TEXT_PT)
     ax_wave.set_ylim(1, 2e7)
     _log_ticks(ax_wave, [1, 1e2, 1e4, 1e6])
     ax_wave.set_xticks(pair_ticks)
     style_axes(ax_wave, "pair index i", "wavelength 2π/θ_i (tokens, log)")
     ax_wave.set_title(f"{head_dim // 2} pairs: one full turn every …", y=1.0)
     ax_wave.text(head_dim // 2 - 1, float(wavelength[-1]) * 2.5,
-                 f"{float(wavelength[-1]):,.0f} tokens", ha="right", fontsize=8, color=PALETTE[5])
+                 f"{float(wavelength[-1]):,.0f} tokens", ha="right",
+                 fontsize=SMALL_TEXT_PT, color=PALETTE[5])

@@ -17,6 +17,7 @@ from ..memory import BYTES_PER_ELEMENT, format_bytes
 from ..plotting import (
     DIVERGING_CMAP,
     PALETTE,
+    SMALL_TEXT_PT,
     context_label,
     heatmap,
     plain_log_yaxis,
@@ -97,4 +98,4 @@ def draw_memory_vs_context(fig: Figure, context: int = 4096, dtype: str = "bf16"
     style_axes(ax, "context T (tokens in the sequence)", "memory kept, batch 1 (MiB, log scale)")
     title_at_top(ax, f"Sophia while decoding, T = {context:,} tokens, {dtype} "
                      f"({BYTES_PER_ELEMENT[dtype]} B per number)")
-    ax.legend(loc="upper left", fontsize=8)
+    ax.legend(loc="upper left", fontsize=SMALL_TEXT_PT)

@@ -15,6 +15,7 @@ from ..demos.linear_state import crossing
 from ..linear import LINEAR_FORMS, linear_attention_cost
 from ..plotting import (
     PALETTE,
+    SMALL_TEXT_PT,
     light_xticks,
     plain_log_yaxis,
     style_axes,
@@ -46,7 +47,7 @@ def draw_three_forms(fig: Figure, length: int = 12, chunk_size: int = 4) -> None
                 else:
                     grid[i][j] = 1 if i // c == j // c else 2
         ax.imshow(grid, cmap=_CELL_COLOURS, vmin=0, vmax=2, aspect="equal")
-        ax.set_title(title, fontsize=10)
+        ax.set_title(title, fontsize=SMALL_TEXT_PT)
         ax.set_xlabel("key position j")
         ax.set_xticks([0, t - 1], ["1", str(t)])
         ax.set_yticks([0, t - 1], ["1", str(t)])
@@ -97,7 +98,7 @@ def draw_form_times(fig: Figure, lengths: Sequence[int], seconds: Mapping[str, S
     if cross is not None:
         ax.axvline(cross, color="#777777", linestyle=":", linewidth=1)
         ax.annotate(f"parallel = recurrent\nnear T ≈ {cross:,.0f}", (cross, ax.get_ylim()[0]),
-                    textcoords="offset points", xytext=(-6, 8), ha="right", fontsize=8,
+                    textcoords="offset points", xytext=(-6, 8), ha="right", fontsize=SMALL_TEXT_PT,
                     color="#555555")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")

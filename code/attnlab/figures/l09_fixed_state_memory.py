@@ -8,7 +8,7 @@ from matplotlib.figure import Figure
 
 from .._checks import check_int_in
 from ..demos.state_memory import CAPACITY_DIMS, CAPACITY_PAIRS, capacity_curve, seeded_generator
-from ..plotting import DIVERGING_CMAP, PALETTE, fixed_axes, style_axes
+from ..plotting import DIVERGING_CMAP, PALETTE, SMALL_TEXT_PT, fixed_axes, style_axes
 from ..tasks import (
     associative_pairs,
     expected_crosstalk,
@@ -70,7 +70,7 @@ def draw_gram(fig: Figure, n_pairs: int = 32, dims: tuple[int, ...] = (32, 96)) 
                           interpolation="nearest")
         ax.grid(False)
         kind = "orthonormal" if orthogonal else "random unit"
-        ax.set_title(f"{kind} keys, d = {d}\noff-diagonal rms {rms:.2f}", fontsize=10)
+        ax.set_title(f"{kind} keys, d = {d}\noff-diagonal rms {rms:.2f}", fontsize=SMALL_TEXT_PT)
         ax.set_xlabel("key i (pair index)")
     axes[0].set_ylabel("key j (pair index)")
     fig.colorbar(image, ax=list(axes), label="$k_i \\cdot k_j$ (cosine, no unit)", shrink=0.9)
@@ -101,7 +101,7 @@ def draw_capacity(fig: Figure, n_pairs: int = 48, dim: int = 96) -> None:
     ax.plot([n / dim for n, _ in orth], [e for _, e in orth], marker="s", markersize=4,
             color=PALETTE[7], linewidth=1.5, label=f"orthonormal keys, d = {dim} (only N ≤ d)")
     ax.axvline(1.0, color="#888888", linestyle=":", linewidth=1)
-    ax.text(1.06, 4.0, "N = d", fontsize=8, color="#555555")
+    ax.text(1.06, 4.0, "N = d", fontsize=SMALL_TEXT_PT, color="#555555")
     error = dict(capacity_curve(dim, False))[n_pairs]
     ax.plot([n_pairs / dim], [error], "o", markersize=13, markerfacecolor="none",
             markeredgecolor=PALETTE[5], markeredgewidth=2.5)
@@ -114,4 +114,4 @@ def draw_capacity(fig: Figure, n_pairs: int = 48, dim: int = 96) -> None:
     style_axes(ax, "N / d: stored pairs per key dimension (log scale)",
                "mean relative error ‖Sᵀk − v‖ / ‖v‖",
                f"N = {n_pairs} pairs in d = {dim}: error {error:.2f} with random keys")
-    ax.legend(loc="upper left", fontsize=8)
+    ax.legend(loc="upper left", fontsize=SMALL_TEXT_PT)

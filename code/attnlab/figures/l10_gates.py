@@ -26,7 +26,7 @@ from ..gated import (
     retnet_gate,
     softplus_decay_gate,
 )
-from ..plotting import PALETTE, SEQUENTIAL_CMAP, fixed_axes, style_axes
+from ..plotting import PALETTE, SEQUENTIAL_CMAP, SMALL_TEXT_PT, fixed_axes, style_axes
 
 
 def alpha_label(alpha: float) -> str:
@@ -59,7 +59,7 @@ def draw_forgetting(fig: Figure, alpha: float = 1 - 2.0**-4, length: int = 384) 
                 linewidth=2.2, label=f"decay α = {alpha:g}")
         horizon = effective_horizon(math.log(alpha)).item()
         ax.axvline(horizon, color=PALETTE[1], linestyle=":", linewidth=1.2)
-        ax.text(horizon * 1.06, 0.06, f"horizon\n1/(1−α) = {horizon:.0f}", fontsize=8,
+        ax.text(horizon * 1.06, 0.06, f"horizon\n1/(1−α) = {horizon:.0f}", fontsize=SMALL_TEXT_PT,
                 color=PALETTE[1])
     ax.axhline(RECALL_THRESHOLD, color=PALETTE[2], linestyle=":", linewidth=1.2)
     ax.set_xscale("log")
@@ -72,7 +72,7 @@ def draw_forgetting(fig: Figure, alpha: float = 1 - 2.0**-4, length: int = 384) 
                "relative error ‖Sᵀk − v‖ / ‖v‖",
                f"{length} pairs into one {FORGET_DIM} × {FORGET_DIM} state: "
                f"{recalled_pairs(alpha, length)} read back with error < {RECALL_THRESHOLD}")
-    ax.legend(loc="upper left", fontsize=8)
+    ax.legend(loc="upper left", fontsize=SMALL_TEXT_PT)
 
 
 def draw_gate_kinds(fig: Figure, length: int = 48, channels: int = 16, seed: int = 0) -> None:

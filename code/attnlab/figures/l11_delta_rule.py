@@ -7,7 +7,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, NullLocator
 
 from ..demos.delta_rule import OLD_VALUE, RECALL_DIM, output_norms, overwrite_example, recall_curves
-from ..plotting import GREY, PALETTE, style_axes
+from ..plotting import GREY, PALETTE, SMALL_TEXT_PT, style_axes
 
 
 def draw_overwrite(fig: Figure, beta: float = 1.0) -> None:
@@ -31,7 +31,7 @@ def draw_overwrite(fig: Figure, beta: float = 1.0) -> None:
                f"Read under k₁ after k₁ got a new value: delta rule = "
                f"{1 - beta:.2f}·old + {beta:.2f}·new")
     ax.grid(axis="x", visible=False)
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.1), ncols=4, fontsize=8)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.1), ncols=4, fontsize=SMALL_TEXT_PT)
 
 
 def _power_label(y: float, _position: object) -> str:
@@ -77,7 +77,8 @@ def draw_recall_vs_pairs(fig: Figure) -> None:
     left.plot(curves["orth_n"], curves["orth_add"], marker="^", ms=4, color=PALETTE[0],
               label="either, orthonormal keys")
     left.axvline(RECALL_DIM, color=GREY, linestyle=":", linewidth=1)
-    left.text(RECALL_DIM + 1, 0.05, f"N = d = {RECALL_DIM}", color="#555555", fontsize=8)
+    left.text(RECALL_DIM + 1, 0.05, f"N = d = {RECALL_DIM}", color="#555555",
+              fontsize=SMALL_TEXT_PT)
     left.set_ylim(0, max(curves["add"]) * 1.08)
     style_axes(left, "pairs stored N", "mean relative recall error",
                f"Recall from a {RECALL_DIM} × {RECALL_DIM} state")

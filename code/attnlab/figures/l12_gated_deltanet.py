@@ -6,7 +6,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
 from ..demos.delta_rule import SWITCH_NAMES, SWITCH_SETUP, switch_errors
-from ..plotting import GREY, PALETTE, style_axes
+from ..plotting import GREY, PALETTE, SMALL_TEXT_PT, style_axes
 
 
 def draw_switch_stream(fig: Figure) -> None:
@@ -28,10 +28,11 @@ def draw_switch_stream(fig: Figure) -> None:
     ]
     for width, colour, text in parts:
         ax.add_patch(Rectangle((x, 0), width, 1, facecolor=colour, alpha=0.35, edgecolor=colour))
-        ax.text(x + width / 2, 0.5, text, ha="center", va="center", fontsize=9)
+        ax.text(x + width / 2, 0.5, text, ha="center", va="center", fontsize=SMALL_TEXT_PT)
         x += width
     ax.annotate("gate α_b at the\ndocument boundary", xy=(old_w, 1.0), xytext=(old_w, 1.45),
-                ha="center", fontsize=9, arrowprops={"arrowstyle": "->", "color": PALETTE[5]},
+                ha="center",
+                fontsize=SMALL_TEXT_PT, arrowprops={"arrowstyle": "->", "color": PALETTE[5]},
                 color=PALETTE[5])
     ax.plot([old_w, old_w], [0, 1], color=PALETTE[5], linewidth=2.5)
     ax.set_xlim(-0.1, x + 0.1)
@@ -56,7 +57,7 @@ def draw_switch_errors(fig: Figure, alpha_boundary: float = 0.01, beta: float = 
             ax.bar(xpos, min(value, top), width=width, color=colour,
                    label=label if i == 0 else None)
             ax.text(xpos, min(value, top) + 0.02, f"{value:.2f}" + (" ↑" if value > top else ""),
-                    ha="center", va="bottom", fontsize=8)
+                    ha="center", va="bottom", fontsize=SMALL_TEXT_PT)
     floor = sum(errors["latest_only"]) / 2
     ax.axhline(floor, color="black", linestyle="--", linewidth=1,
                label=f"perfect memory of the new document: {floor:.2f}")
@@ -65,4 +66,4 @@ def draw_switch_errors(fig: Figure, alpha_boundary: float = 0.01, beta: float = 
     style_axes(ax, "", "relative error of the read ‖Sᵀq − v‖ / ‖v‖",
                f"α_b = {alpha_boundary:g}, β = {beta:g}, query noise {query_noise:g}")
     ax.grid(axis="x", visible=False)
-    ax.legend(loc="upper right", fontsize=8)
+    ax.legend(loc="upper right", fontsize=SMALL_TEXT_PT)

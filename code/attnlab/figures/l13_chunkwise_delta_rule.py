@@ -20,6 +20,7 @@ from ..plotting import (
     DIVERGING_CMAP,
     PALETTE,
     SEQUENTIAL_CMAP,
+    SMALL_TEXT_PT,
     fast_bars,
     fixed_axes,
     heatmap,
@@ -114,9 +115,9 @@ def _scale_in_upper_triangle(ax) -> None:
               extent=(left, right, bottom, top), aspect="auto", interpolation="bilinear")
     for value in (0, _SCALE_MAX):
         ax.text(left + (right - left) * value / _SCALE_MAX, bottom + 0.5, f"{value:g}",
-                ha="center", va="top", fontsize=8)
+                ha="center", va="top", fontsize=SMALL_TEXT_PT)
     ax.text((left + right) / 2, top - 0.7, "|β_i k_iᵀ k_j| inside a chunk", ha="center",
-            va="bottom", fontsize=8)
+            va="bottom", fontsize=SMALL_TEXT_PT)
 
 
 def draw_chunk_split(fig: Figure, chunk_size: int = 16, head_dim: int = 64,
@@ -206,7 +207,7 @@ def draw_measured_times(fig: Figure, lengths: Sequence[int], recurrent_seconds: 
               label=f"chunkwise, C = {chunk_size}")
     for t, r, c in zip(lengths, recurrent_seconds, chunk_seconds, strict=True):
         ax_t.annotate(f"{r / c:.1f}×", (t, r * 1e3), textcoords="offset points", xytext=(0, 7),
-                      ha="center", va="bottom", fontsize=9, color="#333333")
+                      ha="center", va="bottom", fontsize=SMALL_TEXT_PT, color="#333333")
     ax_t.margins(x=0.12, y=0.15)
     ax_t.set_xscale("log", base=2)
     ax_t.set_xticks(list(lengths), [f"{t:,}" for t in lengths])
@@ -228,6 +229,6 @@ def draw_measured_times(fig: Figure, lengths: Sequence[int], recurrent_seconds: 
             ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
         ax.yaxis.set_minor_locator(NullLocator())
         ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _pos: f"{y:g}"))
-        ax.legend(loc="best", fontsize=8)
+        ax.legend(loc="best", fontsize=SMALL_TEXT_PT)
     fig.suptitle(f"Delta rule, {n_heads} heads of d = {head_dim}, float32, {threads} CPU "
-                 "thread, measured when this page was built", fontsize=10)
+                 "thread, measured when this page was built", fontsize=SMALL_TEXT_PT)

@@ -20,6 +20,7 @@ from ..plotting import (
     DIVERGING_CMAP,
     PALETTE,
     SEQUENTIAL_CMAP,
+    SMALL_TEXT_PT,
     fast_colour_bar,
     fixed_axes,
     heatmap,
@@ -57,7 +58,7 @@ def draw_decay_then_correct(fig: Figure, head_dim: int = 8, seed: int = 3) -> No
         ax.set_xticks([0, d - 1], ["1", str(d)])
         ax.set_aspect("equal")
     axes[0].set_yticks([0, d - 1], ["1", str(d)])
-    axes[1].set_yticks(range(d), [f"{a:.2f}" for a in alpha.tolist()], fontsize=7)
+    axes[1].set_yticks(range(d), [f"{a:.2f}" for a in alpha.tolist()], fontsize=SMALL_TEXT_PT)
     axes[2].set_yticks([0, d - 1], ["1", str(d)])
 
 

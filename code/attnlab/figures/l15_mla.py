@@ -16,7 +16,7 @@ from ..memory import (
 )
 from ..mla import mla_cache_elements_per_token
 from ..model import DEEPSEEK_V3, SOPHIA, ModelConfig
-from ..plotting import PALETTE, style_axes, text_legend, title_at_top
+from ..plotting import PALETTE, SMALL_TEXT_PT, style_axes, text_legend, title_at_top
 
 
 def draw_cache_entry(fig: Figure, configs: Sequence[ModelConfig] = (DEEPSEEK_V3, SOPHIA)) -> None:
@@ -37,8 +37,8 @@ def draw_cache_entry(fig: Figure, configs: Sequence[ModelConfig] = (DEEPSEEK_V3,
         ax.barh(1, half, left=half, color=PALETTE[0], edgecolor="white")
         ax.barh(0, m.kv_lora_rank, color=PALETTE[1], edgecolor="white")
         ax.barh(0, m.qk_rope_head_dim, left=m.kv_lora_rank, color=PALETTE[5], edgecolor="white")
-        ax.text(mha, 1, f"  {mha:,}", va="center", fontsize=9)
-        ax.text(mla, 0, f"  {mla:,}  ({mla / mha:.1%})", va="center", fontsize=9)
+        ax.text(mha, 1, f"  {mha:,}", va="center", fontsize=SMALL_TEXT_PT)
+        ax.text(mla, 0, f"  {mla:,}  ({mla / mha:.1%})", va="center", fontsize=SMALL_TEXT_PT)
         ax.set_yticks([1, 0], [f"multi-head\n{m.n_heads} heads × {m.qk_nope_head_dim}",
                                f"MLA\nd_c = {m.kv_lora_rank}, d_R = {m.qk_rope_head_dim}"])
         ax.set_xlim(0, mha * 1.22)
@@ -86,7 +86,7 @@ def draw_mla_bytes(
     for h, level in zip(kv_heads, levels, strict=True):
         name = "MHA" if h == n_heads else ("MQA" if h == 1 else "GQA")
         ax.text(d_max, level, f"{name}, {h} K/V head{'s' if h > 1 else ''}: {level:,} B",
-                transform=above_left, ha="right", va="bottom", fontsize=8)
+                transform=above_left, ha="right", va="bottom", fontsize=SMALL_TEXT_PT)
     mha = 2 * n_heads * head_dim * width
     groups = chosen / (2 * head_dim * width)
     ax.set_xlim(0, d_max * 1.02)
@@ -98,4 +98,4 @@ def draw_mla_bytes(
                      f"per layer\n= {chosen / mha:.1%} of MHA ({n_heads} × {head_dim}), as much "
                      f"as GQA with {groups:.2f} K/V heads")
     text_legend(ax, [(f"━━ MLA: (d_c + {rope_dim}) × {width} B", PALETTE[1])], x=0.02, y=0.84,
-                fontsize=9)
+                fontsize=SMALL_TEXT_PT)

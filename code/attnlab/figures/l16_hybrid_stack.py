@@ -15,7 +15,7 @@ from ..memory import (
     format_bytes,
 )
 from ..model import DEEPSEEK_V3, KIMI_LINEAR_48B_A3B, LLAMA3_8B, SOPHIA, ModelConfig
-from ..plotting import KIND_COLOURS, KIND_NAMES, PALETTE, context_label, style_axes
+from ..plotting import KIND_COLOURS, KIND_NAMES, PALETTE, SMALL_TEXT_PT, context_label, style_axes
 
 PART_COLOURS = {"cache": PALETTE[1], "state": PALETTE[0], "conv": PALETTE[2]}
 
@@ -60,10 +60,11 @@ def draw_layer_pattern(fig: Figure, configs: Sequence[ModelConfig] = (SOPHIA,
         for i, kind in enumerate(config.layer_pattern):
             ax.add_patch(_block(i, y, KIND_COLOURS.get(kind, "#999999")))
             ax.text(i + 0.45, y + 0.4, KIND_NAMES.get(kind, kind)[0], ha="center", va="center",
-                    fontsize=7, color="white", fontweight="bold")
+                    fontsize=SMALL_TEXT_PT, color="white", fontweight="bold")
         counts = " + ".join(f"{config.count(k)} {KIND_NAMES.get(k, k)}"
                             for k in dict.fromkeys(config.layer_pattern))
-        ax.text(-0.6, y + 0.4, f"{config.name}\n{counts}", ha="right", va="center", fontsize=9)
+        ax.text(-0.6, y + 0.4, f"{config.name}\n{counts}", ha="right", va="center",
+                fontsize=SMALL_TEXT_PT)
     ax.set_xlim(-0.3, n_max + 0.2)
     ax.set_ylim(-0.3, len(configs) + 0.1)
     ax.set_yticks([])
@@ -125,7 +126,7 @@ def draw_memory_calculator(fig: Figure, preset: str, context: int, number_format
                f"{preset}, T = {context_label(context)}: {format_bytes(real.total_bytes)}\n"
                f"every layer multi-head ({config.n_heads} × {config.head_dim}): "
                f"{format_bytes(base.total_bytes)}, {ratio:,.1f}× more")
-    ax.legend(loc="upper right", fontsize=8.5, labelspacing=1.0)
+    ax.legend(loc="upper right", fontsize=SMALL_TEXT_PT, labelspacing=1.0)
 
 
 def draw_bytes_vs_context(

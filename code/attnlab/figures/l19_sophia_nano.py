@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
-from ..plotting import KIND_COLOURS, KIND_NAMES, PALETTE, style_axes
+from ..plotting import KIND_COLOURS, KIND_NAMES, PALETTE, SMALL_TEXT_PT, style_axes
 
 _KIB = 1024
 
@@ -47,7 +47,7 @@ def draw_training_loss(fig: Figure, losses: Sequence[float], floor: float | None
         ax.axhline(floor, color=PALETTE[5], ls="--", lw=1.2,
                    label=f"lowest possible loss on this corpus: {floor:.2f}")
     ax.set_ylim(0, max(max(losses), floor or 0) * 1.05)
-    ax.legend(loc="upper right", fontsize=9)
+    ax.legend(loc="upper right", fontsize=SMALL_TEXT_PT)
     style_axes(ax, "training step", "cross-entropy (nats per token)",
                f"Sophia-nano learning the toy corpus: {losses[0]:.2f} → {losses[-1]:.2f}")
 
@@ -74,7 +74,7 @@ def draw_cache_growth(
         seen.add(kind)
     ax.set_ylim(0, max(max(row) for row in layer_bytes) / _KIB * 1.1)
     ax.set_xlim(0, max(tokens))
-    ax.legend(loc="upper left", fontsize=9)
+    ax.legend(loc="upper left", fontsize=SMALL_TEXT_PT)
     style_axes(ax, "tokens in the cache (prompt + generated)", "bytes per layer (KiB)",
                "Each layer's cache while Sophia-nano generates")
 
@@ -101,6 +101,6 @@ def draw_cache_at_step(
     ax.set_xticks(list(x), [f"{i}\n{KIND_NAMES.get(k, k)}" for i, k in zip(x, kinds,
                                                                             strict=True)])
     ax.legend(handles=[Patch(color=_colour(k), label=KIND_NAMES.get(k, k))
-                       for k in dict.fromkeys(kinds)], loc="upper left", fontsize=9)
+                       for k in dict.fromkeys(kinds)], loc="upper left", fontsize=SMALL_TEXT_PT)
     style_axes(ax, "layer", "cache bytes (KiB)",
                f"After {tokens} tokens: {sum(row) / _KIB:,.1f} KiB in all layers")
