@@ -66,7 +66,7 @@ def test_draw_gram():
     fig = new_figure(10, 3.9)
     l09.draw_gram(fig, n_pairs=32, dims=(32, 96))
     titles = [ax.get_title() for ax in fig.axes[:3]]
-    assert "orthonormal keys, d = 32" in titles[0] and "rms 0.00" in titles[0]
+    assert "orthonormal,\nd = 32" in titles[0] and "rms 0.00" in titles[0]
     assert "d = 96" in titles[2]
     assert len(fig.axes) == 4  # three heat maps and the colour bar
 
@@ -161,7 +161,7 @@ def test_draw_gate_kinds():
     fig = new_figure(10, 3.4)
     l10.draw_gate_kinds(fig)
     assert [ax.get_title() for ax in fig.axes[:3]] == [
-        "RetNet: fixed, per head", "Mamba-2: per step (scalar)", "GLA: per step and channel"]
+        "RetNet:\nfixed, per head", "Mamba-2:\nper step", "GLA: per step\nand channel"]
     retnet = fig.axes[0].get_images()[0].get_array()
     assert retnet.min() == retnet.max() == pytest.approx(128)  # head 2: 1 / 2^-7
 

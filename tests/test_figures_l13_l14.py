@@ -243,7 +243,7 @@ def test_retention_demo_shared_gate_equals_per_channel_at_zero_spread():
 def test_draw_wy_identity(n_factors):
     fig = new_figure(9, 3.4)
     l13.draw_wy_identity(fig, n_factors=n_factors)
-    assert "difference" in fig.axes[1].get_title()
+    assert "max |diff|" in fig.axes[1].get_title()
 
 
 @pytest.mark.parametrize("bad", [0, 17, 2.0, True])

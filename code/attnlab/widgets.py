@@ -179,7 +179,10 @@ class SliderPanel:
         if not isinstance(fig.get_layout_engine(), ConstrainedLayoutEngine):
             _remove_layout_engine(fig)
             return None
-        key = tuple(ax.get_label() or type(ax).__name__ for ax in fig.axes)
+        # the y labels and the widest y tick label set the left margin: frames that differ in
+        # them get their own layout (else a longer label would be clipped)
+        key = tuple((ax.get_label() or type(ax).__name__, ax.get_ylabel(), _widest_ytick(ax))
+                    for ax in fig.axes)
         if key in self.layouts:
             _remove_layout_engine(fig)
             for ax, position in zip(fig.axes, self.layouts[key], strict=True):
@@ -272,6 +275,14 @@ def _clear_figure(fig: Figure) -> None:
     for ax in list(fig.axes):
         fig.delaxes(ax)
     fig.clear()
+
+
+def _widest_ytick(ax) -> int:
+    """The number of characters of the longest y tick label shown (within the y limits)."""
+    low, high = sorted(ax.get_ylim())
+    return max((len(label.get_text()) for value, label in zip(ax.get_yticks(),
+                                                               ax.get_yticklabels(), strict=False)
+                if low <= value <= high), default=0)
 
 
 def _remove_layout_engine(fig: Figure) -> None:

@@ -63,7 +63,7 @@ def draw_query_meets_keys(fig: Figure, query: int = 4, sentence: str = SENTENCE)
     q_row, keys, w_row = q[0, 0, query : query + 1], k[0, 0], weights[0, 0, query]
     fig.set_layout_engine(None)
     grid = fig.add_gridspec(2, 2, height_ratios=[1.4, len(tokens)], width_ratios=[3, 2],
-                            left=0.12, right=0.97, bottom=0.17, top=0.93, hspace=0.45,
+                            left=0.2, right=0.97, bottom=0.17, top=0.93, hspace=0.45,
                             wspace=0.06)
     ax_q = fig.add_subplot(grid[0, 0])
     ax_k = fig.add_subplot(grid[1, 0])
@@ -72,7 +72,7 @@ def draw_query_meets_keys(fig: Figure, query: int = 4, sentence: str = SENTENCE)
             title=f"query of “{tokens[query]}”, q = x W_Q: what it looks for")
     ax_q.set_xticks([])
     heatmap(ax_k, keys, xlabel="feature", ylabel="key token",
-            title="keys k = x W_K: what each token announces", xticklabels=list(FEATURES),
+            title="keys k = x W_K: what each announces", xticklabels=list(FEATURES),
             yticklabels=_labels(tokens), vmin=-0.3, vmax=1.1, annotate=True)
     ax_k.tick_params(axis="x", labelrotation=0)
     for label in ax_k.get_xticklabels():
@@ -82,7 +82,7 @@ def draw_query_meets_keys(fig: Figure, query: int = 4, sentence: str = SENTENCE)
     for j, w in enumerate(w_row.tolist()):
         ax_w.text(w + 0.01, j, f"{w:.2f}", va="center", fontsize=SMALL_TEXT_PT)
     ax_w.set_xlim(0, 1)
-    style_axes(ax_w, "attention weight (sums to 1)", "", "weights softmax(s q·k)")
+    style_axes(ax_w, "attention weight (sums to 1)", "", "softmax(s q·k)")
     ax_w.tick_params(axis="y", labelleft=False)
 
 
@@ -95,7 +95,7 @@ def draw_attention_row(fig: Figure, query: int = 4, causal: bool = False,
     t = len(tokens)
     query = check_query(query, t)
     row = weights[query]
-    ax_bar, ax_map = fixed_axes(fig, 2, left=0.08, right=0.97, bottom=0.2, top=0.9, wspace=0.35)
+    ax_bar, ax_map = fixed_axes(fig, 2, left=0.11, right=0.98, bottom=0.25, top=0.9, wspace=0.42)
     colours = [PALETTE[5] if j == int(row.argmax()) else PALETTE[0] for j in range(t)]
     fast_bars(ax_bar, row.tolist(), colours)
     light_xticks(ax_bar, range(len(tokens)), tokens, grid=False, marks=False, rotation=45)
@@ -114,7 +114,7 @@ def draw_attention_row(fig: Figure, query: int = 4, causal: bool = False,
                                linewidth=2.5))
     count = attention_dot_products(t, causal=causal)
     formula = "T(T+1)/2" if causal else "T²"
-    title_at_top(ax_map, f"{'causal' if causal else 'full'}: {formula} = {count} dot products")
+    title_at_top(ax_map, f"{formula} = {count} dot products")
     fig.text(0.5, 0.01, "key token j   (heat map: weight from 0, dark, to 1, yellow; "
              + ("grey = masked future" if causal else "no mask") + ")",
              ha="center", va="bottom", fontsize=SMALL_TEXT_PT)

@@ -47,7 +47,7 @@ def draw_score_spread(fig: Figure, dim: int = 96) -> None:
     """Histograms of raw and scaled scores for width ``dim``, and of the largest softmax weight
     per query over 64 keys (raw against scaled)."""
     data = score_spread(dim)
-    ax_s, ax_w = fixed_axes(fig, 2, left=0.08, right=0.98, bottom=0.15, top=0.9, wspace=0.22)
+    ax_s, ax_w = fixed_axes(fig, 2, left=0.11, right=0.98, bottom=0.17, top=0.9, wspace=0.3)
     raw, scaled = PALETTE[5], PALETTE[0]
     # log10 of the counts on a linear axis with fixed ticks: looks like a log axis, draws faster
     edges = SCORE_EDGES.numpy()
@@ -108,7 +108,7 @@ def draw_temperature(fig: Figure, temperature: float = 1.0, query: int = 4,
     scores = attention_scores(q, k)[0, 0, query]
     weights = stable_softmax(scores / temperature)
     entropy = float(-(weights * weights.clamp_min(1e-300).log()).sum())
-    ax_s, ax_w = fixed_axes(fig, 2, left=0.08, right=0.98, bottom=0.2, top=0.9, wspace=0.25)
+    ax_s, ax_w = fixed_axes(fig, 2, left=0.11, right=0.98, bottom=0.25, top=0.83, wspace=0.3)
     fast_bars(ax_s, scores.tolist(), PALETTE[2])
     ax_s.axhline(0, color="black", linewidth=0.8)
     light_xticks(ax_s, range(len(tokens)), tokens, grid=False, marks=False, rotation=45)
@@ -123,5 +123,5 @@ def draw_temperature(fig: Figure, temperature: float = 1.0, query: int = 4,
     ax_w.set_ylim(0, 1)
     ax_w.set_yticks([0, 0.5, 1], ["0", "0.5", "1"])
     style_axes(ax_w, "", "weight (sums to 1)")
-    title_at_top(ax_w, f"softmax(scores / {temperature:g}): entropy {entropy:.2f} nats")
+    title_at_top(ax_w, f"τ = {temperature:g}: entropy {entropy:.2f} nats")
     fig.text(0.5, 0.01, "key token", ha="center", va="bottom")

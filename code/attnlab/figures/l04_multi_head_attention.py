@@ -36,8 +36,8 @@ def draw_constructed_heads(fig: Figure, sharpness: float = 8.0) -> None:
         w2 = head_attention_weights(two, x)[0]
         w1 = head_attention_weights(one, x)[0, 0]
     axes = fig.subplots(1, 3, sharey=True)
-    titles = ["head 1: previous word", "head 2: same word earlier",
-              "same weights, one wide head"]
+    titles = ["head 1:\nprevious word", "head 2:\nsame word earlier",
+              "same weights,\none wide head"]
     for ax, weights, title in zip(axes, [w2[0], w2[1], w1], titles, strict=True):
         heatmap(ax, weights, xlabel="key (word, position)", ylabel="", title=title,
                 xticklabels=labels, yticklabels=labels, vmin=0, vmax=1)
@@ -78,6 +78,6 @@ def draw_head_maps(fig: Figure, n_heads: int = 4) -> None:
     flops = mha_flops(t, d_model, n_heads)["total"]
     ax.set_title(f"H = {n_heads} head{'s' if n_heads > 1 else ''} of width d_h = "
                  f"{d_model // n_heads} (d_model = {d_model})\nW_Q, W_K, W_V, W_O: {params:,} "
-                 f"parameters · {flops:,} FLOPs at T = {t}", fontsize=SMALL_TEXT_PT)
+                 f"parameters · {flops:,} FLOPs at T = {t}", fontsize=SMALL_TEXT_PT, pad=16)
     fig.colorbar(image, ax=ax, location="bottom", shrink=0.5, aspect=40, pad=0.02,
                  label=f"attention weight (each map: query rows × key columns, T = {t})")

@@ -61,7 +61,7 @@ def draw_causal_mask(fig: Figure) -> None:
     lim = float(scores.abs().max())
     heatmap(axes[1], masked.masked_fill(~allowed, float("nan")), xlabel="key j", ylabel="",
             title="scores + log M", xticklabels=labels, cmap="PuOr", vmin=-lim, vmax=lim)
-    heatmap(axes[2], weights, xlabel="key j", ylabel="", title="weights: softmax per row",
+    heatmap(axes[2], weights, xlabel="key j", ylabel="", title="softmax per row",
             xticklabels=labels, vmin=0, vmax=1, annotate=True)
     for i in range(t):
         for j in range(t):
@@ -100,11 +100,16 @@ def draw_rope_offset(fig: Figure, shift: int = 0, offset: int = 4) -> None:
     circle = torch.linspace(0, 2 * math.pi, 100)
     ax_plane.plot(circle.cos().numpy(), circle.sin().numpy(), color="#bbbbbb", lw=0.8)
     tips, colours = [], (PALETTE[0], PALETTE[1])
-    for vec, pos, colour, name in ((q, m, colours[0], "q"), (k, n, colours[1], "k")):
-        angle = math.atan2(vec[1], vec[0]) + pos * theta  # direction of the rotated pair
+    angles = [math.atan2(vec[1], vec[0]) + pos * theta for vec, pos in ((q, m), (k, n))]
+    # labels of arrows closer than 0.8 rad are pushed apart along the circle
+    gap = math.remainder(angles[0] - angles[1], 2 * math.pi)
+    push = max(0.0, 0.8 - abs(gap)) / 2 * (1 if gap >= 0 else -1)
+    for angle, shift, pos, colour, name in ((angles[0], push, m, colours[0], "q"),
+                                            (angles[1], -push, n, colours[1], "k")):
         tips.append((math.cos(angle), math.sin(angle)))
-        ax_plane.text(1.32 * math.cos(angle), 1.32 * math.sin(angle), f"{name}\n@{pos}",
-                      color=colour, ha="center", va="center", fontsize=SMALL_TEXT_PT)
+        ax_plane.text(1.32 * math.cos(angle + shift), 1.32 * math.sin(angle + shift),
+                      f"{name}\n@{pos}", color=colour, ha="center", va="center",
+                      fontsize=SMALL_TEXT_PT)
     # both unit arrows in one artist (one quiver, not two annotations)
     ax_plane.quiver([0, 0], [0, 0], [x for x, _ in tips], [y for _, y in tips], color=colours,
                     angles="xy", scale_units="xy", scale=1, width=0.014, headwidth=4,
@@ -116,7 +121,7 @@ def draw_rope_offset(fig: Figure, shift: int = 0, offset: int = 4) -> None:
     ax_plane.set_aspect("equal")
     style_axes(ax_plane, "coordinate 0 (direction)", "coordinate 1")
     # y=1.0 fixes each title's place: matplotlib otherwise measures the tick labels to place it
-    ax_plane.set_title(f"pair 0: {m} and {n} rad turned", y=1.0)
+    ax_plane.set_title(f"pair 0 turned by\n{m} and {n} rad", y=1.0)
     ax_curve.plot(offsets.numpy(), curve.numpy(), color=PALETTE[2], lw=1.5)
     ax_curve.plot([offset], [score], "o", color=PALETTE[5], ms=9, zorder=5)
     ax_curve.axhline(0, color="black", lw=0.6)

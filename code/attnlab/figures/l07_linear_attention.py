@@ -54,7 +54,7 @@ def draw_cache_and_state(fig: Figure, t: int = 6) -> None:
     s_limit = float(full.abs().max())
     heatmap(ax_state, state[0, 0], xlabel="value channel (column of S)",
             ylabel="key channel (row of S)", cmap=DIVERGING_CMAP, vmin=-s_limit, vmax=s_limit)
-    title_at_top(ax_state, f"state S_{t} = Σ φ(k_i) v_iᵀ (i ≤ {t}):\n{d} × {d} = {d * d} numbers "
+    title_at_top(ax_state, f"state S_{t}, sums i ≤ {t}:\n{d} × {d} = {d * d} numbers "
                            "(fixed)")
     ax_state.set_xticks([])
     ax_state.set_yticks([])

@@ -33,9 +33,9 @@ def draw_three_forms(fig: Figure, length: int = 12, chunk_size: int = 4) -> None
     t = check_int_in("length", length, 2, 64)
     c = check_int_in("chunk_size", chunk_size, 1, t)
     axes = fig.subplots(1, 3, sharey=True)
-    titles = ("parallel: one masked\nT × T product, 1 step",
-              f"recurrent: T = {t} steps,\neach through S_t",
-              f"chunkwise (C = {c}): N = {-(-t // c)} steps,\nC × C blocks + S_[n]")
+    titles = ("parallel:\none T × T product",
+              f"recurrent:\n{t} steps via S_t",
+              f"chunkwise, C = {c}:\n{-(-t // c)} steps, blocks + S")
     for form, ax, title in zip(LINEAR_FORMS, axes, titles, strict=True):
         grid = [[0] * t for _ in range(t)]
         for i in range(t):
@@ -60,7 +60,7 @@ def draw_three_forms(fig: Figure, length: int = 12, chunk_size: int = 4) -> None
     fig.legend(handles=[Patch(facecolor=PALETTE[1], label="explicit score q_iᵀk_j in a matrix"),
                         Patch(facecolor=PALETTE[4], label="folded into the state S"),
                         Patch(facecolor="#FFFFFF", edgecolor="#BBBBBB", label="masked (j > i)")],
-               loc="outside lower center", ncols=3)
+               loc="outside lower center", ncols=2)
 
 
 def _check_timings(lengths: Sequence[int], seconds: Mapping[str, Sequence[float]]) -> None:
@@ -164,7 +164,7 @@ def draw_chunk_size(fig: Figure, chunk_size: int, length: int,
     best = min(sizes, key=lambda c: ms[c])
     style_axes(ax_time, "chunk size C (tokens)", "measured time (ms)")
     # T and C head the left panel's title: one line here
-    title_at_top(ax_time, f"{ms[chunk_size]:.3g} ms measured (fastest: C = {best})")
+    title_at_top(ax_time, f"{ms[chunk_size]:.3g} ms (fastest: C = {best})")
     text_legend(ax_flops, [(f"—▲— {_FORM_LABEL['chunk']}", PALETTE[2]),
                            *((f"– – {_FORM_LABEL[f]}", _FORM_STYLE[f][0]) for f in forms)],
                 y=0.62)

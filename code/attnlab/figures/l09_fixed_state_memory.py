@@ -40,8 +40,8 @@ def draw_readout(fig: Figure, n_pairs: int = 8, dim: int = 16, seed: int = 0) ->
                 label="read-out $S^\\top k_1$")
         ax.axhline(0, color="#555555", linewidth=0.8)
         kind = "orthonormal keys" if orthogonal else "random unit keys"
-        style_axes(ax, "coordinate of the value vector (index)", "value (dimensionless)" if
-                   orthogonal else "", f"{kind}: relative error {error:.2f}")
+        style_axes(ax, "coordinate of the value", "value (dimensionless)" if
+                   orthogonal else "", f"{kind}:\nrelative error {error:.2f}")
         ax.set_xticks(range(0, d, max(1, d // 8)))
     axes[0].legend(loc="lower left", ncols=2)
     fig.suptitle(f"{n} pairs written into one {d} × {d} state, pair 1 read back", fontsize=11)
@@ -70,7 +70,7 @@ def draw_gram(fig: Figure, n_pairs: int = 32, dims: tuple[int, ...] = (32, 96)) 
                           interpolation="nearest")
         ax.grid(False)
         kind = "orthonormal" if orthogonal else "random unit"
-        ax.set_title(f"{kind} keys, d = {d}\noff-diagonal rms {rms:.2f}", fontsize=SMALL_TEXT_PT)
+        ax.set_title(f"{kind},\nd = {d}: rms {rms:.2f}", fontsize=SMALL_TEXT_PT)
         ax.set_xlabel("key i (pair index)")
     axes[0].set_ylabel("key j (pair index)")
     fig.colorbar(image, ax=list(axes), label="$k_i \\cdot k_j$ (cosine, no unit)", shrink=0.9)
@@ -84,7 +84,7 @@ def draw_capacity(fig: Figure, n_pairs: int = 48, dim: int = 96) -> None:
         raise ValueError(f"n_pairs: expected one of {list(CAPACITY_PAIRS)}, got {n_pairs!r}")
     if dim not in CAPACITY_DIMS:
         raise ValueError(f"dim: expected one of {list(CAPACITY_DIMS)}, got {dim!r}")
-    (ax,) = fixed_axes(fig, 1, left=0.08, right=0.98, bottom=0.14, top=0.9)
+    (ax,) = fixed_axes(fig, 1, left=0.11, right=0.98, bottom=0.15, top=0.9)
     for i, d in enumerate(CAPACITY_DIMS):
         curve = capacity_curve(d, False)
         chosen = d == dim

@@ -46,7 +46,7 @@ def draw_forgetting(fig: Figure, alpha: float = 1 - 2.0**-4, length: int = 384) 
         raise ValueError(f"alpha: expected one of {list(FORGET_ALPHAS)}, got {alpha!r}")
     if length not in FORGET_LENGTHS:
         raise ValueError(f"length: expected one of {list(FORGET_LENGTHS)}, got {length!r}")
-    (ax,) = fixed_axes(fig, 1, left=0.08, right=0.98, bottom=0.14, top=0.9)
+    (ax,) = fixed_axes(fig, 1, left=0.11, right=0.98, bottom=0.15, top=0.9)
     rank = torch.arange(1, length + 1).numpy()  # 1 = newest
     errors = forgetting_errors(length)
     additive = errors[FORGET_ALPHAS.index(1.0)].flip(0).numpy()
@@ -58,9 +58,12 @@ def draw_forgetting(fig: Figure, alpha: float = 1 - 2.0**-4, length: int = 384) 
         ax.plot(rank, errors[FORGET_ALPHAS.index(alpha)].flip(0).numpy(), color=PALETTE[0],
                 linewidth=2.2, label=f"decay α = {alpha:g}")
         horizon = effective_horizon(math.log(alpha)).item()
+    if alpha != 1.0 and horizon <= length:  # a horizon beyond the stream is not drawn
         ax.axvline(horizon, color=PALETTE[1], linestyle=":", linewidth=1.2)
-        ax.text(horizon * 1.06, 0.06, f"horizon\n1/(1−α) = {horizon:.0f}", fontsize=SMALL_TEXT_PT,
-                color=PALETTE[1])
+        right = horizon * 3 > length  # near the right end: the label goes left of the line
+        ax.text(horizon / 1.06 if right else horizon * 1.06, 0.06,
+                f"horizon\n1/(1−α) = {horizon:.0f}", fontsize=SMALL_TEXT_PT,
+                ha="right" if right else "left", color=PALETTE[1])
     ax.axhline(RECALL_THRESHOLD, color=PALETTE[2], linestyle=":", linewidth=1.2)
     ax.set_xscale("log")
     ticks = [t for t in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512) if t <= length]
@@ -93,9 +96,9 @@ def draw_gate_kinds(fig: Figure, length: int = 48, channels: int = 16, seed: int
               + torch.randn(c, t, generator=gen, dtype=torch.float64))
     gla = F.logsigmoid(logits) / GLA_GATE_NORMALIZER  # [C, T]
     panels = [
-        ("RetNet: fixed, per head", retnet.expand(c, t)),
-        ("Mamba-2: per step (scalar)", mamba.expand(c, t)),
-        ("GLA: per step and channel", gla),
+        ("RetNet:\nfixed, per head", retnet.expand(c, t)),
+        ("Mamba-2:\nper step", mamba.expand(c, t)),
+        ("GLA: per step\nand channel", gla),
     ]
     axes = fig.subplots(1, 3, sharey=True)
     norm = LogNorm(vmin=1, vmax=1000)

@@ -31,7 +31,7 @@ def draw_overwrite(fig: Figure, beta: float = 1.0) -> None:
                f"Read under k₁ after k₁ got a new value: delta rule = "
                f"{1 - beta:.2f}·old + {beta:.2f}·new")
     ax.grid(axis="x", visible=False)
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.1), ncols=4, fontsize=SMALL_TEXT_PT)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.1), ncols=2, fontsize=SMALL_TEXT_PT)
 
 
 def _power_label(y: float, _position: object) -> str:
@@ -59,7 +59,7 @@ def draw_key_norm_stability(fig: Figure, key_norm: float = 1.0, beta: float = 1.
     ax.yaxis.set_minor_locator(NullLocator())
     eigen = 1 - beta * key_norm**2
     verdict = "stable" if abs(eigen) <= 1 else "grows"
-    style_axes(ax, "token t", "output size ‖o_t‖ (log scale)",
+    style_axes(ax, "token t", "‖o_t‖ (log scale)",
                f"Eigenvalue along k: 1 − β‖k‖² = {eigen:.2f}  →  {verdict}")
     ax.legend(loc="upper left")
 
@@ -89,5 +89,5 @@ def draw_recall_vs_pairs(fig: Figure) -> None:
     right.plot(steps, pos["delta"], color=PALETTE[2], label="delta rule (β = 1)")
     right.set_ylim(0, max(max(pos["add"]), max(pos["delta"])) * 1.1)
     style_axes(right, "pair written at step i", "relative error of pair i",
-               f"N = {pos['n']} pairs: who is remembered")
+               f"N = {pos['n']}: who is remembered")
     right.legend(loc="lower left")

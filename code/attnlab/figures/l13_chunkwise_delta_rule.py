@@ -51,13 +51,13 @@ def draw_wy_identity(fig: Figure, n_factors: int = 4, head_dim: int = 8) -> None
     axes = fig.subplots(1, 3, width_ratios=[d, d, d])
     limit = max(1.0, product.abs().max().item())
     heatmap(axes[0], product, xlabel="column (key channel)", ylabel="row (key channel)",
-            title=f"{c} factors (I − β k kᵀ)\nmultiplied one by one", cmap=DIVERGING_CMAP,
+            title=f"{c} factors\n(I − β k kᵀ) multiplied", cmap=DIVERGING_CMAP,
             vmin=-limit, vmax=limit)
     heatmap(axes[1], low_rank, xlabel="column (key channel)", ylabel="",
-            title=f"I − Kᵀ W from one solve\nmax |difference| = {error:.1e}",
+            title=f"I − Kᵀ W, one solve\nmax |diff| {error:.0e}",
             cmap=DIVERGING_CMAP, vmin=-limit, vmax=limit)
     heatmap(axes[2], w[0, 0], xlabel="key channel", ylabel="row i (token)",
-            title=f"W: {c} × {d}, all the\nproduct needs", cmap=DIVERGING_CMAP,
+            title=f"W: {c} × {d},\nall it needs", cmap=DIVERGING_CMAP,
             vmin=-limit, vmax=limit)
     fig.colorbar(axes[2].images[0], ax=list(axes), label="matrix entry (unitless)", shrink=0.8)
     axes[2].set_aspect("equal")
@@ -136,7 +136,7 @@ def draw_chunk_split(fig: Figure, chunk_size: int = 16, head_dim: int = 64,
     d = check_int_in("head_dim", head_dim, 1, 4096)
     t = check_int_in("length", length, 1, 2**24)
     t_pic = CHUNK_PICTURE_LENGTH
-    ax_mat, ax_flops = fixed_axes(fig, [(0.07, 0.15, 0.36, 0.68), (0.54, 0.15, 0.44, 0.68)])
+    ax_mat, ax_flops = fixed_axes(fig, [(0.14, 0.60, 0.84, 0.33), (0.14, 0.09, 0.84, 0.29)])
     ax_mat.set_anchor("W")  # the square picture at the left of its box, next to its y label
 
     ax_mat.imshow(_chunk_picture_rgba(c), aspect="equal", interpolation="nearest")
@@ -147,7 +147,7 @@ def draw_chunk_split(fig: Figure, chunk_size: int = 16, head_dim: int = 64,
     # the range in the labels, not as ticks: four ticks would cost a tenth of the frame
     ax_mat.set_xticks([])
     ax_mat.set_yticks([])
-    ax_mat.set_xlabel(f"earlier token j = 1…{t_pic} (grey: via the state)")
+    ax_mat.set_xlabel(f"earlier token j = 1…{t_pic} (grey: via the state)", loc="left")
     ax_mat.set_ylabel(f"token i = 1…{t_pic}")
     if c >= t_pic:
         title_at_top(ax_mat, f"C = {c}: one {t_pic} × {t_pic} solve")
@@ -172,7 +172,7 @@ def draw_chunk_split(fig: Figure, chunk_size: int = 16, head_dim: int = 64,
                             ("– – recurrent form, all work", PALETTE[5])])
     chosen = cost[c]
     ratio = chosen.intra_flops / chosen.inter_flops
-    style_axes(ax_flops, "chunk size C (tokens)", "kFLOP per token and head (model)")
+    style_axes(ax_flops, "chunk size C (tokens)", "kFLOP per token, head")
     title_at_top(ax_flops, f"d = {d}: intra / inter = {ratio:.2f}; T = {t:,} takes\n"
                            f"{chosen.sequential_steps:,} sequential steps (recurrent: {t:,})")
 
@@ -231,4 +231,4 @@ def draw_measured_times(fig: Figure, lengths: Sequence[int], recurrent_seconds: 
         ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _pos: f"{y:g}"))
         ax.legend(loc="best", fontsize=SMALL_TEXT_PT)
     fig.suptitle(f"Delta rule, {n_heads} heads of d = {head_dim}, float32, {threads} CPU "
-                 "thread, measured when this page was built", fontsize=SMALL_TEXT_PT)
+                 "thread,\nmeasured when this page was built", fontsize=SMALL_TEXT_PT)

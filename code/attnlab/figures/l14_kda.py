@@ -81,18 +81,19 @@ def draw_channel_retention(fig: Figure, spread: float = 2.0, write_strength: flo
     """Per-channel survival of an old association under KDA (``retention_demo``): a heat map
     of channel × time (channels sorted by half-life, four of them labelled with their half-life
     in tokens), and what the old key still recalls, with per-channel gates and with one shared
-    gate of the same mean log-decay. Laid out for a figure of about 10 × 4 inches."""
+    gate of the same mean log-decay. Laid out for a figure of about 6.4 × 6 inches, the two
+    panels one above the other."""
     demo = _cached_retention_demo(spread, write_strength)
     retention, t = demo["retention"], demo["retention"].shape[0] - 1
     half_lives = (-math.log(2) / demo["log_gates"]).tolist()
-    ax_map, ax_recall = fixed_axes(fig, [(0.075, 0.13, 0.40, 0.76), (0.63, 0.13, 0.355, 0.76)])
+    ax_map, ax_recall = fixed_axes(fig, [(0.13, 0.60, 0.66, 0.32), (0.13, 0.09, 0.82, 0.30)])
     # colour-mapped here, once: an 8-bit RGBA image draws several times faster than floats
     norm, cmap = Normalize(*_RETENTION_RANGE), colormaps[SEQUENTIAL_CMAP]
     ax_map.imshow(cmap(norm(retention.T.numpy()), bytes=True), aspect="auto",
                   interpolation="nearest")
     ax_map.grid(False)
     ax_map.set_xlabel("tokens since the association was written")
-    ax_map.set_ylabel("key channel: its half-life (tokens)")
+    ax_map.set_ylabel("channel half-life")
     title_at_top(ax_map, f"spread ±{spread:g} octaves, later writes β = {write_strength:g}")
     fast_colour_bar(ax_map, cmap, norm, [0, 0.5, 1], "share of k₀v₀ᵀ left in the channel")
     rows = np.linspace(0, len(half_lives) - 1, 4).round().astype(int).tolist()
@@ -111,7 +112,7 @@ def draw_channel_retention(fig: Figure, spread: float = 2.0, write_strength: flo
     light_xticks(ax_recall, [0, t // 2, t], ["0", str(t // 2), str(t)])
     late = t // 2
     style_axes(ax_recall, "tokens since the association was written",
-               "recall of v₀ by k₀ (1 = intact)")
+               "recall of v₀ by k₀")
     title_at_top(ax_recall, f"after {late} tokens: {demo['recall'][late]:.2f} against "
                             f"{demo['recall_shared'][late]:.2f} shared")
     text_legend(ax_recall, [("—— KDA: one gate per channel", PALETTE[0]),

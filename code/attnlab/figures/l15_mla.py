@@ -49,7 +49,7 @@ def draw_cache_entry(fig: Figure, configs: Sequence[ModelConfig] = (DEEPSEEK_V3,
                         Patch(color=PALETTE[0], label="values, all heads"),
                         Patch(color=PALETTE[1], label="latent c^KV"),
                         Patch(color=PALETTE[5], label="rope key k^R (shared)")],
-               loc="outside lower center", ncols=4)
+               loc="outside lower center", ncols=2)
 
 
 def draw_mla_bytes(

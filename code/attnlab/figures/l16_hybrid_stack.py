@@ -122,7 +122,7 @@ def draw_memory_calculator(fig: Figure, preset: str, context: int, number_format
     ax.set_ylim(0, bottom * 1.08 if bottom else 1)
     ax.grid(axis="x", visible=False)
     ratio = base.total_bytes / real.total_bytes
-    style_axes(ax, "", f"bytes kept, batch 1 ({unit})",
+    style_axes(ax, "", f"bytes kept ({unit})",
                f"{preset}, T = {context_label(context)}: {format_bytes(real.total_bytes)}\n"
                f"every layer multi-head ({config.n_heads} × {config.head_dim}): "
                f"{format_bytes(base.total_bytes)}, {ratio:,.1f}× more")
