@@ -30,7 +30,8 @@ def _group_colour(word: str) -> str:
 def draw_one_hot_lookup(
     fig: Figure, token_id: int = 2, vocab_size: int = 6, d_model: int = 4
 ) -> None:
-    """One-hot row vector × table = the table's row: the lookup drawn as a product."""
+    """One-hot row vector × table = the table's row: the lookup drawn as a product, every cell
+    square (so the 1 × V and 1 × d vectors are rows) and annotated with its value."""
     g = torch.Generator().manual_seed(1)
     table = torch.randn(vocab_size, d_model, generator=g).round(decimals=1)
     one_hot = torch.zeros(1, vocab_size)
@@ -38,13 +39,14 @@ def draw_one_hot_lookup(
     ax_hot, ax_table, ax_row = fig.subplots(1, 3, width_ratios=[vocab_size, d_model, d_model])
     heatmap(ax_hot, one_hot, xlabel="token id", ylabel="", title="one-hot e (1 × V)",
             xticklabels=[str(i) for i in range(vocab_size)], yticklabels=[""], cmap="Greys",
-            annotate=True)
+            vmin=0, vmax=1.6, annotate=True, aspect="equal", fmt="{:.0f}")
+    ax_hot.tick_params(axis="x", labelrotation=0)
     heatmap(ax_table, table, xlabel="feature", ylabel="token id", title="table E (V × d)",
-            cmap="PuOr", vmin=-2.5, vmax=2.5, annotate=True)
+            cmap="PuOr", vmin=-2.5, vmax=2.5, annotate=True, aspect="equal", fmt="{:.1f}")
     ax_table.add_patch(_row_box(token_id, d_model))
     heatmap(ax_row, table[token_id : token_id + 1], xlabel="feature", ylabel="",
             title=f"eᵀE = row {token_id}", yticklabels=[""], cmap="PuOr", vmin=-2.5, vmax=2.5,
-            annotate=True)
+            annotate=True, aspect="equal", fmt="{:.1f}")
 
 
 def _row_box(row: int, width: int):

@@ -43,7 +43,8 @@ def draw_cache_and_state(fig: Figure, t: int = 6) -> None:
     rows[:t, :d], rows[:t, d:] = k[0, 0, :t], v[0, 0, :t]
     limit = float(torch.cat([k, v], -1).abs().max())
     heatmap(ax_cache, rows, xlabel="cached numbers: φ(k_i) (left) | v_i (right)",
-            ylabel="token i", cmap=DIVERGING_CMAP, vmin=-limit, vmax=limit)
+            ylabel="token i", cmap=DIVERGING_CMAP, vmin=-limit, vmax=limit,
+            colorbar_label="cached number")
     title_at_top(ax_cache, f"KV cache after t = {t} tokens:\n2 × {t} × {d} = {2 * t * d} numbers "
                            "(grows)")
     ax_cache.axvline(d - 0.5, color="black", linewidth=1)
@@ -53,7 +54,8 @@ def draw_cache_and_state(fig: Figure, t: int = 6) -> None:
     ax_cache.set_xticks([])
     s_limit = float(full.abs().max())
     heatmap(ax_state, state[0, 0], xlabel="value channel (column of S)",
-            ylabel="key channel (row of S)", cmap=DIVERGING_CMAP, vmin=-s_limit, vmax=s_limit)
+            ylabel="key channel (row of S)", cmap=DIVERGING_CMAP, vmin=-s_limit, vmax=s_limit,
+            colorbar_label="entry of S")
     title_at_top(ax_state, f"state S_{t}, sums i ≤ {t}:\n{d} × {d} = {d * d} numbers "
                            "(fixed)")
     ax_state.set_xticks([])
