@@ -136,11 +136,12 @@ def draw_chunk_split(fig: Figure, chunk_size: int = 16, head_dim: int = 64,
     d = check_int_in("head_dim", head_dim, 1, 4096)
     t = check_int_in("length", length, 1, 2**24)
     t_pic = CHUNK_PICTURE_LENGTH
-    ax_mat, ax_flops = fixed_axes(fig, [(0.14, 0.60, 0.84, 0.33), (0.14, 0.09, 0.84, 0.29)])
-    ax_mat.set_anchor("W")  # the square picture at the left of its box, next to its y label
+    ax_mat, ax_flops = fixed_axes(fig, [(0.14, 0.50, 0.84, 0.44), (0.14, 0.08, 0.84, 0.25)])
+    ax_mat.set_anchor("C")  # the square picture in the middle of its box
 
     ax_mat.imshow(_chunk_picture_rgba(c), aspect="equal", interpolation="nearest")
     _scale_in_upper_triangle(ax_mat)
+    ax_mat.set_aspect("equal")  # a square picture (the scale's imshow would make it "auto")
     ax_mat.set_xlim(-0.5, t_pic - 0.5)
     ax_mat.set_ylim(t_pic - 0.5, -0.5)
     ax_mat.grid(False)
