@@ -213,3 +213,35 @@ def test_text_legend_and_title_at_top():
 
 
 # ---------------------------------------------------------------- cost model
+
+
+def test_any_error_in_draw_shows_a_message_and_the_panel_keeps_working():
+    def draw(fig, slope):
+        if slope == 2:
+            raise IndexError("list index out of range")
+        draw_line(fig, slope)
+
+    panel = slider_panel(draw, {"slope": [1, 2, 3]}, alt="a line", mode="live")
+    panel.sliders[0].value = 2
+    message = panel.frames[(1,)].value
+    assert "IndexError" in message and "out of range" in message and "<img" not in message
+    panel.sliders[0].value = 3
+    assert panel.frames[(2,)].value.startswith("<img")
+    with pytest.raises(ValueError, match="alt"):
+        slider_panel(draw_line, {"slope": [1]}, alt="", mode="live")
+
+
+def test_fast_sliders_is_an_explicit_undoable_opt_in():
+    import gc
+
+    from attnlab.widgets import fast_sliders
+
+    gc.unfreeze()
+    slider_panel(draw_line, {"slope": [1, 2]}, alt=alt, mode="live")
+    assert gc.get_freeze_count() == 0  # a panel never freezes the collector by itself
+    fast_sliders()
+    try:
+        assert gc.get_freeze_count() > 0
+    finally:
+        fast_sliders(False)
+    assert gc.get_freeze_count() == 0

@@ -227,6 +227,8 @@ def slider_panel(
     for name in list(defaults) + list(labels) + list(formats):
         if name not in controls:
             raise ValueError(f"{name!r}: not one of the controls {list(controls)}")
+    if not callable(alt) and not (isinstance(alt, str) and alt.strip()):
+        raise ValueError("alt: every panel needs alt text (or a function of the values giving it)")
     mode = mode or widget_mode()
     if mode not in ("live", "static"):
         raise ValueError(f"mode: expected 'live' or 'static', got {mode!r}")
