@@ -216,9 +216,10 @@ def test_attention_row_names_every_key_and_query(causal):
     tokens, _ = toy.sentence_weights(toy.SENTENCE, causal)
     ax_bar, ax_map = fig.axes
     assert _texts(ax_bar) == _texts(ax_map)[: len(tokens)] == list(tokens)
-    assert _texts(ax_map)[len(tokens):] == [f"{i}·{t}" for i, t in enumerate(tokens)] + ["query i"]
+    rows = [f"{i}·{t}" for i, t in enumerate(tokens)] + ["query i"]
+    assert _texts(ax_map)[len(tokens):len(tokens) + len(rows)] == rows
     assert "cheese" in ax_bar.get_title()
-    assert f"= {45 if causal else 81} dot products" in ax_map.get_title()
+    assert f"= {45 if causal else 81} products" in ax_map.get_title()
     assert "key token j" in fig.texts[0].get_text()
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import matplotlib
 import torch
+from matplotlib.colors import Normalize
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 from matplotlib.transforms import offset_copy
@@ -19,6 +20,7 @@ from ..plotting import (
     SEQUENTIAL_CMAP,
     SMALL_TEXT_PT,
     fast_bars,
+    fast_colour_bar,
     fixed_axes,
     heatmap,
     light_xticks,
@@ -95,14 +97,14 @@ def draw_attention_row(fig: Figure, query: int = 4, causal: bool = False,
     t = len(tokens)
     query = check_query(query, t)
     row = weights[query]
-    ax_bar, ax_map = fixed_axes(fig, 2, left=0.11, right=0.98, bottom=0.25, top=0.9, wspace=0.42)
+    ax_bar, ax_map = fixed_axes(fig, 2, left=0.11, right=0.88, bottom=0.25, top=0.9, wspace=0.42)
     colours = [PALETTE[5] if j == int(row.argmax()) else PALETTE[0] for j in range(t)]
     fast_bars(ax_bar, row.tolist(), colours)
     light_xticks(ax_bar, range(len(tokens)), tokens, grid=False, marks=False, rotation=45)
     ax_bar.set_ylim(0, 1)
     ax_bar.set_yticks([0, 0.5, 1], ["0", "0.5", "1"])
     style_axes(ax_bar, "", "weight of key j (row sums to 1)")
-    title_at_top(ax_bar, f"weights of query {query}, “{tokens[query]}”")
+    title_at_top(ax_bar, f"query {query}, “{tokens[query]}”")
     shown = weights.clone()
     if causal:
         shown[torch.triu(torch.ones(t, t, dtype=torch.bool), diagonal=1)] = float("nan")
@@ -114,9 +116,11 @@ def draw_attention_row(fig: Figure, query: int = 4, causal: bool = False,
                                linewidth=2.5))
     count = attention_dot_products(t, causal=causal)
     formula = "T(T+1)/2" if causal else "T²"
-    title_at_top(ax_map, f"{formula} = {count} dot products")
-    fig.text(0.5, 0.01, "key token j   (heat map: weight from 0, dark, to 1, yellow; "
-             + ("grey = masked future" if causal else "no mask") + ")",
+    title_at_top(ax_map, f"{formula} = {count} products")
+    fast_colour_bar(ax_map, SEQUENTIAL_CMAP, Normalize(0, 1), [0, 0.5, 1], "weight")
+    ax_map.set_xlim(-0.5, t - 0.5)
+    ax_map.set_ylim(t - 0.5, -0.5)
+    fig.text(0.5, 0.01, "key token j" + ("   (grey: masked future)" if causal else ""),
              ha="center", va="bottom", fontsize=SMALL_TEXT_PT)
 
 
