@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # Import names that come from repo2docker's base image or the standard library, or differ from
 # their distribution names.
 PROVIDED = {"IPython", "ipykernel", "attnlab"}
-DIST_OF_IMPORT = {"myst_nb": "myst-nb", "yaml": "pyyaml"}
+DIST_OF_IMPORT = {"myst_nb": "myst-nb", "yaml": "pyyaml", "PIL": "pillow"}
 
 
 def pins(path: Path) -> dict[str, str]:

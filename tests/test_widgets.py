@@ -6,7 +6,7 @@ import re
 import matplotlib.pyplot as plt
 import pytest
 from attnlab import plotting
-from attnlab.figures import embedding as figs
+from attnlab.figures import l01_token_embeddings as l01
 from attnlab.widgets import slider_panel, widget_mode
 
 
@@ -91,18 +91,29 @@ def test_panel_reuses_one_figure_and_leaks_none():
     assert len(panel.render_seconds) == 3
 
 
-def test_later_frames_reuse_the_first_layout_and_draw_once(monkeypatch):
-    from matplotlib.figure import Figure
+def draw_line_in_fixed_range(fig, slope):
+    draw_line(fig, slope)
+    fig.axes[0].set_ylim(0, 10)
 
-    panel = slider_panel(draw_line, {"slope": [1, 2]}, alt=alt, mode="live")
+
+def test_later_frames_of_one_shape_keep_the_first_layout():
+    panel = slider_panel(draw_line_in_fixed_range, {"slope": [1, 2]}, alt=alt, mode="live")
     first = [ax.get_position().bounds for ax in panel.figure.axes]
-    draws = []
-    original = Figure.draw
-    monkeypatch.setattr(Figure, "draw", lambda fig, r: draws.append(1) or original(fig, r))
     panel.sliders[0].value = 2
-    assert len(draws) == 1  # no layout pass, no second draw inside savefig
     assert [ax.get_position().bounds for ax in panel.figure.axes] == first
-    assert panel.figure.get_layout_engine() is None
+    assert panel.figure.get_layout_engine() is None  # placed, not laid out again
+
+
+def test_a_frame_with_wider_tick_labels_gets_its_own_layout():
+    def draw(fig, top):
+        draw_line(fig, 1)
+        fig.axes[0].set_ylim(0, top)
+        fig.axes[0].set_yticks([0, top], ["0", f"{top:,}"])
+
+    panel = slider_panel(draw, {"top": [10, 10_000_000]}, alt="A line", mode="live")
+    first = panel.figure.axes[0].get_position().x0
+    panel.sliders[0].value = 10_000_000
+    assert panel.figure.axes[0].get_position().x0 > first  # room for "10,000,000"
 
 
 def test_open_panels_are_listed_oldest_first():
@@ -174,10 +185,10 @@ def test_heatmap_rejects_non_matrices():
 @pytest.mark.parametrize(
     ("draw", "values"),
     [
-        (figs.draw_one_hot_lookup, {"token_id": 1}),
-        (figs.draw_table_memory, {"vocab_size": 32768, "d_model": 1536}),
-        (figs.draw_projection, {"dim": 4}),
-        (figs.draw_neighbours, {"word": "cat"}),
+        (l01.draw_one_hot_lookup, {"token_id": 1}),
+        (l01.draw_table_memory, {"vocab_size": 32768, "d_model": 1536}),
+        (l01.draw_projection, {"dim": 4}),
+        (l01.draw_neighbours, {"word": "cat"}),
     ],
 )
 def test_lesson_1_figures_draw(draw, values):
@@ -188,19 +199,19 @@ def test_lesson_1_figures_draw(draw, values):
 
 def test_table_memory_labels_are_plain_text_and_the_title_gives_the_size():
     fig = plotting.new_figure()
-    figs.draw_table_memory(fig, 32768, 1536, marker=("Sophia", 32000, 1536))
+    l01.draw_table_memory(fig, 32768, 1536, marker=("Sophia", 32000, 1536))
     ax = fig.axes[0]
     ticks = [t.get_text() for t in ax.get_xticklabels() + ax.get_yticklabels()]
     assert "32k" in ticks and "100" in ticks and not any("$" in t for t in ticks)
     assert "50,331,648 parameters: 96.0 MiB" in ax.get_title()
     texts = [t.get_text() for t in ax.texts]
-    assert [f"d = {d}" for d in figs.MEMORY_WIDTHS] == texts[:-1]
+    assert [f"d = {d}" for d in l01.MEMORY_WIDTHS] == texts[:-1]
     assert texts[-1] == "Sophia (V = 32,000, d = 1536)"
 
 
 def test_neighbours_figure_rejects_unknown_words():
     with pytest.raises(ValueError, match="word"):
-        figs.draw_neighbours(plotting.new_figure(), word="zebra")
+        l01.draw_neighbours(plotting.new_figure(), word="zebra")
 
 
 def test_light_xticks_label_every_position_without_tick_objects():
@@ -236,3 +247,35 @@ def test_text_legend_and_title_at_top():
 
 
 # ---------------------------------------------------------------- cost model
+
+
+def test_any_error_in_draw_shows_a_message_and_the_panel_keeps_working():
+    def draw(fig, slope):
+        if slope == 2:
+            raise IndexError("list index out of range")
+        draw_line(fig, slope)
+
+    panel = slider_panel(draw, {"slope": [1, 2, 3]}, alt="a line", mode="live")
+    panel.sliders[0].value = 2
+    message = panel.frames[(1,)].value
+    assert "IndexError" in message and "out of range" in message and "<img" not in message
+    panel.sliders[0].value = 3
+    assert panel.frames[(2,)].value.startswith("<img")
+    with pytest.raises(ValueError, match="alt"):
+        slider_panel(draw_line, {"slope": [1]}, alt="", mode="live")
+
+
+def test_fast_sliders_is_an_explicit_undoable_opt_in():
+    import gc
+
+    from attnlab.widgets import fast_sliders
+
+    gc.unfreeze()
+    slider_panel(draw_line, {"slope": [1, 2]}, alt=alt, mode="live")
+    assert gc.get_freeze_count() == 0  # a panel never freezes the collector by itself
+    fast_sliders()
+    try:
+        assert gc.get_freeze_count() > 0
+    finally:
+        fast_sliders(False)
+    assert gc.get_freeze_count() == 0

@@ -36,7 +36,7 @@ from matplotlib.figure import Figure
 from matplotlib.layout_engine import ConstrainedLayoutEngine
 
 from .panel_page import MAX_TOGGLES, is_ordered, panel_html
-from .plotting import course_style, figure_html, new_figure
+from .plotting import PIXEL_DENSITY, course_style, figure_html, new_figure
 
 DrawFunction = Callable[..., None]
 AltText = str | Callable[..., str]
@@ -50,15 +50,22 @@ _OPEN_PANELS: weakref.WeakValueDictionary[int, SliderPanel] = weakref.WeakValueD
 _PANEL_NUMBERS = itertools.count(1)
 
 
-def _freeze_long_lived_objects() -> None:
-    """Once per process: collect garbage, then move every object alive now (torch, matplotlib,
-    the lesson's data) out of the cycle collector's reach (``gc.freeze``). A full collection
-    then scans only what later cells and frames create, ~40 ms instead of ~200 ms in a kernel
-    with torch loaded, so it no longer stalls a slider move. Objects frozen here are never
-    collected as cycles, which costs nothing for what stays alive anyway."""
-    if not gc.get_freeze_count():
+def fast_sliders(enable: bool = True) -> None:
+    """Opt in (a notebook's setup cell calls it) to slider moves without garbage-collection stalls.
+
+    With ``enable``: collect garbage once, then move every object alive now (torch, matplotlib,
+    the lesson's data) out of the cycle collector's reach (``gc.freeze``). A full collection then
+    scans only what later cells and frames create, ~40 ms instead of ~200 ms in a kernel with
+    torch loaded, so it no longer stalls a slider move; objects alive now are never collected as
+    cycles, which costs nothing for what stays alive anyway. This changes the interpreter's
+    garbage collector, so it is never done behind the caller's back: ``slider_panel`` does not
+    call it. ``fast_sliders(False)`` undoes it (``gc.unfreeze``: the objects go back to the
+    collector's oldest generation). Calling it again refreezes what is alive then."""
+    if enable:
         gc.collect()
         gc.freeze()
+    else:
+        gc.unfreeze()
 
 
 def open_panels() -> list[SliderPanel]:
@@ -107,7 +114,7 @@ class SliderPanel:
     alt: AltText
     mode: str
     figure: Figure
-    dpi: int
+    density: float
     sliders: list[widgets.ValueWidget] = field(default_factory=list)
     frames: dict[tuple[int, ...], widgets.HTML] = field(default_factory=dict)
     widget: widgets.VBox | None = None
@@ -132,24 +139,40 @@ class SliderPanel:
             return self.default_index
         return tuple(s.index for s in self.sliders)
 
-    def render(self, index: tuple[int, ...]) -> str:
-        """Run ``draw`` for one combination and return the frame's HTML (image or message)."""
-        start = time.perf_counter()
-        values = self.values_at(index)
+    def draw_frame(self, index: tuple[int, ...]) -> tuple[str, ...] | None:
+        """Draw the frame at ``index`` onto the panel's figure, laid out as earlier frames of the
+        same shape were (see :meth:`remember_layout`); nothing is rendered yet. Returns the
+        layout's key. Raises what ``draw`` raises."""
         fig = self.figure
         _clear_figure(fig)
         fig.set_layout_engine("constrained")
+        with course_style():
+            self.draw(fig, **self.values_at(index))
+        return self._reuse_layout(fig)
+
+    def remember_layout(self, layout: tuple[str, ...] | None) -> None:
+        """After a frame was rendered: keep its axes positions for later frames of its shape."""
+        if layout is not None and layout not in self.layouts:
+            self.layouts[layout] = [ax.get_position() for ax in self.figure.axes]
+
+    def render(self, index: tuple[int, ...]) -> str:
+        """Run ``draw`` for one combination and return the frame's HTML (image or message).
+
+        A ``ValueError`` (a combination ``draw`` rejects) shows its message; any other error
+        shows its type and message too, so the panel keeps working either way."""
+        start = time.perf_counter()
+        values = self.values_at(index)
         try:
-            with course_style():
-                self.draw(fig, **values)
+            layout = self.draw_frame(index)
+            alt = self.alt(**values) if callable(self.alt) else self.alt
+            content = figure_html(self.figure, alt, density=self.density)
         except ValueError as error:
             content = _message_html(str(error))
+        except Exception as error:  # any other failure: a frame must never stay blank
+            content = _message_html(f"{type(error).__name__}: {error}",
+                                    heading="This frame could not be drawn:")
         else:
-            alt = self.alt(**values) if callable(self.alt) else self.alt
-            layout = self._reuse_layout(fig)
-            content = figure_html(fig, alt, dpi=self.dpi)
-            if layout is not None and layout not in self.layouts:
-                self.layouts[layout] = [ax.get_position() for ax in fig.axes]
+            self.remember_layout(layout)
         seconds = time.perf_counter() - start
         self.render_seconds.append(seconds)
         return content
@@ -164,7 +187,10 @@ class SliderPanel:
         if not isinstance(fig.get_layout_engine(), ConstrainedLayoutEngine):
             _remove_layout_engine(fig)
             return None
-        key = tuple(ax.get_label() or type(ax).__name__ for ax in fig.axes)
+        # the y labels and the widest y tick label set the left margin: frames that differ in
+        # them get their own layout (else a longer label would be clipped)
+        key = tuple((ax.get_label() or type(ax).__name__, ax.get_ylabel(), _widest_ytick(ax))
+                    for ax in fig.axes)
         if key in self.layouts:
             _remove_layout_engine(fig)
             for ax, position in zip(fig.axes, self.layouts[key], strict=True):
@@ -207,7 +233,6 @@ def slider_panel(
     formats: dict[str, Callable[[Any], str]] | None = None,
     width: float = 6.4,
     height: float = 3.6,
-    dpi: int = 80,
     mode: str | None = None,
 ) -> SliderPanel:
     """A panel of sliders, one per entry of ``controls`` (name → grid of values), and a figure.
@@ -221,6 +246,8 @@ def slider_panel(
     for name in list(defaults) + list(labels) + list(formats):
         if name not in controls:
             raise ValueError(f"{name!r}: not one of the controls {list(controls)}")
+    if not callable(alt) and not (isinstance(alt, str) and alt.strip()):
+        raise ValueError("alt: every panel needs alt text (or a function of the values giving it)")
     mode = mode or widget_mode()
     if mode not in ("live", "static"):
         raise ValueError(f"mode: expected 'live' or 'static', got {mode!r}")
@@ -238,8 +265,10 @@ def slider_panel(
             f"controls: {n_frames} combinations; at most {MAX_FRAMES} keep pages light"
         )
 
-    _freeze_long_lived_objects()
-    panel = SliderPanel(draw, parsed, alt, mode, new_figure(width, height), dpi)
+    # the website's frames at 2× pixel density (build time only); live frames at 1×, which keeps
+    # a slider move within its latency budget, shown at the same CSS size
+    density = PIXEL_DENSITY if mode == "static" else 1
+    panel = SliderPanel(draw, parsed, alt, mode, new_figure(width, height), density)
     panel.default_index = tuple(c.values.index(c.default) for c in parsed)
     if mode == "static":
         panel.page_html = panel.static_html()
@@ -248,7 +277,7 @@ def slider_panel(
     panel.sliders = [_make_control(c) for c in parsed]
     shape = [len(c.values) for c in parsed]
     panel.frames = {
-        index: widgets.HTML(layout=widgets.Layout(min_height=f"{int(height * dpi)}px"))
+        index: widgets.HTML()  # no fixed height: the image scales with the column, no gap
         for index in itertools.product(*(range(n) for n in shape))
     }
     stack = _nested_stack(panel, (), 0)
@@ -267,6 +296,14 @@ def _clear_figure(fig: Figure) -> None:
     for ax in list(fig.axes):
         fig.delaxes(ax)
     fig.clear()
+
+
+def _widest_ytick(ax) -> int:
+    """The number of characters of the longest y tick label shown (within the y limits)."""
+    low, high = sorted(ax.get_ylim())
+    return max((len(label.get_text()) for value, label in zip(ax.get_yticks(),
+                                                               ax.get_yticklabels(), strict=False)
+                if low <= value <= high), default=0)
 
 
 def _remove_layout_engine(fig: Figure) -> None:
@@ -310,9 +347,9 @@ def _format_value(value: Any) -> str:
     return str(value)
 
 
-def _message_html(message: str) -> str:
+def _message_html(message: str, heading: str = "Not a valid combination:") -> str:
     return (
         '<div class="attnlab-message" role="status" style="border-left:4px solid #D55E00;'
         'padding:0.5em 1em;background:#fff4ec">'
-        f"<strong>Not a valid combination:</strong> {html.escape(message)}</div>"
+        f"<strong>{html.escape(heading)}</strong> {html.escape(message)}</div>"
     )

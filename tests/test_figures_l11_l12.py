@@ -1,5 +1,6 @@
-"""Tests of Lessons 11 and 12's figures (attnlab.figures.delta_rule) and of the computations they
-added to attnlab.tasks: per-pair recall of the delta rule, and the document-switch stream."""
+"""Tests of Lessons 11 and 12's figures (l11_delta_rule, l12_gated_deltanet; data in
+attnlab.demos.delta_rule) and of the computations they added to attnlab.tasks: per-pair recall of
+the delta rule, and the document-switch stream."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ import math
 import pytest
 import torch
 from attnlab import gated_delta_rule_recurrent, gla_recurrent
-from attnlab.figures import delta_rule as figs
+from attnlab.demos import delta_rule as dr
+from attnlab.figures import l11_delta_rule as l11
+from attnlab.figures import l12_gated_deltanet as l12
 from attnlab.plotting import new_figure
 from attnlab.tasks import (
     SWITCH_MIXERS,
@@ -27,19 +30,19 @@ from attnlab.tasks import (
 @pytest.mark.parametrize("beta", [0.0, 0.5, 1.0, 1.75])
 def test_draw_overwrite_draws(beta):
     fig = new_figure(7.5, 3.6)
-    figs.draw_overwrite(fig, beta=beta)
+    l11.draw_overwrite(fig, beta=beta)
     assert f"{1 - beta:.2f}·old + {beta:.2f}·new" in fig.axes[0].get_title()
 
 
 @pytest.mark.parametrize("bad", [-0.1, 2.5, "1", True, None])
 def test_draw_overwrite_rejects_beta(bad):
     with pytest.raises(ValueError, match="beta"):
-        figs.draw_overwrite(new_figure(), beta=bad)
+        l11.draw_overwrite(new_figure(), beta=bad)
 
 
 @pytest.mark.parametrize("beta", [0.0, 0.3, 1.0, 1.5])
 def test_overwrite_example_is_convex_mix(beta):
-    reads = figs.overwrite_example(beta)
+    reads = dr.overwrite_example(beta)
     expected = (1 - beta) * reads["old"] + beta * reads["new"]
     torch.testing.assert_close(reads["delta"], expected, atol=1e-12, rtol=0)
     torch.testing.assert_close(reads["additive"], reads["old"] + reads["new"], atol=1e-12, rtol=0)
@@ -48,7 +51,7 @@ def test_overwrite_example_is_convex_mix(beta):
 @pytest.mark.parametrize(("key_norm", "beta"), [(0.5, 0.25), (1.0, 1.0), (2.0, 1.0), (4.0, 1.5)])
 def test_draw_key_norm_stability_draws(key_norm, beta):
     fig = new_figure()
-    figs.draw_key_norm_stability(fig, key_norm=key_norm, beta=beta)
+    l11.draw_key_norm_stability(fig, key_norm=key_norm, beta=beta)
     title = fig.axes[0].get_title()
     assert f"{1 - beta * key_norm**2:.2f}" in title
     assert ("grows" in title) == (abs(1 - beta * key_norm**2) > 1)
@@ -61,12 +64,12 @@ def test_draw_key_norm_stability_draws(key_norm, beta):
 def test_draw_key_norm_stability_rejects(name, kwargs):
     values = {"key_norm": 1.0, "beta": 1.0, **kwargs}
     with pytest.raises(ValueError, match=name):
-        figs.draw_key_norm_stability(new_figure(), **values)
+        l11.draw_key_norm_stability(new_figure(), **values)
 
 
 def test_output_norms_stable_only_inside_the_eigenvalue_bound():
-    unit = figs.output_norms(1.0, 1.0)
-    raw = figs.output_norms(4.0, 1.0)  # eigenvalue 1 − 16 = −15 along each key
+    unit = dr.output_norms(1.0, 1.0)
+    raw = dr.output_norms(4.0, 1.0)  # eigenvalue 1 − 16 = −15 along each key
     assert unit.max() < 10
     assert raw[-1] > 1e10
     assert torch.isfinite(raw).all()
@@ -74,16 +77,16 @@ def test_output_norms_stable_only_inside_the_eigenvalue_bound():
 
 def test_draw_recall_vs_pairs_draws():
     fig = new_figure(9.5, 3.6)
-    figs.draw_recall_vs_pairs(fig)
+    l11.draw_recall_vs_pairs(fig)
     assert len(fig.axes) == 2
 
 
 def test_recall_curves_delta_beats_additive_and_keeps_the_newest():
-    curves = figs.recall_curves()
+    curves = dr.recall_curves()
     assert all(d < a for a, d in zip(curves["add"], curves["delta"], strict=True))
     assert max(curves["orth_add"]) < 1e-12  # orthonormal keys up to N = d: perfect recall
     pos = curves["by_position"]
-    assert pos["n"] == 2 * figs.RECALL_DIM
+    assert pos["n"] == 2 * dr.RECALL_DIM
     assert pos["delta"][-1] < 1e-12  # the last pair written is read back exactly
     assert pos["delta"][0] > 0.8  # the oldest pairs are overwritten
 
@@ -250,7 +253,7 @@ def test_switch_mixers_listed():
 
 def test_draw_switch_stream_draws():
     fig = new_figure(9.5, 2.6)
-    figs.draw_switch_stream(fig)
+    l12.draw_switch_stream(fig)
     assert "stream" in fig.axes[0].get_title()
 
 
@@ -258,10 +261,10 @@ def test_draw_switch_stream_draws():
                          [(0.01, 1.0, 0.5), (1.0, 0.5, 0.0), (0.01, 0.5, 0.0), (1.0, 1.0, 0.5)])
 def test_draw_switch_errors_draws(alpha_boundary, beta, query_noise):
     fig = new_figure()
-    figs.draw_switch_errors(fig, alpha_boundary=alpha_boundary, beta=beta,
+    l12.draw_switch_errors(fig, alpha_boundary=alpha_boundary, beta=beta,
                             query_noise=query_noise)
     assert f"α_b = {alpha_boundary:g}" in fig.axes[0].get_title()
-    assert len(fig.axes[0].patches) == 2 * len(figs.SWITCH_NAMES)
+    assert len(fig.axes[0].patches) == 2 * len(dr.SWITCH_NAMES)
 
 
 @pytest.mark.parametrize(("name", "kwargs"), [("alpha_boundary", {"alpha_boundary": 0.0}),
@@ -271,10 +274,10 @@ def test_draw_switch_errors_draws(alpha_boundary, beta, query_noise):
 def test_draw_switch_errors_rejects(name, kwargs):
     values = {"alpha_boundary": 0.01, "beta": 1.0, "query_noise": 0.5, **kwargs}
     with pytest.raises(ValueError, match=name):
-        figs.draw_switch_errors(new_figure(), **values)
+        l12.draw_switch_errors(new_figure(), **values)
 
 
 def test_switch_error_table_default_ordering():
-    table = figs.switch_error_table()
+    table = dr.switch_error_table()
     assert table["gdn"] < table["deltanet"] < table["gla"]
     assert table["gdn"] == pytest.approx(table["latest_only"], abs=0.01)

@@ -1,4 +1,4 @@
-"""Figures for Lesson 6 (the KV cache)."""
+"""Figures of Lesson 6 (the KV cache): recomputation, measured step times, the cache calculator."""
 
 from __future__ import annotations
 
@@ -8,12 +8,12 @@ from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
+from .._checks import check_int_in
 from ..configs import LLAMA3_8B, SOPHIA, ModelConfig
+from ..demos.calculators import BUDGET_BYTES
 from ..kv_cache import decode_total_work
 from ..memory import BYTES_PER_ELEMENT, as_all_attention, cache_breakdown, format_bytes
-from ..plotting import PALETTE, style_axes
-
-GIB = 2**30
+from ..plotting import GIB, PALETTE, SMALL_TEXT_PT, context_label, style_axes
 
 #: The calculator's models: Sophia with all 28 layers as multi-head attention, and Llama-3-8B.
 CALCULATOR_MODELS: dict[str, ModelConfig] = {
@@ -21,21 +21,11 @@ CALCULATOR_MODELS: dict[str, ModelConfig] = {
     "Llama-3-8B (GQA)": LLAMA3_8B,
 }
 
-#: The calculator's reference line: the memory of one 24 GiB accelerator.
-BUDGET_BYTES = 24 * GIB
+
+#: One colour per calculator model, the same in every frame.
+_MODEL_COLOURS = (PALETTE[0], PALETTE[3])
 
 _CONTEXT_TICKS = (0, 16384, 32768, 65536, 98304, 131072)
-
-
-def context_label(tokens: int) -> str:
-    """1024 → "1k", 131072 → "128k", 1000 → "1000" (powers-of-two thousands as k)."""
-    return f"{tokens // 1024}k" if tokens and tokens % 1024 == 0 else f"{tokens}"
-
-
-def _check_steps(n_steps: object) -> int:
-    if isinstance(n_steps, bool) or not isinstance(n_steps, int) or not 1 <= n_steps <= 64:
-        raise ValueError(f"n_steps: expected an integer in [1, 64], got {n_steps!r}")
-    return n_steps
 
 
 def draw_recompute(fig: Figure, n_steps: int = 8) -> None:
@@ -44,7 +34,7 @@ def draw_recompute(fig: Figure, n_steps: int = 8) -> None:
     Row t (generation step) × column j (token position): computed at this step, read from the
     cache, or not generated yet. Titles give the totals of ``decode_total_work``.
     """
-    n = _check_steps(n_steps)
+    n = check_int_in("n_steps", n_steps, 1, 64)
     colours = ListedColormap(["#FFFFFF", PALETTE[4], PALETTE[1]])
     axes = fig.subplots(1, 2, sharey=True)
     for ax, cached in zip(axes, (False, True), strict=True):
@@ -108,7 +98,8 @@ def draw_step_times(
         guide = [values[-1] * (c / last) ** power for c in (first, last)]
         ax.plot((first, last), guide, linestyle=":", color="#777777", linewidth=1)
         ax.annotate(label, (middle, values[-1] * (middle / last) ** power),
-                    textcoords="offset points", xytext=(6, -10), color="#555555", fontsize=8)
+                    textcoords="offset points", xytext=(6, -10), color="#555555",
+                    fontsize=SMALL_TEXT_PT)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xticks(list(contexts), [f"{c:,}" for c in contexts])
@@ -130,8 +121,10 @@ def _calculator_config(preset: object) -> ModelConfig:
 def draw_cache_calculator(fig: Figure, preset: str, context: int, dtype: str) -> None:
     """KV-cache bytes of one sequence (batch 1) against the context, for a model and a dtype.
 
-    The line is 2 · L · H_kv · D · T · bytes per element (``memory.cache_breakdown``); the dot
-    is the chosen context, its size in MB and MiB in the title; the dashed line is 24 GiB.
+    Each model's line is 2 · L · H_kv · D · T · bytes per element (``memory.cache_breakdown``),
+    in its own colour in every frame (the chosen model bold), its per-token product in the
+    legend; the dot is the chosen context, its size in MB and MiB in the title; the dashed line
+    is 24 GiB.
     """
     config = _calculator_config(preset)
     if isinstance(context, bool) or not isinstance(context, int) or context < 1:
@@ -139,30 +132,26 @@ def draw_cache_calculator(fig: Figure, preset: str, context: int, dtype: str) ->
     if dtype not in BYTES_PER_ELEMENT:
         raise ValueError(f"dtype: expected one of {list(BYTES_PER_ELEMENT)}, got {dtype!r}")
     chosen = cache_breakdown(config, context, dtype=dtype).cache_bytes
-    per_token = cache_breakdown(config, 1, dtype=dtype).cache_bytes
     t_max = max(_CONTEXT_TICKS[-1], context)
+    width = BYTES_PER_ELEMENT[dtype]
     ax = fig.subplots()
-    for i, (name, other) in enumerate(CALCULATOR_MODELS.items()):
-        if name == preset:
-            continue
-        other_max = cache_breakdown(other, t_max, dtype=dtype).cache_bytes
-        ax.plot((0, t_max), (0, other_max / GIB), color=PALETTE[(i + 2) % len(PALETTE)],
-                alpha=0.45, linewidth=1.5, label=f"{name}, {dtype}")
-    ax.plot((0, t_max), (0, per_token * t_max / GIB), color=PALETTE[0], linewidth=2.5,
-            label=f"{preset}, {dtype}")
+    top = BUDGET_BYTES
+    for i, (name, model) in enumerate(CALCULATOR_MODELS.items()):
+        per_token = cache_breakdown(model, 1, dtype=dtype).cache_bytes
+        top = max(top, per_token * t_max)
+        mine = name == preset  # one colour per model in every frame; the chosen one bold
+        ax.plot((0, t_max), (0, per_token * t_max / GIB), color=_MODEL_COLOURS[i],
+                alpha=1.0 if mine else 0.45, linewidth=2.5 if mine else 1.5,
+                label=f"{name}: 2 × {model.n_layers} × {model.n_kv_heads} × {model.head_dim} × "
+                      f"{width} B = {per_token:,} B per token")
     ax.axhline(BUDGET_BYTES / GIB, color=PALETTE[5], linestyle="--", linewidth=1)
-    ax.annotate(f"{BUDGET_BYTES / GIB:g} GiB: all the memory of one large GPU",
-                (0, BUDGET_BYTES / GIB), textcoords="offset points",
-                xytext=(4, 4), color=PALETTE[5], fontsize=8)
+    ax.annotate(f"{BUDGET_BYTES / GIB:g} GiB: one large GPU", (t_max, BUDGET_BYTES / GIB),
+                textcoords="offset points", xytext=(-4, 4), ha="right", color=PALETTE[5],
+                fontsize=SMALL_TEXT_PT)
     ax.plot([context], [chosen / GIB], marker="o", ms=10, color=PALETTE[1], zorder=5)
     ax.set_xticks(list(_CONTEXT_TICKS), [context_label(t) for t in _CONTEXT_TICKS])
     ax.set_xlim(0, t_max * 1.02)
-    ax.set_ylim(0, max(per_token * t_max, BUDGET_BYTES) / GIB * 1.12)
-    width = BYTES_PER_ELEMENT[dtype]
-    ax.text(0.02, 0.80,
-            f"per token: 2 × {config.n_layers} layers × {config.n_kv_heads} KV heads × "
-            f"{config.head_dim} × {width} B\n= {per_token:,} B",
-            transform=ax.transAxes, fontsize=8, va="top")
+    ax.set_ylim(0, top / GIB * 1.12)
     style_axes(ax, "context T (tokens)", "KV cache, batch 1 (GiB)",
                f"{preset}, T = {context:,}, {dtype}:\n{format_bytes(chosen)}")
-    fig.legend(loc="outside lower center", ncols=2)
+    fig.legend(loc="outside lower center", ncols=1)

@@ -1,10 +1,6 @@
-"""Figures for Lesson 19 (Sophia-nano, end to end): training loss and the hybrid cache's bytes per
-layer while the tiny model generates.
-
-The figures draw numbers measured in the lesson (the losses returned by
-:func:`attnlab.train.train_language_model`, and ``HybridCache.bytes_by_layer()`` recorded by the
-``on_step`` callback of :meth:`attnlab.model.HybridLM.generate`); they compute nothing themselves.
-"""
+"""Figures of Lesson 19 (Sophia-nano, end to end): training loss and the hybrid cache's bytes per
+layer while the tiny model generates. They draw numbers measured in the lesson; they compute
+nothing themselves."""
 
 from __future__ import annotations
 
@@ -13,11 +9,8 @@ from collections.abc import Sequence
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
-from ..plotting import PALETTE, style_axes
+from ..plotting import KIND_COLOURS, KIND_NAMES, PALETTE, SMALL_TEXT_PT, style_axes
 
-#: Colours of the layer kinds (the same as in Lessons 15–16).
-KIND_COLOURS = {"kda": PALETTE[0], "mla": PALETTE[1], "attn": PALETTE[5]}
-_KIND_NAMES = {"kda": "KDA", "mla": "MLA", "attn": "attention"}
 _KIB = 1024
 
 
@@ -54,7 +47,7 @@ def draw_training_loss(fig: Figure, losses: Sequence[float], floor: float | None
         ax.axhline(floor, color=PALETTE[5], ls="--", lw=1.2,
                    label=f"lowest possible loss on this corpus: {floor:.2f}")
     ax.set_ylim(0, max(max(losses), floor or 0) * 1.05)
-    ax.legend(loc="upper right", fontsize=9)
+    ax.legend(loc="upper right", fontsize=SMALL_TEXT_PT)
     style_axes(ax, "training step", "cross-entropy (nats per token)",
                f"Sophia-nano learning the toy corpus: {losses[0]:.2f} → {losses[-1]:.2f}")
 
@@ -75,13 +68,13 @@ def draw_cache_growth(
     seen = set()
     for layer, kind in enumerate(kinds):
         series = [row[layer] / _KIB for row in layer_bytes]
-        label = f"{_KIND_NAMES.get(kind, kind)} layers ({list(kinds).count(kind)})"
+        label = f"{KIND_NAMES.get(kind, kind)} layers ({list(kinds).count(kind)})"
         ax.plot(tokens, series, color=_colour(kind), lw=2.2 if kind == "mla" else 3.0,
                 label=None if kind in seen else label)
         seen.add(kind)
     ax.set_ylim(0, max(max(row) for row in layer_bytes) / _KIB * 1.1)
     ax.set_xlim(0, max(tokens))
-    ax.legend(loc="upper left", fontsize=9)
+    ax.legend(loc="upper left", fontsize=SMALL_TEXT_PT)
     style_axes(ax, "tokens in the cache (prompt + generated)", "bytes per layer (KiB)",
                "Each layer's cache while Sophia-nano generates")
 
@@ -105,9 +98,9 @@ def draw_cache_at_step(
     x = range(1, len(kinds) + 1)
     ax.bar(x, [b / _KIB for b in row], color=[_colour(k) for k in kinds], width=0.7)
     ax.set_ylim(0, max(max(r) for r in layer_bytes) / _KIB * 1.15)
-    ax.set_xticks(list(x), [f"{i}\n{_KIND_NAMES.get(k, k)}" for i, k in zip(x, kinds,
+    ax.set_xticks(list(x), [f"{i}\n{KIND_NAMES.get(k, k)}" for i, k in zip(x, kinds,
                                                                             strict=True)])
-    ax.legend(handles=[Patch(color=_colour(k), label=_KIND_NAMES.get(k, k))
-                       for k in dict.fromkeys(kinds)], loc="upper left", fontsize=9)
+    ax.legend(handles=[Patch(color=_colour(k), label=KIND_NAMES.get(k, k))
+                       for k in dict.fromkeys(kinds)], loc="upper left", fontsize=SMALL_TEXT_PT)
     style_axes(ax, "layer", "cache bytes (KiB)",
                f"After {tokens} tokens: {sum(row) / _KIB:,.1f} KiB in all layers")

@@ -1,5 +1,6 @@
 """Tests of Lessons 4–5: the multi-head counting functions and per-head weights in
-attnlab.attention, and the figures (and their data) in attnlab.figures.heads_and_position."""
+attnlab.attention, and the figures (and their data) in attnlab.figures.l04_multi_head_attention,
+l05_order_and_position and attnlab.demos.heads_position."""
 
 from __future__ import annotations
 
@@ -14,7 +15,9 @@ from attnlab.attention import (
     repeat_kv_heads,
     split_heads,
 )
-from attnlab.figures import heads_and_position as F
+from attnlab.demos import heads_position as heads
+from attnlab.figures import l04_multi_head_attention as l04
+from attnlab.figures import l05_order_and_position as l05
 from attnlab.plotting import course_style, new_figure
 from torch.utils.flop_counter import FlopCounterMode
 
@@ -116,8 +119,8 @@ def test_head_weights_reject_bad_inputs():
 
 
 def test_constructed_heads_do_what_they_were_built_for():
-    words = F.HEADS_SENTENCE
-    layer, x = F.constructed_two_head_layer(words, sharpness=8.0)
+    words = heads.HEADS_SENTENCE
+    layer, x = heads.constructed_two_head_layer(words, sharpness=8.0)
     with torch.no_grad():
         w = head_attention_weights(layer, x)[0]
     for i in range(1, len(words)):
@@ -128,8 +131,8 @@ def test_constructed_heads_do_what_they_were_built_for():
 
 
 def test_one_wide_head_sees_the_sum_of_the_head_scores():
-    two, x = F.constructed_two_head_layer(n_heads=2)
-    one, _ = F.constructed_two_head_layer(n_heads=1)
+    two, x = heads.constructed_two_head_layer(n_heads=2)
+    one, _ = heads.constructed_two_head_layer(n_heads=1)
     with torch.no_grad():
         q2, k2 = split_heads(two.w_q(x), 2), split_heads(two.w_k(x), 2)
         q1, k1 = split_heads(one.w_q(x), 1), split_heads(one.w_k(x), 1)
@@ -138,31 +141,32 @@ def test_one_wide_head_sees_the_sum_of_the_head_scores():
 
 
 def test_random_head_weights_are_valid_for_every_slider_value():
-    for h in F.HEAD_COUNTS:
-        w = F.random_head_weights(h)
-        assert w.shape == (h, len(F.HEADS_SENTENCE), len(F.HEADS_SENTENCE))
+    for h in l04.HEAD_COUNTS:
+        w = heads.random_head_weights(h)
+        assert w.shape == (h, len(heads.HEADS_SENTENCE), len(heads.HEADS_SENTENCE))
         torch.testing.assert_close(w.sum(-1), torch.ones(h, w.shape[1], dtype=w.dtype))
     with pytest.raises(ValueError, match="n_heads"):
-        F.random_head_weights(5)
+        heads.random_head_weights(5)
 
 
 def test_attention_without_positions_is_permutation_equivariant_but_causal_is_not():
-    words = F.ORDER_SENTENCE
+    words = heads.ORDER_SENTENCE
     perm = [0, 4, 2, 3, 1]  # the dog bit the man -> the man bit the dog
     permuted = tuple(words[p] for p in perm)
-    torch.testing.assert_close(F.order_attention(permuted), F.order_attention(words)[perm])
-    difference = F.order_attention(permuted, causal=True) - F.order_attention(words, True)[perm]
+    torch.testing.assert_close(heads.order_attention(permuted), heads.order_attention(words)[perm])
+    difference = (heads.order_attention(permuted, causal=True)
+                  - heads.order_attention(words, True)[perm])
     assert difference.abs().max() > 1e-3
     with pytest.raises(ValueError, match="words"):
-        F.order_attention(("the", "cat"))
+        heads.order_attention(("the", "cat"))
 
 
 def test_rope_score_depends_on_the_offset_only():
-    q, k = F._rope_vectors()
+    q, k = heads.rope_demo_vectors()
     offsets = torch.arange(0, 65)
-    reference = F.rope_scores(q, k, offsets, 0)
-    for shift in F.ROPE_SHIFTS[1:]:
-        torch.testing.assert_close(F.rope_scores(q, k, shift + offsets, shift), reference,
+    reference = heads.rope_scores(q, k, offsets, 0)
+    for shift in l05.ROPE_SHIFTS[1:]:
+        torch.testing.assert_close(heads.rope_scores(q, k, shift + offsets, shift), reference,
                                    rtol=0, atol=1e-10)
     assert (reference[1:] - reference[0]).abs().max() > 1  # the offset does change it
 
@@ -179,32 +183,32 @@ def draw(function, **values):
 
 
 @pytest.mark.parametrize(("function", "values"), [
-    (F.draw_constructed_heads, {}),
-    (F.draw_constructed_heads, {"sharpness": 0.0}),
-    (F.draw_head_maps, {"n_heads": 4}),
-    (F.draw_head_maps, {"n_heads": F.HEAD_COUNTS[0]}),
-    (F.draw_head_maps, {"n_heads": F.HEAD_COUNTS[-1]}),
-    (F.draw_permutation, {}),
-    (F.draw_permutation, {"causal": True}),
-    (F.draw_causal_mask, {}),
-    (F.draw_rope_offset, {"shift": 0, "offset": 4}),
-    (F.draw_rope_offset, {"shift": F.ROPE_SHIFTS[0], "offset": F.ROPE_OFFSETS[0]}),
-    (F.draw_rope_offset, {"shift": F.ROPE_SHIFTS[-1], "offset": F.ROPE_OFFSETS[-1]}),
-    (F.draw_rope_frequencies, {"base": 10000.0, "head_dim": 96}),
-    (F.draw_rope_frequencies, {"base": F.ROPE_BASES[0], "head_dim": F.ROPE_HEAD_DIMS[0]}),
-    (F.draw_rope_frequencies, {"base": F.ROPE_BASES[-1], "head_dim": F.ROPE_HEAD_DIMS[-1]}),
+    (l04.draw_constructed_heads, {}),
+    (l04.draw_constructed_heads, {"sharpness": 0.0}),
+    (l04.draw_head_maps, {"n_heads": 4}),
+    (l04.draw_head_maps, {"n_heads": l04.HEAD_COUNTS[0]}),
+    (l04.draw_head_maps, {"n_heads": l04.HEAD_COUNTS[-1]}),
+    (l05.draw_permutation, {}),
+    (l05.draw_permutation, {"causal": True}),
+    (l05.draw_causal_mask, {}),
+    (l05.draw_rope_offset, {"shift": 0, "offset": 4}),
+    (l05.draw_rope_offset, {"shift": l05.ROPE_SHIFTS[0], "offset": l05.ROPE_OFFSETS[0]}),
+    (l05.draw_rope_offset, {"shift": l05.ROPE_SHIFTS[-1], "offset": l05.ROPE_OFFSETS[-1]}),
+    (l05.draw_rope_frequencies, {"base": 10000.0, "head_dim": 96}),
+    (l05.draw_rope_frequencies, {"base": l05.ROPE_BASES[0], "head_dim": l05.ROPE_HEAD_DIMS[0]}),
+    (l05.draw_rope_frequencies, {"base": l05.ROPE_BASES[-1], "head_dim": l05.ROPE_HEAD_DIMS[-1]}),
 ])
 def test_figures_draw(function, values):
     draw(function, **values)
 
 
 @pytest.mark.parametrize(("function", "values", "name"), [
-    (F.draw_constructed_heads, {"sharpness": -1.0}, "sharpness"),
-    (F.draw_head_maps, {"n_heads": 5}, "n_heads"),
-    (F.draw_rope_offset, {"shift": 7, "offset": 4}, "shift"),
-    (F.draw_rope_offset, {"shift": 0, "offset": 3}, "offset"),
-    (F.draw_rope_frequencies, {"base": 5.0, "head_dim": 96}, "base"),
-    (F.draw_rope_frequencies, {"base": 10000.0, "head_dim": 95}, "head_dim"),
+    (l04.draw_constructed_heads, {"sharpness": -1.0}, "sharpness"),
+    (l04.draw_head_maps, {"n_heads": 5}, "n_heads"),
+    (l05.draw_rope_offset, {"shift": 7, "offset": 4}, "shift"),
+    (l05.draw_rope_offset, {"shift": 0, "offset": 3}, "offset"),
+    (l05.draw_rope_frequencies, {"base": 5.0, "head_dim": 96}, "base"),
+    (l05.draw_rope_frequencies, {"base": 10000.0, "head_dim": 95}, "head_dim"),
 ])
 def test_figures_reject_bad_values(function, values, name):
     with pytest.raises(ValueError, match=name):
@@ -213,4 +217,4 @@ def test_figures_reject_bad_values(function, values, name):
 
 def test_constructed_layer_rejects_bad_head_count():
     with pytest.raises(ValueError, match="n_heads"):
-        F.constructed_two_head_layer(n_heads=3)
+        heads.constructed_two_head_layer(n_heads=3)

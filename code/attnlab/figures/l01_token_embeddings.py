@@ -1,51 +1,24 @@
-"""Figures for Lesson 1 (token embeddings)."""
+"""Figures of Lesson 1 (token embeddings): the lookup as a product, table memory, the toy
+embeddings projected, nearest neighbours.
+The toy data come from :mod:`attnlab.demos.toy_attention`."""
 
 from __future__ import annotations
 
 import math
-from functools import cache
 
 import torch
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
-from matplotlib.transforms import ScaledTranslation, offset_copy
+from matplotlib.transforms import offset_copy
 
+from ..demos.toy_attention import group_of, toy_embeddings
 from ..embedding import (
     WORD_GROUPS,
-    WordTokenizer,
-    cooccurrence_embeddings,
     embedding_bytes,
     nearest_neighbours,
     project_2d,
-    toy_corpus,
 )
-from ..plotting import PALETTE, heatmap, style_axes
-
-MIB = 2**20
-
-
-@cache
-def _toy_table() -> tuple[WordTokenizer, torch.Tensor]:
-    corpus = toy_corpus()
-    tokenizer = WordTokenizer.from_texts(corpus)
-    return tokenizer, cooccurrence_embeddings(corpus, tokenizer, dim=tokenizer.size)
-
-
-def toy_embeddings(dim: int = 16) -> tuple[WordTokenizer, torch.Tensor]:
-    """The toy corpus's tokenizer and its co-occurrence embedding table ``[V, dim]``.
-
-    The table of width ``dim`` is the first ``dim`` columns of the full SVD embedding
-    (E = U_d sqrt(Σ_d)), so one SVD, computed once, serves every width.
-    """
-    tokenizer, table = _toy_table()
-    if not 1 <= dim <= table.shape[1]:
-        raise ValueError(f"dim: expected a width in [1, {table.shape[1]}], got {dim}")
-    return tokenizer, table[:, :dim]
-
-
-def group_of(word: str) -> str:
-    """The word's group in the toy corpus ("animal", "food", …) or "other"."""
-    return next((g for g, words in WORD_GROUPS.items() if word in words), "other")
+from ..plotting import MIB, PALETTE, SMALL_TEXT_PT, fixed_axes, heatmap, place_labels, style_axes
 
 
 def _group_colour(word: str) -> str:
@@ -57,7 +30,8 @@ def _group_colour(word: str) -> str:
 def draw_one_hot_lookup(
     fig: Figure, token_id: int = 2, vocab_size: int = 6, d_model: int = 4
 ) -> None:
-    """One-hot row vector × table = the table's row: the lookup drawn as a product."""
+    """One-hot row vector × table = the table's row: the lookup drawn as a product, every cell
+    square (so the 1 × V and 1 × d vectors are rows) and annotated with its value."""
     g = torch.Generator().manual_seed(1)
     table = torch.randn(vocab_size, d_model, generator=g).round(decimals=1)
     one_hot = torch.zeros(1, vocab_size)
@@ -65,13 +39,14 @@ def draw_one_hot_lookup(
     ax_hot, ax_table, ax_row = fig.subplots(1, 3, width_ratios=[vocab_size, d_model, d_model])
     heatmap(ax_hot, one_hot, xlabel="token id", ylabel="", title="one-hot e (1 × V)",
             xticklabels=[str(i) for i in range(vocab_size)], yticklabels=[""], cmap="Greys",
-            annotate=True)
+            vmin=0, vmax=1.6, annotate=True, aspect="equal", fmt="{:.0f}")
+    ax_hot.tick_params(axis="x", labelrotation=0)
     heatmap(ax_table, table, xlabel="feature", ylabel="token id", title="table E (V × d)",
-            cmap="PuOr", vmin=-2.5, vmax=2.5, annotate=True)
+            cmap="PuOr", vmin=-2.5, vmax=2.5, annotate=True, aspect="equal", fmt="{:.1f}")
     ax_table.add_patch(_row_box(token_id, d_model))
     heatmap(ax_row, table[token_id : token_id + 1], xlabel="feature", ylabel="",
             title=f"eᵀE = row {token_id}", yticklabels=[""], cmap="PuOr", vmin=-2.5, vmax=2.5,
-            annotate=True)
+            annotate=True, aspect="equal", fmt="{:.1f}")
 
 
 def _row_box(row: int, width: int):
@@ -82,6 +57,8 @@ def _row_box(row: int, width: int):
 
 #: Vocabulary sizes (tokens) and widths of the reference lines of :func:`draw_table_memory`.
 MEMORY_VOCABS = tuple(2**k for k in range(12, 19))
+
+
 MEMORY_WIDTHS = (512, 1024, 2048, 4096)
 
 
@@ -106,7 +83,7 @@ def draw_table_memory(fig: Figure, vocab_size: int, d_model: int,
         mib = [embedding_bytes(v, width, "bf16") / MIB for v in vocabs]
         ax.plot(vocabs, mib, marker="o", ms=3, color=PALETTE[i], alpha=0.35)
         ax.text(vocabs[0], mib[0], f"d = {width}", transform=left, ha="right", va="center",
-                fontsize=8, color=PALETTE[i])
+                fontsize=SMALL_TEXT_PT, color=PALETTE[i])
     chosen = embedding_bytes(vocab_size, d_model, "bf16") / MIB
     ax.plot([vocab_size], [chosen], marker="o", ms=11, color=PALETTE[5], zorder=5)
     if marker is not None:
@@ -115,7 +92,7 @@ def draw_table_memory(fig: Figure, vocab_size: int, d_model: int,
                 zorder=6, linestyle="none")
         ax.text(v, embedding_bytes(v, d, "bf16") / MIB, f"{name} (V = {v:,}, d = {d})",
                 transform=offset_copy(ax.transData, fig=fig, x=10, units="points"),
-                va="center", fontsize=8)
+                va="center", fontsize=SMALL_TEXT_PT)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.minorticks_off()  # minor log ticks cost more to draw than the whole data
@@ -136,23 +113,19 @@ def draw_projection(fig: Figure, dim: int) -> None:
     """The toy vocabulary's ``dim``-wide embeddings on their two principal axes, by group."""
     tokenizer, table = toy_embeddings(dim)
     points = project_2d(table)
-    ax = fig.subplots()
+    (ax,) = fixed_axes(fig, 1, left=0.06, right=0.98, bottom=0.16, top=0.9)
     words = [w for group in WORD_GROUPS.values() for w in group]
     xy = points[[tokenizer.vocab.index(w) for w in words]]
     ax.scatter(xy[:, 0], xy[:, 1], color=[_group_colour(w) for w in words], s=25)
-    for words_in_group in WORD_GROUPS.values():
-        for k, word in enumerate(words_in_group):
-            x, y = points[tokenizer.vocab.index(word)].tolist()
-            # fan the labels out around tight clusters: 1/3 inch across, 1/6 inch up or down
-            angle = 2 * math.pi * k / len(words_in_group)
-            offset = ScaledTranslation(math.cos(angle) / 3, math.sin(angle) / 6,
-                                       fig.dpi_scale_trans)
-            ax.text(x, y, word, fontsize=7, ha="center", va="center",
-                    transform=ax.transData + offset)
-    ax.margins(0.15)
+    span = xy.max(0).values - xy.min(0).values
+    low, high = xy.min(0).values - 0.25 * span, xy.max(0).values + 0.25 * span
+    ax.set_xlim(float(low[0]), float(high[0]))
+    ax.set_ylim(float(low[1]), float(high[1]))
+    place_labels(ax, xy[:, 0].tolist(), xy[:, 1].tolist(), words)
     handles = [Line2D([], [], color=PALETTE[i], marker="o", ms=5, linestyle="none", label=group)
                for i, group in enumerate(WORD_GROUPS)]  # lighter than empty scatters
-    fig.legend(handles=handles, loc="outside lower center", ncols=5, fontsize=8)
+    fig.legend(handles=handles, loc="lower center", ncols=5, fontsize=SMALL_TEXT_PT,
+               handletextpad=0.2, columnspacing=1.0)
     style_axes(ax, "principal axis 1", "principal axis 2",
                f"Embeddings of width d = {dim}, projected to 2-D")
     ax.set_xticks([]), ax.set_yticks([])  # the coordinates themselves mean nothing

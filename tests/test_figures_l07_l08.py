@@ -1,5 +1,6 @@
-"""Tests of Lessons 7 and 8's figures (attnlab.figures.linear_forms) and the computations they
-added to attnlab.linear: the cost model of the three forms and their timer."""
+"""Tests of Lessons 7 and 8's figures (l07_linear_attention, l08_three_forms; data in attnlab.demos)
+and the computations they added to attnlab.linear: the cost model of the three forms and their
+timer."""
 
 from __future__ import annotations
 
@@ -8,7 +9,10 @@ import itertools
 import pytest
 import torch
 from attnlab.configs import SOPHIA
-from attnlab.figures import linear_forms as figs
+from attnlab.demos import calculators as calc
+from attnlab.demos import linear_state as lin
+from attnlab.figures import l07_linear_attention as l07
+from attnlab.figures import l08_three_forms as l08
 from attnlab.linear import (
     LINEAR_FORMS,
     linear_attention_chunk,
@@ -27,24 +31,24 @@ T_GRID = [1, 2, 3, 4, 6, 8, 12, 16]
 @pytest.mark.parametrize("t", [8, T_GRID[0], T_GRID[-1]])
 def test_draw_cache_and_state_draws(t):
     fig = new_figure(8, 3.6)
-    figs.draw_cache_and_state(fig, t=t)
+    l07.draw_cache_and_state(fig, t=t)
     cache_title, state_title = (ax.get_title() for ax in fig.axes[:2])
-    assert f"{2 * t * figs.DEMO_DIM} numbers (grows)" in cache_title
-    assert f"{figs.DEMO_DIM**2} numbers (fixed)" in state_title
+    assert f"{2 * t * lin.DEMO_DIM} numbers (grows)" in cache_title
+    assert f"{lin.DEMO_DIM**2} numbers (fixed)" in state_title
 
 
-@pytest.mark.parametrize("bad", [0, figs.DEMO_STEPS + 1, 2.0, True, "3"])
+@pytest.mark.parametrize("bad", [0, lin.DEMO_STEPS + 1, 2.0, True, "3"])
 def test_draw_cache_and_state_rejects_bad_t(bad):
     with pytest.raises(ValueError, match="t:"):
-        figs.draw_cache_and_state(new_figure(), t=bad)
+        l07.draw_cache_and_state(new_figure(), t=bad)
 
 
 def test_demo_state_is_the_sum_of_outer_products():
-    k, v = figs.demo_stream()
+    k, v = lin.demo_stream()
     assert (k > 0).all()  # φ = elu + 1 is positive
     expected = sum(torch.outer(k[0, 0, i], v[0, 0, i]) for i in range(5))
     fig = new_figure(8, 3.6)
-    figs.draw_cache_and_state(fig, t=5)
+    l07.draw_cache_and_state(fig, t=5)
     image = fig.axes[1].get_images()[0].get_array()
     assert torch.allclose(torch.as_tensor(image.data), expected)
 
@@ -61,10 +65,10 @@ DTYPES = ["fp32", "bf16"]
 )
 def test_draw_memory_vs_context_draws_exact_bytes(context, dtype):
     fig = new_figure(6.4, 4.2)
-    figs.draw_memory_vs_context(fig, context=context, dtype=dtype)
+    l07.draw_memory_vs_context(fig, context=context, dtype=dtype)
     labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
-    for name, label in zip(figs.MEMORY_MODELS, labels, strict=True):
-        assert label == f"{name}: {format_bytes(figs.memory_at(name, context, dtype))}"
+    for name, label in zip(calc.MEMORY_MODELS, labels, strict=True):
+        assert label == f"{name}: {format_bytes(calc.memory_at(name, context, dtype))}"
 
 
 @pytest.mark.parametrize(
@@ -76,35 +80,29 @@ def test_draw_memory_vs_context_draws_exact_bytes(context, dtype):
 )
 def test_draw_memory_vs_context_rejects_bad_values(kwargs, name):
     with pytest.raises(ValueError, match=name):
-        figs.draw_memory_vs_context(new_figure(), **kwargs)
+        l07.draw_memory_vs_context(new_figure(), **kwargs)
 
 
 def test_memory_models_and_sophia_numbers():
-    assert figs.ALL_ATTENTION.startswith("all 28 layers")
+    assert calc.ALL_ATTENTION.startswith("all 28 layers")
     state = cache_breakdown(SOPHIA, 4096, dtype="bf16")
     assert state.state_bytes == 21 * 16 * 96 * 96 * 2 == 6_193_152
     assert state.conv_bytes == 21 * 3 * 3 * 1536 * 2 == 580_608
-    assert figs.memory_at(figs.AS_BUILT, 4096, "bf16") == state.total_bytes
-    assert figs.memory_at(figs.ALL_ATTENTION, 4096, "bf16") == 704_643_072
-    assert (figs.memory_at(figs.ALL_ATTENTION, 4096, "bf16")
+    assert calc.memory_at(calc.AS_BUILT, 4096, "bf16") == state.total_bytes
+    assert calc.memory_at(calc.ALL_ATTENTION, 4096, "bf16") == 704_643_072
+    assert (calc.memory_at(calc.ALL_ATTENTION, 4096, "bf16")
             == cache_breakdown(as_all_attention(SOPHIA), 4096).cache_bytes)
     # all linear: 28 × (state 16·96·96 + z 16·96 + conv 3·3·1536), the same at every context
     per_layer = 16 * 96 * 96 + 16 * 96 + 3 * 3 * 1536
     for context in (1, 4096, 2**20):
-        assert figs.memory_at(figs.ALL_LINEAR, context, "bf16") == 28 * per_layer * 2
-    linear = figs.as_all_linear(SOPHIA)
+        assert calc.memory_at(calc.ALL_LINEAR, context, "bf16") == 28 * per_layer * 2
+    linear = calc.as_all_linear(SOPHIA)
     assert linear.layer_pattern == ("linear",) * 28 and linear.mla is None
 
 
 def test_memory_at_rejects_unknown_model():
     with pytest.raises(ValueError, match="name"):
-        figs.memory_at("Sophia", 4096, "bf16")
-
-
-@pytest.mark.parametrize(("tokens", "label"), [(256, "256"), (4096, "4k"), (2**20, "1M"),
-                                               (1000, "1000")])
-def test_context_label(tokens, label):
-    assert figs.context_label(tokens) == label
+        calc.memory_at("Sophia", 4096, "bf16")
 
 
 # ---------------------------------------------------------------- Lesson 8: the three forms
@@ -113,7 +111,7 @@ def test_context_label(tokens, label):
 @pytest.mark.parametrize(("length", "chunk_size"), [(12, 4), (2, 1), (64, 64), (10, 3)])
 def test_draw_three_forms_draws(length, chunk_size):
     fig = new_figure(8, 3.8)
-    figs.draw_three_forms(fig, length=length, chunk_size=chunk_size)
+    l08.draw_three_forms(fig, length=length, chunk_size=chunk_size)
     assert len(fig.axes) == 3
     assert f"C = {chunk_size}" in fig.axes[2].get_title()
 
@@ -124,7 +122,7 @@ def test_draw_three_forms_draws(length, chunk_size):
                                               ({"length": 8, "chunk_size": 0}, "chunk_size")])
 def test_draw_three_forms_rejects_bad_values(kwargs, name):
     with pytest.raises(ValueError, match=name):
-        figs.draw_three_forms(new_figure(), **kwargs)
+        l08.draw_three_forms(new_figure(), **kwargs)
 
 
 LENGTHS = [256, 512, 1024]
@@ -134,7 +132,7 @@ SECONDS = {"parallel": [1e-3, 3e-3, 2e-2], "recurrent": [2e-2, 3e-2, 5e-2],
 
 def test_draw_form_times_draws_with_speedups():
     fig = new_figure(7, 4.2)
-    figs.draw_form_times(fig, LENGTHS, SECONDS)
+    l08.draw_form_times(fig, LENGTHS, SECONDS)
     title = fig.axes[0].get_title()
     assert "T = 1,024" in title and "33× faster than recurrent" in title
     assert "13× faster than parallel" in title
@@ -149,15 +147,15 @@ def test_draw_form_times_draws_with_speedups():
 )
 def test_draw_form_times_rejects_bad_input(lengths, seconds):
     with pytest.raises(ValueError, match="lengths|seconds"):
-        figs.draw_form_times(new_figure(), lengths, seconds)
+        l08.draw_form_times(new_figure(), lengths, seconds)
 
 
 def test_crossing():
     lengths = [100, 200, 400]
     # b is faster (smaller) first, equal to a in log space halfway between 200 and 400
-    assert figs.crossing(lengths, [10, 10, 10], [1, 5, 20]) == pytest.approx(200 * 2**0.5)
-    assert figs.crossing(lengths, [10, 10, 10], [1, 2, 3]) is None
-    assert figs.crossing(lengths, [1, 1, 1], [2, 2, 2]) == 100
+    assert lin.crossing(lengths, [10, 10, 10], [1, 5, 20]) == pytest.approx(200 * 2**0.5)
+    assert lin.crossing(lengths, [10, 10, 10], [1, 2, 3]) is None
+    assert lin.crossing(lengths, [1, 1, 1], [2, 2, 2]) == 100
 
 
 GRID_T, GRID_C = [1024, 4096], [1, 4, 16, 64, 256, 1024]
@@ -169,7 +167,7 @@ FORM_SECONDS = {(t, f): 0.1 for t in GRID_T for f in ("parallel", "recurrent")}
                          [(64, 4096), *itertools.product([GRID_C[0], GRID_C[-1]], GRID_T)])
 def test_draw_chunk_size_draws(chunk_size, length):
     fig = new_figure(8, 3.8)
-    figs.draw_chunk_size(fig, chunk_size, length, CHUNK_SECONDS, FORM_SECONDS, head_dim=64)
+    l08.draw_chunk_size(fig, chunk_size, length, CHUNK_SECONDS, FORM_SECONDS, head_dim=64)
     flops_title, time_title = (ax.get_title() for ax in fig.axes[:2])
     cost = linear_attention_cost("chunk", length, 64, chunk_size)
     assert f"{cost.flops / 1e6:,.0f} MFLOP" in flops_title
@@ -183,20 +181,20 @@ def test_draw_chunk_size_draws(chunk_size, length):
 )
 def test_draw_chunk_size_rejects_unmeasured_values(chunk_size, length, name):
     with pytest.raises(ValueError, match=name):
-        figs.draw_chunk_size(new_figure(), chunk_size, length, CHUNK_SECONDS, FORM_SECONDS)
+        l08.draw_chunk_size(new_figure(), chunk_size, length, CHUNK_SECONDS, FORM_SECONDS)
 
 
 def test_draw_chunk_size_rejects_chunk_longer_than_sequence():
     measured = {(512, 1024): 1e-3, (512, 64): 1e-3}
     forms = {(512, "parallel"): 1e-3, (512, "recurrent"): 1e-3}
     with pytest.raises(ValueError, match="chunk_size"):
-        figs.draw_chunk_size(new_figure(), 1024, 512, measured, forms)
+        l08.draw_chunk_size(new_figure(), 1024, 512, measured, forms)
     with pytest.raises(ValueError, match="form_seconds"):
-        figs.draw_chunk_size(new_figure(), 64, 512, measured, {(512, "parallel"): 1e-3})
+        l08.draw_chunk_size(new_figure(), 64, 512, measured, {(512, "parallel"): 1e-3})
 
 
 def test_chunk_size_panel_draws_every_measured_combination():
-    draw = figs.chunk_size_panel(CHUNK_SECONDS, FORM_SECONDS, head_dim=64)
+    draw = l08.chunk_size_panel(CHUNK_SECONDS, FORM_SECONDS, head_dim=64)
     assert draw.__name__ == "draw_chunk_panel"  # the name make bench reports
     for chunk_size, length in itertools.product(GRID_C, GRID_T):
         fig = new_figure(8, 3.8)
@@ -204,7 +202,7 @@ def test_chunk_size_panel_draws_every_measured_combination():
         flops_title, time_title = (ax.get_title() for ax in fig.axes[:2])
         cost = linear_attention_cost("chunk", length, 64, chunk_size)
         assert f"{cost.flops / 1e6:,.0f} MFLOP" in flops_title
-        assert f"{CHUNK_SECONDS[(length, chunk_size)] * 1e3:.3g} ms measured" in time_title
+        assert f"{CHUNK_SECONDS[(length, chunk_size)] * 1e3:.3g} ms" in time_title
         keys = [t.get_text() for t in fig.axes[0].texts]
         assert any("chunkwise" in k for k in keys) and any("recurrent" in k for k in keys)
         assert all(3 <= len(ax.get_yticks()) <= 5 for ax in fig.axes)
@@ -214,7 +212,7 @@ def test_chunk_size_panel_draws_every_measured_combination():
 @pytest.mark.parametrize(("chunk_size", "length", "name"),
                          [(32, 4096, "chunk_size"), (64, 2048, "length")])
 def test_chunk_size_panel_rejects_unmeasured_slider_values(chunk_size, length, name):
-    draw = figs.chunk_size_panel(CHUNK_SECONDS, FORM_SECONDS)
+    draw = l08.chunk_size_panel(CHUNK_SECONDS, FORM_SECONDS)
     with pytest.raises(ValueError, match=name):
         draw(new_figure(), chunk_size=chunk_size, length=length)
 
@@ -232,7 +230,7 @@ def test_chunk_size_panel_rejects_unmeasured_slider_values(chunk_size, length, n
 def test_chunk_size_panel_rejects_bad_measurements(change, name):
     kwargs = {"chunk_seconds": CHUNK_SECONDS, "form_seconds": FORM_SECONDS, "head_dim": 64}
     with pytest.raises(ValueError, match=name):
-        figs.chunk_size_panel(**{**kwargs, **change})
+        l08.chunk_size_panel(**{**kwargs, **change})
 
 
 

@@ -1,6 +1,6 @@
-"""Tests of Lesson 19's figures (attnlab.figures.nano) and the functions the lesson added:
-attnlab.embedding.{matches_template, complete_sentences, template_fraction, toy_corpus_entropy}
-and attnlab.model.stepwise_logits, attnlab.train.train_language_model."""
+"""Tests of Lesson 19's figures (attnlab.figures.l19_sophia_nano) and the functions the lesson
+added: attnlab.embedding.{matches_template, complete_sentences, template_fraction,
+toy_corpus_entropy} and attnlab.model.stepwise_logits and attnlab.train.train_language_model."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 import torch
 from attnlab import embedding as emb
 from attnlab.configs import SOPHIA_NANO
-from attnlab.figures import nano as figs
+from attnlab.figures import l19_sophia_nano as l19
 from attnlab.memory import cache_breakdown
 from attnlab.model import HybridLM, stepwise_logits
 from attnlab.plotting import new_figure
@@ -37,21 +37,21 @@ def history(n: int = 120):
 
 def test_draw_training_loss_draws_with_and_without_floor():
     fig = new_figure()
-    figs.draw_training_loss(fig, [3.9, 2.0, 1.1], floor=0.917)
+    l19.draw_training_loss(fig, [3.9, 2.0, 1.1], floor=0.917)
     assert "3.90 → 1.10" in fig.axes[0].get_title()
     assert len(fig.axes[0].lines) == 2
-    figs.draw_training_loss(new_figure(), [1.0])
+    l19.draw_training_loss(new_figure(), [1.0])
 
 
 def test_draw_training_loss_rejects_empty():
     with pytest.raises(ValueError, match="losses"):
-        figs.draw_training_loss(new_figure(), [])
+        l19.draw_training_loss(new_figure(), [])
 
 
 def test_draw_cache_growth_one_line_per_layer():
     tokens, rows = history()
     fig = new_figure()
-    figs.draw_cache_growth(fig, tokens, rows, KINDS)
+    l19.draw_cache_growth(fig, tokens, rows, KINDS)
     lines = fig.axes[0].lines
     assert len(lines) == len(KINDS)
     kda = [line for line, kind in zip(lines, KINDS, strict=True) if kind == "kda"]
@@ -63,20 +63,20 @@ def test_draw_cache_growth_one_line_per_layer():
 def test_draw_cache_growth_rejects_bad_history():
     tokens, rows = history(5)
     with pytest.raises(ValueError, match="layer_bytes"):
-        figs.draw_cache_growth(new_figure(), tokens, rows[:-1], KINDS)
+        l19.draw_cache_growth(new_figure(), tokens, rows[:-1], KINDS)
     with pytest.raises(ValueError, match="layer_bytes"):
-        figs.draw_cache_growth(new_figure(), tokens, [r[:-1] for r in rows], KINDS)
+        l19.draw_cache_growth(new_figure(), tokens, [r[:-1] for r in rows], KINDS)
     with pytest.raises(ValueError, match="kinds"):
-        figs.draw_cache_growth(new_figure(), tokens, rows, ())
+        l19.draw_cache_growth(new_figure(), tokens, rows, ())
     with pytest.raises(ValueError, match="kinds"):
-        figs.draw_cache_growth(new_figure(), tokens, rows, ("kda",) * 7 + ("bogus",))
+        l19.draw_cache_growth(new_figure(), tokens, rows, ("kda",) * 7 + ("bogus",))
 
 
 @pytest.mark.parametrize("tokens", [1, 57, 117, 120])
 def test_draw_cache_at_step_defaults_and_extremes(tokens):
     held, rows = history()
     fig = new_figure()
-    figs.draw_cache_at_step(fig, tokens, held, rows, KINDS)
+    l19.draw_cache_at_step(fig, tokens, held, rows, KINDS)
     ax = fig.axes[0]
     heights = [p.get_height() for p in ax.patches]
     assert len(heights) == len(KINDS)
@@ -89,7 +89,7 @@ def test_draw_cache_at_step_defaults_and_extremes(tokens):
 def test_draw_cache_at_step_rejects_unrecorded_tokens():
     held, rows = history(10)
     with pytest.raises(ValueError, match="tokens"):
-        figs.draw_cache_at_step(new_figure(), 11, held, rows, KINDS)
+        l19.draw_cache_at_step(new_figure(), 11, held, rows, KINDS)
 
 
 # ---------------------------------------------------------------- embedding additions

@@ -1,7 +1,8 @@
-"""Tests of Lessons 13–14's figures (attnlab.figures.kda) and the computations they added:
-the UT transform and the literal product of the delta rule's transition matrices, the delta
-rule's cost model and timer (attnlab.delta); KDA's parallel form with explicit decays (and the
-report's inclusive reading), its state trajectory and per-channel retention (attnlab.kda)."""
+"""Tests of Lessons 13–14's figures (attnlab.figures.l13_chunkwise_delta_rule, l14_kda; data in
+attnlab.demos.chunk_kda) and the computations they added: the UT transform and the literal
+product of the delta rule's transition matrices, the delta rule's cost model and timer
+(attnlab.delta); KDA's parallel form with explicit decays (and the report's inclusive reading),
+its state trajectory and per-channel retention (attnlab.kda)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,9 @@ from attnlab.delta import (
     transition_product,
     ut_transform,
 )
-from attnlab.figures import kda as figs
+from attnlab.demos import chunk_kda as ck
+from attnlab.figures import l13_chunkwise_delta_rule as l13
+from attnlab.figures import l14_kda as l14
 from attnlab.kda import (
     association_retention,
     kda_chunk,
@@ -200,46 +203,46 @@ def test_retention_refuses_bad_inputs():
 
 # ---------------------------------------------------------------- figure helpers
 def test_channel_log_gates_spread_and_mean_half_life():
-    same = figs.channel_log_gates(16, 16.0, 0.0)
+    same = ck.channel_log_gates(16, 16.0, 0.0)
     assert torch.allclose(same, torch.full((16,), -math.log(2) / 16, dtype=torch.float64))
-    spread = figs.channel_log_gates(16, 16.0, 2.0)
+    spread = ck.channel_log_gates(16, 16.0, 2.0)
     half_lives = -math.log(2) / spread
     assert half_lives[0] == pytest.approx(4.0) and half_lives[-1] == pytest.approx(64.0)
     assert (spread <= 0).all() and (spread.diff() > 0).all()  # channel 0 forgets fastest
     with pytest.raises(ValueError, match="spread"):
-        figs.channel_log_gates(16, 16.0, -1.0)
+        ck.channel_log_gates(16, 16.0, -1.0)
 
 
 def test_retention_demo_shared_gate_equals_per_channel_at_zero_spread():
-    demo = figs.retention_demo(0.0, 0.1)
+    demo = ck.retention_demo(0.0, 0.1)
     assert torch.allclose(demo["recall"], demo["recall_shared"], atol=1e-12)
-    assert demo["retention"].shape == (figs.RETENTION_STEPS + 1, figs.RETENTION_CHANNELS)
-    assert torch.allclose(demo["retention"][0], torch.ones(figs.RETENTION_CHANNELS,
+    assert demo["retention"].shape == (ck.RETENTION_STEPS + 1, ck.RETENTION_CHANNELS)
+    assert torch.allclose(demo["retention"][0], torch.ones(ck.RETENTION_CHANNELS,
                                                             dtype=torch.float64))
-    wide = figs.retention_demo(4.0, 0.0)
+    wide = ck.retention_demo(4.0, 0.0)
     assert wide["recall"][32] > wide["recall_shared"][32]  # Jensen: mean of exps ≥ exp of mean
     with pytest.raises(ValueError, match="write_strength"):
-        figs.retention_demo(1.0, 1.5)
+        ck.retention_demo(1.0, 1.5)
 
 
 # ---------------------------------------------------------------- figures
 @pytest.mark.parametrize("n_factors", [1, 4, 16])
 def test_draw_wy_identity(n_factors):
     fig = new_figure(9, 3.4)
-    figs.draw_wy_identity(fig, n_factors=n_factors)
-    assert "difference" in fig.axes[1].get_title()
+    l13.draw_wy_identity(fig, n_factors=n_factors)
+    assert "max |diff|" in fig.axes[1].get_title()
 
 
 @pytest.mark.parametrize("bad", [0, 17, 2.0, True])
 def test_draw_wy_identity_rejects_bad_sizes(bad):
     with pytest.raises(ValueError, match="n_factors"):
-        figs.draw_wy_identity(new_figure(), n_factors=bad)
+        l13.draw_wy_identity(new_figure(), n_factors=bad)
 
 
-@pytest.mark.parametrize("chunk_size", [figs.CHUNK_SIZES[0], 16, figs.CHUNK_SIZES[-1]])
+@pytest.mark.parametrize("chunk_size", [l13.CHUNK_SIZES[0], 16, l13.CHUNK_SIZES[-1]])
 def test_draw_chunk_split(chunk_size):
     fig = new_figure(9, 3.8)
-    figs.draw_chunk_split(fig, chunk_size=chunk_size)
+    l13.draw_chunk_split(fig, chunk_size=chunk_size)
     steps = delta_rule_cost("chunk", 4096, 64, chunk_size).sequential_steps
     titles = " ".join(ax.get_title() for ax in fig.axes)
     assert f"{steps:,} sequential steps" in titles
@@ -248,17 +251,17 @@ def test_draw_chunk_split(chunk_size):
 @pytest.mark.parametrize("chunk_size", [1, 16, 128])
 def test_draw_chunk_split_draws_the_cost_model_and_the_blocks(chunk_size):
     fig = new_figure(9, 3.8)
-    figs.draw_chunk_split(fig, chunk_size=chunk_size)
+    l13.draw_chunk_split(fig, chunk_size=chunk_size)
     ax_mat, ax_flops = fig.axes  # the colour scale sits in the matrix's empty upper triangle
-    bars = ax_flops.collections[0].get_paths()
-    n = len(figs.CHUNK_SIZES)
+    bars = [path for layer in ax_flops.collections[:2] for path in layer.get_paths()]
+    n = len(l13.CHUNK_SIZES)
     assert len(bars) == 2 * n  # state work (bottom) then work inside chunks (top), per size
-    for i, size in enumerate(figs.CHUNK_SIZES):
+    for i, size in enumerate(l13.CHUNK_SIZES):
         cost = delta_rule_cost("chunk", 4096, 64, size)
         assert bars[i].vertices[:, 1].max() == pytest.approx(cost.inter_flops / 4096 / 1e3)
         assert bars[n + i].vertices[:, 1].max() == pytest.approx(cost.flops / 4096 / 1e3)
     picture = ax_mat.get_images()[0].get_array()
-    t = figs.CHUNK_PICTURE_LENGTH
+    t = ck.CHUNK_PICTURE_LENGTH
     assert picture.shape == (t, t, 4)
     grey = picture[t - 1, 0, :3]  # the first and the last token: in one chunk only if C >= T
     assert (tuple(grey) == (0xDD, 0xDD, 0xDD)) == (chunk_size < t)
@@ -270,7 +273,7 @@ def test_draw_chunk_split_draws_the_cost_model_and_the_blocks(chunk_size):
 @pytest.mark.parametrize("bad", [0, -4, 3.5, "64"])
 def test_draw_chunk_split_rejects_bad_chunk_size(bad):
     with pytest.raises(ValueError, match="chunk_size"):
-        figs.draw_chunk_split(new_figure(), chunk_size=bad)
+        l13.draw_chunk_split(new_figure(), chunk_size=bad)
 
 
 def measured():
@@ -280,7 +283,7 @@ def measured():
 
 def test_draw_measured_times():
     fig = new_figure(9, 3.8)
-    figs.draw_measured_times(fig, **measured())
+    l13.draw_measured_times(fig, **measured())
     assert "C = 64" in fig.axes[1].get_title()
     texts = [t.get_text() for t in fig.axes[0].texts]
     assert "12.5×" in texts and "10.0×" in texts
@@ -295,32 +298,32 @@ def test_draw_measured_times():
 ])
 def test_draw_measured_times_rejects_bad_inputs(change, name):
     with pytest.raises(ValueError, match=name):
-        figs.draw_measured_times(new_figure(), **{**measured(), **change})
+        l13.draw_measured_times(new_figure(), **{**measured(), **change})
 
 
 def test_draw_decay_then_correct():
     fig = new_figure(9, 3.3)
-    figs.draw_decay_then_correct(fig)
+    l14.draw_decay_then_correct(fig)
     assert len(fig.axes) == 4  # three heat maps and one colour bar
     with pytest.raises(ValueError, match="head_dim"):
-        figs.draw_decay_then_correct(new_figure(), head_dim=1)
+        l14.draw_decay_then_correct(new_figure(), head_dim=1)
 
 
 @pytest.mark.parametrize(("spread", "write_strength"), [
-    (2.0, 0.1), (figs.SPREADS[0], figs.WRITE_STRENGTHS[0]),
-    (figs.SPREADS[-1], figs.WRITE_STRENGTHS[-1]), (figs.SPREADS[0], figs.WRITE_STRENGTHS[-1]),
+    (2.0, 0.1), (l14.SPREADS[0], l14.WRITE_STRENGTHS[0]),
+    (l14.SPREADS[-1], l14.WRITE_STRENGTHS[-1]), (l14.SPREADS[0], l14.WRITE_STRENGTHS[-1]),
 ])
 def test_draw_channel_retention(spread, write_strength):
     fig = new_figure(10, 4)
-    figs.draw_channel_retention(fig, spread=spread, write_strength=write_strength)
+    l14.draw_channel_retention(fig, spread=spread, write_strength=write_strength)
     assert any("shared" in ax.get_title() for ax in fig.axes)
 
 
 def test_draw_channel_retention_scale_and_keys():
     fig = new_figure(10, 4)
-    figs.draw_channel_retention(fig, spread=2.0, write_strength=0.1)
+    l14.draw_channel_retention(fig, spread=2.0, write_strength=0.1)
     ax_map, ax_recall = fig.axes  # the colour scale is drawn by the heat map's axes
-    demo = figs.retention_demo(2.0, 0.1)
+    demo = ck.retention_demo(2.0, 0.1)
     assert ax_map.get_images()[0].get_array().shape == (*demo["retention"].T.shape, 4)
     texts = [t.get_text() for t in ax_map.texts]
     assert "share of k₀v₀ᵀ left in the channel" in texts and {"0", "0.5", "1"} <= set(texts)
@@ -337,4 +340,4 @@ def test_draw_channel_retention_scale_and_keys():
 ])
 def test_draw_channel_retention_rejects_bad_values(kwargs, name):
     with pytest.raises(ValueError, match=name):
-        figs.draw_channel_retention(new_figure(), **kwargs)
+        l14.draw_channel_retention(new_figure(), **kwargs)

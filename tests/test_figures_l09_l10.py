@@ -1,6 +1,6 @@
-"""Tests of Lessons 9–10's figures (attnlab.figures.state_memory) and the computations they added
-to attnlab.tasks: per-pair recall errors of (decayed) additive writes, their mean over draws,
-and the predicted crosstalk."""
+"""Tests of Lessons 9–10's figures (l09_fixed_state_memory, l10_gates; data in
+attnlab.demos.state_memory) and the computations they added to attnlab.tasks: per-pair recall
+errors of (decayed) additive writes, their mean over draws, and the predicted crosstalk."""
 
 from __future__ import annotations
 
@@ -8,7 +8,9 @@ import math
 
 import pytest
 import torch
-from attnlab.figures import state_memory as figs
+from attnlab.demos import state_memory as mem
+from attnlab.figures import l09_fixed_state_memory as l09
+from attnlab.figures import l10_gates as l10
 from attnlab.gated import effective_horizon, retnet_decay
 from attnlab.plotting import new_figure
 from attnlab.tasks import (
@@ -36,7 +38,7 @@ def draws(n: int, dim: int, trials: int, seed: int = 0, orthogonal: bool = False
 @pytest.mark.parametrize(("n_pairs", "dim"), [(8, 16), (1, 2), (64, 64)])
 def test_draw_readout(n_pairs, dim):
     fig = new_figure(9, 3.4)
-    figs.draw_readout(fig, n_pairs=n_pairs, dim=dim)
+    l09.draw_readout(fig, n_pairs=n_pairs, dim=dim)
     orth, rand = fig.axes
     assert "relative error 0.00" in orth.get_title()
     assert "random unit keys" in rand.get_title()
@@ -46,7 +48,7 @@ def test_draw_readout_title_is_the_recall_error_of_pair_one():
     keys, values = associative_pairs(8, 16, orthogonal=False, generator=gen(0))
     expected = recall_errors_by_pair(keys[None], values[None])[0, 0, 0].item()
     fig = new_figure()
-    figs.draw_readout(fig, n_pairs=8, dim=16, seed=0)
+    l09.draw_readout(fig, n_pairs=8, dim=16, seed=0)
     assert f"relative error {expected:.2f}" in fig.axes[1].get_title()
 
 
@@ -57,14 +59,14 @@ def test_draw_readout_title_is_the_recall_error_of_pair_one():
                                               ({"seed": -1}, "seed")])
 def test_draw_readout_rejects(kwargs, name):
     with pytest.raises(ValueError, match=name):
-        figs.draw_readout(new_figure(), **kwargs)
+        l09.draw_readout(new_figure(), **kwargs)
 
 
 def test_draw_gram():
     fig = new_figure(10, 3.9)
-    figs.draw_gram(fig, n_pairs=32, dims=(32, 96))
+    l09.draw_gram(fig, n_pairs=32, dims=(32, 96))
     titles = [ax.get_title() for ax in fig.axes[:3]]
-    assert "orthonormal keys, d = 32" in titles[0] and "rms 0.00" in titles[0]
+    assert "orthonormal,\nd = 32" in titles[0] and "rms 0.00" in titles[0]
     assert "d = 96" in titles[2]
     assert len(fig.axes) == 4  # three heat maps and the colour bar
 
@@ -74,15 +76,15 @@ def test_draw_gram():
                                               ({"n_pairs": 1}, "n_pairs")])
 def test_draw_gram_rejects(kwargs, name):
     with pytest.raises(ValueError, match=name):
-        figs.draw_gram(new_figure(), **kwargs)
+        l09.draw_gram(new_figure(), **kwargs)
 
 
 @pytest.mark.parametrize(("n_pairs", "dim"), [(48, 96), (4, 16), (4, 96), (256, 16), (256, 96)])
 def test_draw_capacity_default_and_extremes(n_pairs, dim):
     fig = new_figure(8, 3.8)
-    figs.draw_capacity(fig, n_pairs=n_pairs, dim=dim)
+    l09.draw_capacity(fig, n_pairs=n_pairs, dim=dim)
     (ax,) = fig.axes
-    error = dict(figs.capacity_curve(dim, False))[n_pairs]
+    error = dict(mem.capacity_curve(dim, False))[n_pairs]
     assert f"N = {n_pairs} pairs in d = {dim}: error {error:.2f}" in ax.get_title()
     assert ax.get_xscale() == "log"
 
@@ -91,15 +93,15 @@ def test_draw_capacity_default_and_extremes(n_pairs, dim):
                                               ({"dim": 128}, "dim")])
 def test_draw_capacity_rejects(kwargs, name):
     with pytest.raises(ValueError, match=name):
-        figs.draw_capacity(new_figure(), **kwargs)
+        l09.draw_capacity(new_figure(), **kwargs)
 
 
 def test_capacity_curves_follow_the_prediction():
     for dim in (16, 96):
-        for n, error in figs.capacity_curve(dim, False):
+        for n, error in mem.capacity_curve(dim, False):
             assert error == pytest.approx(expected_crosstalk(n, dim), rel=0.15, abs=0.03)
-        orth = figs.capacity_curve(dim, True)
-        assert [n for n, _ in orth] == [n for n in figs.CAPACITY_PAIRS if n <= dim]
+        orth = mem.capacity_curve(dim, True)
+        assert [n for n, _ in orth] == [n for n in mem.CAPACITY_PAIRS if n <= dim]
         assert max(e for _, e in orth) < 1e-12
 
 
@@ -108,16 +110,16 @@ def test_capacity_curves_follow_the_prediction():
 
 @pytest.mark.parametrize(("alpha", "length"), [
     (1 - 2.0**-4, 384),  # the panel's default
-    (figs.FORGET_ALPHAS[0], figs.FORGET_LENGTHS[0]),
-    (figs.FORGET_ALPHAS[0], figs.FORGET_LENGTHS[-1]),
-    (1.0, figs.FORGET_LENGTHS[0]),
-    (1.0, figs.FORGET_LENGTHS[-1]),
+    (mem.FORGET_ALPHAS[0], mem.FORGET_LENGTHS[0]),
+    (mem.FORGET_ALPHAS[0], mem.FORGET_LENGTHS[-1]),
+    (1.0, mem.FORGET_LENGTHS[0]),
+    (1.0, mem.FORGET_LENGTHS[-1]),
 ])
 def test_draw_forgetting_default_and_extremes(alpha, length):
     fig = new_figure(8, 3.8)
-    figs.draw_forgetting(fig, alpha=alpha, length=length)
+    l10.draw_forgetting(fig, alpha=alpha, length=length)
     (ax,) = fig.axes
-    assert f"{figs.recalled_pairs(alpha, length)} read back" in ax.get_title()
+    assert f"{mem.recalled_pairs(alpha, length)} read back" in ax.get_title()
     assert len(ax.get_lines()) == (2 if alpha == 1.0 else 5)  # curves + threshold (+ horizon)
 
 
@@ -125,26 +127,26 @@ def test_draw_forgetting_default_and_extremes(alpha, length):
                                               ({"length": 100}, "length")])
 def test_draw_forgetting_rejects(kwargs, name):
     with pytest.raises(ValueError, match=name):
-        figs.draw_forgetting(new_figure(), **kwargs)
+        l10.draw_forgetting(new_figure(), **kwargs)
 
 
 def test_forgetting_frees_room_for_recent_pairs():
     length = 384
-    without = figs.recalled_pairs(1.0, length)
-    best = max(figs.recalled_pairs(a, length) for a in figs.FORGET_ALPHAS)
+    without = mem.recalled_pairs(1.0, length)
+    best = max(mem.recalled_pairs(a, length) for a in mem.FORGET_ALPHAS)
     assert without == 0 < best
     # with a decay, how many recent pairs are recalled hardly depends on the stream length
     a = 1 - 2.0**-4
-    counts = [figs.recalled_pairs(a, n) for n in figs.FORGET_LENGTHS]
+    counts = [mem.recalled_pairs(a, n) for n in mem.FORGET_LENGTHS]
     assert max(counts) - min(counts) <= 2
-    errors = figs.forgetting_errors(length)
-    assert errors.shape == (len(figs.FORGET_ALPHAS), length)
-    i = figs.FORGET_ALPHAS.index(a)
+    errors = mem.forgetting_errors(length)
+    assert errors.shape == (len(mem.FORGET_ALPHAS), length)
+    i = mem.FORGET_ALPHAS.index(a)
     assert errors[i, -1] < 0.5 < errors[i, 0]  # newest readable, oldest faded
 
 
 def test_pair_weights_are_powers_of_alpha():
-    w = figs.pair_weights(0.5, 4)
+    w = mem.pair_weights(0.5, 4)
     torch.testing.assert_close(w, torch.tensor([0.125, 0.25, 0.5, 1.0], dtype=torch.float64))
 
 
@@ -152,14 +154,14 @@ def test_pair_weights_are_powers_of_alpha():
                                               (0.9375, "0.9375 (horizon 16)"),
                                               (0.75, "0.75 (horizon 4)")])
 def test_alpha_label(alpha, label):
-    assert figs.alpha_label(alpha) == label
+    assert l10.alpha_label(alpha) == label
 
 
 def test_draw_gate_kinds():
     fig = new_figure(10, 3.4)
-    figs.draw_gate_kinds(fig)
+    l10.draw_gate_kinds(fig)
     assert [ax.get_title() for ax in fig.axes[:3]] == [
-        "RetNet: fixed, per head", "Mamba-2: per step (scalar)", "GLA: per step and channel"]
+        "RetNet:\nfixed, per head", "Mamba-2:\nper step", "GLA: per step\nand channel"]
     retnet = fig.axes[0].get_images()[0].get_array()
     assert retnet.min() == retnet.max() == pytest.approx(128)  # head 2: 1 / 2^-7
 
@@ -168,7 +170,7 @@ def test_draw_gate_kinds():
                                               ({"channels": 1}, "channels")])
 def test_draw_gate_kinds_rejects(kwargs, name):
     with pytest.raises(ValueError, match=name):
-        figs.draw_gate_kinds(new_figure(), **kwargs)
+        l10.draw_gate_kinds(new_figure(), **kwargs)
 
 
 def test_retnet_horizons_for_sixteen_heads():

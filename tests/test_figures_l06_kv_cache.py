@@ -1,4 +1,4 @@
-"""Tests of Lesson 6's figures (attnlab.figures.kv_cache) and the computations it added to
+"""Tests of Lesson 6's figures (attnlab.figures.l06_kv_cache) and the computations it added to
 attnlab.kv_cache: decode work counts, the context that fits a budget, and the step timer."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import itertools
 
 import pytest
 from attnlab.configs import LLAMA3_8B, SOPHIA
-from attnlab.figures import kv_cache as figs
+from attnlab.figures import l06_kv_cache as l06
 from attnlab.kv_cache import (
     decode_step_work,
     decode_total_work,
@@ -22,7 +22,7 @@ from attnlab.memory import (
 )
 from attnlab.plotting import new_figure
 
-PRESETS = list(figs.CALCULATOR_MODELS)
+PRESETS = list(l06.CALCULATOR_MODELS)
 CONTEXTS = [1024, 4096, 16384, 65536, 131072]
 DTYPES = ["fp32", "bf16", "fp8"]
 
@@ -33,7 +33,7 @@ DTYPES = ["fp32", "bf16", "fp8"]
 @pytest.mark.parametrize("n_steps", [1, 8, 32])
 def test_draw_recompute_draws(n_steps):
     fig = new_figure(8, 3.6)
-    figs.draw_recompute(fig, n_steps=n_steps)
+    l06.draw_recompute(fig, n_steps=n_steps)
     assert len(fig.axes) == 2
     rows_uncached = decode_total_work(n_steps, cached=False)[0]
     assert f"{rows_uncached} K/V rows computed" in fig.axes[0].get_title()
@@ -42,12 +42,12 @@ def test_draw_recompute_draws(n_steps):
 @pytest.mark.parametrize("bad", [0, 65, 2.0, True, "8"])
 def test_draw_recompute_rejects_bad_steps(bad):
     with pytest.raises(ValueError, match="n_steps"):
-        figs.draw_recompute(new_figure(), n_steps=bad)
+        l06.draw_recompute(new_figure(), n_steps=bad)
 
 
 def test_draw_step_times_draws_and_reports_ratio():
     fig = new_figure(7, 4)
-    figs.draw_step_times(fig, [64, 128, 256], [1e-4, 1.1e-4, 1.2e-4], [2e-4, 8e-4, 3.6e-3])
+    l06.draw_step_times(fig, [64, 128, 256], [1e-4, 1.1e-4, 1.2e-4], [2e-4, 8e-4, 3.6e-3])
     title = fig.axes[0].get_title()
     assert "T = 256" in title and "30×" in title
 
@@ -60,7 +60,7 @@ def test_draw_step_times_draws_and_reports_ratio():
 )
 def test_draw_step_times_rejects_bad_input(contexts, cached, uncached, name):
     with pytest.raises(ValueError, match=name):
-        figs.draw_step_times(new_figure(), contexts, cached, uncached)
+        l06.draw_step_times(new_figure(), contexts, cached, uncached)
 
 
 @pytest.mark.parametrize(
@@ -71,14 +71,14 @@ def test_draw_step_times_rejects_bad_input(contexts, cached, uncached, name):
 )
 def test_draw_cache_calculator_draws_with_exact_bytes_in_title(preset, context, dtype):
     fig = new_figure()
-    figs.draw_cache_calculator(fig, preset=preset, context=context, dtype=dtype)
-    expected = cache_breakdown(figs.CALCULATOR_MODELS[preset], context, dtype=dtype).cache_bytes
+    l06.draw_cache_calculator(fig, preset=preset, context=context, dtype=dtype)
+    expected = cache_breakdown(l06.CALCULATOR_MODELS[preset], context, dtype=dtype).cache_bytes
     assert format_bytes(expected) in fig.axes[0].get_title()
 
 
 def test_calculator_default_is_the_lessons_figure():
     fig = new_figure()
-    figs.draw_cache_calculator(fig, "Sophia as all-attention", 4096, "bf16")
+    l06.draw_cache_calculator(fig, "Sophia as all-attention", 4096, "bf16")
     assert "704.6 MB (672.0 MiB)" in fig.axes[0].get_title()
 
 
@@ -91,19 +91,13 @@ def test_calculator_default_is_the_lessons_figure():
 )
 def test_draw_cache_calculator_rejects_bad_values(kwargs, name):
     with pytest.raises(ValueError, match=name):
-        figs.draw_cache_calculator(new_figure(), **kwargs)
+        l06.draw_cache_calculator(new_figure(), **kwargs)
 
 
 def test_calculator_models_are_the_two_baselines():
-    sophia_all, llama = figs.CALCULATOR_MODELS.values()
+    sophia_all, llama = l06.CALCULATOR_MODELS.values()
     assert sophia_all.layer_pattern == ("attn",) * 28 and sophia_all.n_kv_heads == 16
     assert llama is LLAMA3_8B and llama.n_kv_heads == 8
-
-
-@pytest.mark.parametrize(("tokens", "label"), [(1024, "1k"), (131072, "128k"), (0, "0"),
-                                               (1000, "1000")])
-def test_context_label(tokens, label):
-    assert figs.context_label(tokens) == label
 
 
 # ---------------------------------------------------------------- the lesson's numbers

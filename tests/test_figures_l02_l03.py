@@ -1,5 +1,6 @@
-"""Lessons 2–3: the dot-product count, the hand-made projections, the toy example and every
-figure of attnlab.figures.attention_basics (defaults, slider extremes, rejected values)."""
+"""Lessons 2–3: the dot-product count, the hand-made projections, the toy example and every figure
+of attnlab.figures.l02_self_attention and l03_scaling_and_softmax (data in
+attnlab.demos.toy_attention) (defaults, slider extremes, rejected values)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,9 @@ from attnlab.attention import (
     softmax_attention_online,
     stable_softmax,
 )
-from attnlab.figures import attention_basics as figs
+from attnlab.demos import toy_attention as toy
+from attnlab.figures import l02_self_attention as l02
+from attnlab.figures import l03_scaling_and_softmax as l03
 from attnlab.plotting import new_figure
 from hypothesis import given
 from hypothesis import strategies as st
@@ -89,7 +92,7 @@ def test_relation_projections_reject_bad_arguments(call, name):
 
 
 def test_toy_example_attends_to_the_related_word():
-    tokens, full = figs.sentence_weights(figs.SENTENCE, False)
+    tokens, full = toy.sentence_weights(toy.SENTENCE, False)
     assert tokens == ("the", "red", "cat", "eats", "cheese", "in", "the", "kitchen", ".")
     top = {tokens[i]: tokens[int(full[i].argmax())] for i in range(len(tokens))}
     assert top["red"] == "cat" and top["cat"] == "red" and top["cheese"] == "cat"
@@ -102,17 +105,17 @@ def test_toy_example_attends_to_the_related_word():
 
 
 def test_toy_example_causal_mask_hides_the_future():
-    tokens, causal = figs.sentence_weights(figs.SENTENCE, True)
+    tokens, causal = toy.sentence_weights(toy.SENTENCE, True)
     assert torch.all(causal.triu(1) == 0)
     assert tokens[int(causal[3].argmax())] == "cat"           # "eats" cannot see "cheese" yet
     assert float(causal[0, 0]) == 1.0                          # the first token sees only itself
 
 
 def test_random_scores_have_variance_d_and_scaling_restores_one():
-    raw = figs.random_scores(96, n_queries=512, n_keys=64)
+    raw = toy.random_scores(96, n_queries=512, n_keys=64)
     assert raw.shape == (512, 64)
     assert 0.9 * 96 < float(raw.var()) < 1.1 * 96
-    scaled = figs.random_scores(96, n_queries=512, n_keys=64, scale=96**-0.5)
+    scaled = toy.random_scores(96, n_queries=512, n_keys=64, scale=96**-0.5)
     assert 0.9 < float(scaled.var()) < 1.1
     assert float(stable_softmax(raw).amax(-1).mean()) > 0.7
     assert float(stable_softmax(scaled).amax(-1).mean()) < 0.2
@@ -143,7 +146,7 @@ def test_exp_overflow_threshold_values_and_bad_dtype():
 
 
 def test_toy_outputs_are_closest_to_the_attended_word():
-    ex = figs.toy_attention()
+    ex = toy.toy_attention()
     _, q, k, v = ex.qkv()
     o, _ = softmax_attention(q, k, v, causal=False)
     assert ex.nearest_words(o[0, 0, 4], k=1)[0][0] == "cat"      # cheese: who eats me?
@@ -153,7 +156,7 @@ def test_toy_outputs_are_closest_to_the_attended_word():
 
 
 def test_online_softmax_on_the_toy_sentence_equals_full():
-    _, q, k, v = figs.toy_attention().qkv()
+    _, q, k, v = toy.toy_attention().qkv()
     for causal in (False, True):
         full, _ = softmax_attention(q, k, v, causal=causal)
         online, _ = softmax_attention_online(q, k, v, causal=causal, block_size=4)
@@ -164,22 +167,22 @@ def test_online_softmax_on_the_toy_sentence_equals_full():
 
 
 @pytest.mark.parametrize(("draw", "values"), [
-    (figs.draw_query_meets_keys, {}),
-    (figs.draw_query_meets_keys, {"query": 0}),
-    (figs.draw_query_meets_keys, {"query": 8}),
-    (figs.draw_attention_row, {}),
-    (figs.draw_attention_row, {"query": 0, "causal": True}),
-    (figs.draw_attention_row, {"query": 8, "causal": False}),
-    (figs.draw_attention_row, {"query": 8, "causal": True}),
-    (figs.draw_dot_product_growth, {}),
-    (figs.draw_dot_product_growth, {"context": 1}),
-    (figs.draw_score_spread, {}),
-    (figs.draw_score_spread, {"dim": min(figs.SPREAD_DIMS)}),
-    (figs.draw_score_spread, {"dim": max(figs.SPREAD_DIMS)}),
-    (figs.draw_scaled_vs_unscaled, {}),
-    (figs.draw_temperature, {}),
-    (figs.draw_temperature, {"temperature": min(figs.TEMPERATURES)}),
-    (figs.draw_temperature, {"temperature": max(figs.TEMPERATURES), "query": 0}),
+    (l02.draw_query_meets_keys, {}),
+    (l02.draw_query_meets_keys, {"query": 0}),
+    (l02.draw_query_meets_keys, {"query": 8}),
+    (l02.draw_attention_row, {}),
+    (l02.draw_attention_row, {"query": 0, "causal": True}),
+    (l02.draw_attention_row, {"query": 8, "causal": False}),
+    (l02.draw_attention_row, {"query": 8, "causal": True}),
+    (l02.draw_dot_product_growth, {}),
+    (l02.draw_dot_product_growth, {"context": 1}),
+    (l03.draw_score_spread, {}),
+    (l03.draw_score_spread, {"dim": min(toy.SPREAD_DIMS)}),
+    (l03.draw_score_spread, {"dim": max(toy.SPREAD_DIMS)}),
+    (l03.draw_scaled_vs_unscaled, {}),
+    (l03.draw_temperature, {}),
+    (l03.draw_temperature, {"temperature": min(l03.TEMPERATURES)}),
+    (l03.draw_temperature, {"temperature": max(l03.TEMPERATURES), "query": 0}),
 ])
 def test_figures_draw(draw, values):
     fig = new_figure(8, 4)
@@ -189,13 +192,13 @@ def test_figures_draw(draw, values):
 
 
 @pytest.mark.parametrize(("draw", "values", "name"), [
-    (figs.draw_query_meets_keys, {"query": 9}, "query"),
-    (figs.draw_attention_row, {"query": -1}, "query"),
-    (figs.draw_attention_row, {"query": 2, "causal": "yes"}, "causal"),
-    (figs.draw_dot_product_growth, {"context": 0}, "context"),
-    (figs.draw_score_spread, {"dim": 0}, "dim"),
-    (figs.draw_temperature, {"temperature": 0.0}, "temperature"),
-    (figs.draw_temperature, {"query": 42}, "query"),
+    (l02.draw_query_meets_keys, {"query": 9}, "query"),
+    (l02.draw_attention_row, {"query": -1}, "query"),
+    (l02.draw_attention_row, {"query": 2, "causal": "yes"}, "causal"),
+    (l02.draw_dot_product_growth, {"context": 0}, "context"),
+    (l03.draw_score_spread, {"dim": 0}, "dim"),
+    (l03.draw_temperature, {"temperature": 0.0}, "temperature"),
+    (l03.draw_temperature, {"query": 42}, "query"),
 ])
 def test_figures_reject_bad_values(draw, values, name):
     with pytest.raises(ValueError, match=name):
@@ -209,20 +212,21 @@ def _texts(ax):
 @pytest.mark.parametrize("causal", [False, True])
 def test_attention_row_names_every_key_and_query(causal):
     fig = new_figure(9, 3.8)
-    figs.draw_attention_row(fig, query=4, causal=causal)
-    tokens, _ = figs.sentence_weights(figs.SENTENCE, causal)
+    l02.draw_attention_row(fig, query=4, causal=causal)
+    tokens, _ = toy.sentence_weights(toy.SENTENCE, causal)
     ax_bar, ax_map = fig.axes
     assert _texts(ax_bar) == _texts(ax_map)[: len(tokens)] == list(tokens)
-    assert _texts(ax_map)[len(tokens):] == [f"{i}·{t}" for i, t in enumerate(tokens)] + ["query i"]
+    rows = [f"{i}·{t}" for i, t in enumerate(tokens)] + ["query i"]
+    assert _texts(ax_map)[len(tokens):len(tokens) + len(rows)] == rows
     assert "cheese" in ax_bar.get_title()
-    assert f"= {45 if causal else 81} dot products" in ax_map.get_title()
+    assert f"= {45 if causal else 81} products" in ax_map.get_title()
     assert "key token j" in fig.texts[0].get_text()
 
 
 def test_score_spread_and_temperature_keep_their_keys_and_token_names():
     fig = new_figure(9, 3.6)
-    figs.draw_score_spread(fig, dim=96)
-    data = figs.score_spread(96)
+    l03.draw_score_spread(fig, dim=96)
+    data = toy.score_spread(96)
     ax_s, ax_w = fig.axes
     assert not ax_s.get_legend() and not ax_w.get_legend()
     assert _texts(ax_s) == [f"■ q·k: std {data.raw_std:.1f} (√d = {math.sqrt(96):.1f})",
@@ -230,7 +234,7 @@ def test_score_spread_and_temperature_keep_their_keys_and_token_names():
     assert _texts(ax_w) == [f"■ unscaled: mean {data.top_raw_mean:.2f}",
                             f"■ scaled: mean {data.top_scaled_mean:.2f}"]
     fig = new_figure(9, 3.4)
-    figs.draw_temperature(fig, temperature=0.5)
-    tokens, *_ = figs.toy_attention().qkv(figs.SENTENCE)
+    l03.draw_temperature(fig, temperature=0.5)
+    tokens, *_ = toy.toy_attention().qkv(toy.SENTENCE)
     assert all(_texts(ax) == tokens for ax in fig.axes)
     assert fig.texts[0].get_text() == "key token"

@@ -1,4 +1,5 @@
-"""Tests of the figures of Lessons 15 (MLA) and 16 (the hybrid stack): attnlab.figures.hybrid."""
+"""Tests of the figures of Lessons 15 (MLA) and 16 (the hybrid stack): attnlab.figures.l15_mla and
+l16_hybrid_stack."""
 
 from __future__ import annotations
 
@@ -6,7 +7,9 @@ import dataclasses
 
 import pytest
 from attnlab.configs import DEEPSEEK_V3, KIMI_LINEAR_48B_A3B, LLAMA3_8B, SOPHIA
-from attnlab.figures import hybrid as figs
+from attnlab.demos import calculators as calc
+from attnlab.figures import l15_mla as l15
+from attnlab.figures import l16_hybrid_stack as l16
 from attnlab.memory import as_all_attention, cache_breakdown, format_bytes
 from attnlab.plotting import figure_png, new_figure
 
@@ -15,7 +18,7 @@ from attnlab.plotting import figure_png, new_figure
 
 def test_draw_cache_entry_counts():
     fig = new_figure(7.5, 4.4)
-    figs.draw_cache_entry(fig)
+    l15.draw_cache_entry(fig)
     titles = [ax.get_title() for ax in fig.axes]
     assert "32,768 → 576" in titles[0]
     assert "3,072 → 432" in titles[1]
@@ -23,29 +26,29 @@ def test_draw_cache_entry_counts():
 
 def test_draw_cache_entry_rejects_model_without_mla():
     with pytest.raises(ValueError, match="configs"):
-        figs.draw_cache_entry(new_figure(), configs=(LLAMA3_8B,))
+        l15.draw_cache_entry(new_figure(), configs=(LLAMA3_8B,))
     with pytest.raises(ValueError, match="configs"):
-        figs.draw_cache_entry(new_figure(), configs=())
+        l15.draw_cache_entry(new_figure(), configs=())
 
 
 @pytest.mark.parametrize(("d_c", "d_r"), [(384, 48), (128, 16), (1024, 96), (128, 96), (1024, 16)])
 def test_draw_mla_bytes_draws(d_c, d_r):
     fig = new_figure()
-    figs.draw_mla_bytes(fig, kv_lora_rank=d_c, rope_dim=d_r)
+    l15.draw_mla_bytes(fig, kv_lora_rank=d_c, rope_dim=d_r)
     title = fig.axes[0].get_title()
     assert f"{(d_c + d_r) * 2:,} B per token" in title
 
 
 def test_draw_mla_bytes_default_is_gqa_2_25():
     fig = new_figure()
-    figs.draw_mla_bytes(fig, kv_lora_rank=384, rope_dim=48)
+    l15.draw_mla_bytes(fig, kv_lora_rank=384, rope_dim=48)
     assert "GQA with 2.25 K/V heads" in fig.axes[0].get_title()
     assert "14.1% of MHA" in fig.axes[0].get_title()
 
 
 def test_draw_mla_bytes_labels_every_level_and_the_line():
     fig = new_figure()
-    figs.draw_mla_bytes(fig, kv_lora_rank=384, rope_dim=48)
+    l15.draw_mla_bytes(fig, kv_lora_rank=384, rope_dim=48)
     texts = [t.get_text() for t in fig.axes[0].texts]
     for heads in (16, 8, 4, 2):
         name = "MHA" if heads == 16 else "GQA"
@@ -65,12 +68,12 @@ def test_draw_mla_bytes_labels_every_level_and_the_line():
 )
 def test_draw_mla_bytes_rejects(kwargs, name):
     with pytest.raises(ValueError, match=name):
-        figs.draw_mla_bytes(new_figure(), **kwargs)
+        l15.draw_mla_bytes(new_figure(), **kwargs)
 
 
 def test_mla_sweep_bytes():
-    assert figs.mla_sweep_bytes(512, 64) == 1152  # DeepSeek-V3 in bf16
-    assert figs.mla_sweep_bytes(384, 48, "fp32") == 1728
+    assert calc.mla_sweep_bytes(512, 64) == 1152  # DeepSeek-V3 in bf16
+    assert calc.mla_sweep_bytes(384, 48, "fp32") == 1728
 
 
 # ---------------------------------------------------------------- Lesson 16
@@ -78,7 +81,7 @@ def test_mla_sweep_bytes():
 
 def test_draw_layer_pattern_blocks_and_counts():
     fig = new_figure(8, 2.6)
-    figs.draw_layer_pattern(fig)
+    l16.draw_layer_pattern(fig)
     ax = fig.axes[0]
     assert len(ax.patches) == SOPHIA.n_layers + KIMI_LINEAR_48B_A3B.n_layers
     texts = [t.get_text() for t in ax.texts]
@@ -88,26 +91,26 @@ def test_draw_layer_pattern_blocks_and_counts():
 
 def test_draw_layer_pattern_rejects():
     with pytest.raises(ValueError, match="configs"):
-        figs.draw_layer_pattern(new_figure(), configs=())
+        l16.draw_layer_pattern(new_figure(), configs=())
     with pytest.raises(ValueError, match="configs"):
-        figs.draw_layer_pattern(new_figure(), configs=("Sophia",))
+        l16.draw_layer_pattern(new_figure(), configs=("Sophia",))
 
 
-@pytest.mark.parametrize("preset", list(figs.MEMORY_PRESETS))
+@pytest.mark.parametrize("preset", list(l16.MEMORY_PRESETS))
 @pytest.mark.parametrize("context", [4096, 2**20])
-@pytest.mark.parametrize("number_format", list(figs.NUMBER_FORMATS))
+@pytest.mark.parametrize("number_format", list(l16.NUMBER_FORMATS))
 def test_draw_memory_calculator_grid_extremes(preset, context, number_format):
     fig = new_figure()
-    figs.draw_memory_calculator(fig, preset=preset, context=context, number_format=number_format)
-    dtype, state_dtype = figs.NUMBER_FORMATS[number_format]
-    config = figs.MEMORY_PRESETS[preset]
+    l16.draw_memory_calculator(fig, preset=preset, context=context, number_format=number_format)
+    dtype, state_dtype = l16.NUMBER_FORMATS[number_format]
+    config = l16.MEMORY_PRESETS[preset]
     total = cache_breakdown(config, context, dtype=dtype, state_dtype=state_dtype).total_bytes
     assert format_bytes(total) in fig.axes[0].get_title()
 
 
 def test_draw_memory_calculator_sophia_default_numbers():
     fig = new_figure()
-    figs.draw_memory_calculator(fig, preset="Sophia", context=4096, number_format="bf16")
+    l16.draw_memory_calculator(fig, preset="Sophia", context=4096, number_format="bf16")
     title = fig.axes[0].get_title()
     assert "31.5 MB" in title and "704.6 MB" in title and "22.3× more" in title
     labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
@@ -123,12 +126,12 @@ def test_draw_memory_calculator_sophia_default_numbers():
 )
 def test_draw_memory_calculator_rejects(kwargs, name):
     with pytest.raises(ValueError, match=name):
-        figs.draw_memory_calculator(new_figure(), **kwargs)
+        l16.draw_memory_calculator(new_figure(), **kwargs)
 
 
 def test_draw_bytes_vs_context_draws_one_line_per_model():
     fig = new_figure(7, 4.2)
-    figs.draw_bytes_vs_context(fig)
+    l16.draw_bytes_vs_context(fig)
     ax = fig.axes[0]
     assert len(ax.get_lines()) == 5
     sophia = ax.get_lines()[0].get_ydata()
@@ -142,13 +145,7 @@ def test_draw_bytes_vs_context_draws_one_line_per_model():
 )
 def test_draw_bytes_vs_context_rejects(kwargs, name):
     with pytest.raises(ValueError, match=name):
-        figs.draw_bytes_vs_context(new_figure(), **kwargs)
-
-
-def test_context_label():
-    assert figs.context_label(4096) == "4k"
-    assert figs.context_label(2**20) == "1M"
-    assert figs.context_label(1000) == "1000"
+        l16.draw_bytes_vs_context(new_figure(), **kwargs)
 
 
 # ---------------------------------------------------------------- the lessons' numbers

@@ -1,0 +1,158 @@
+"""The small layers of Lessons 4 and 5, with hand-set or seeded weights: two built heads, an
+untrained layer cut into H heads, attention without positions, RoPE scores."""
+
+from __future__ import annotations
+
+import math
+from functools import cache
+
+import torch
+
+from .._checks import check_choice, check_float_in
+from ..attention import (
+    MultiHeadAttention,
+    apply_rope,
+    head_attention_weights,
+    softmax_attention,
+)
+
+#: The sentence of Lesson 4: repeated words give a "same word" head something to find.
+HEADS_SENTENCE: tuple[str, ...] = tuple("the cat saw the dog and the dog saw the cat".split())
+
+
+#: The sentence of Lesson 5: the same words as "the man bit the dog", in another order.
+ORDER_SENTENCE: tuple[str, ...] = tuple("the dog bit the man".split())
+
+
+#: Lesson 4's slider layer width: divisible by every head count on its slider.
+HEADS_D_MODEL = 48
+
+
+def _vocab(words: tuple[str, ...]) -> list[str]:
+    """The distinct words in order of first appearance."""
+    return list(dict.fromkeys(words))
+
+
+def constructed_two_head_layer(
+    words: tuple[str, ...] = HEADS_SENTENCE, sharpness: float = 8.0, n_heads: int = 2
+) -> tuple[MultiHeadAttention, torch.Tensor]:
+    """A two-head attention layer whose weights are SET BY HAND (not trained), and its input.
+
+    Each token's input is [one-hot of its word (V) ; one-hot of its position (T) ; zeros], width
+    d_model = 2·D with head width D = V + T (absolute positions, no RoPE). With c = sharpness·√D
+    (the layer divides scores by √D):
+
+    - head 0, "previous word": q_i = c·p_i, k_j = p_{j+1}, so the score is sharpness·[j = i − 1];
+    - head 1, "same word": q_i = [2c·w_i ; c·p_i], k_j = [w_j ; −p_j], so the score is
+      sharpness·(2·[word_j = word_i] − [j = i]): an earlier copy of the word wins, else itself.
+
+    Values copy the word (head 0) and the position (head 1); W_O is the identity.
+    ``n_heads=1`` returns the SAME four matrices read as one head of width 2·D.
+    Returns (layer in float64, x ``[1, T, d_model]``).
+    """
+    check_choice("n_heads", n_heads, (1, 2))
+    sharpness = check_float_in("sharpness", sharpness, 0.0, 100.0)
+    vocab = _vocab(words)
+    n_words, t = len(vocab), len(words)
+    d = n_words + t
+    layer = MultiHeadAttention(2 * d, n_heads, 2 * d // n_heads, rope=False).double()
+    x = torch.zeros(1, t, 2 * d, dtype=torch.float64)
+    for i, word in enumerate(words):
+        x[0, i, vocab.index(word)] = 1.0
+        x[0, i, n_words + i] = 1.0
+    c = sharpness * math.sqrt(d)
+    w_q, w_k, w_v = (torch.zeros(2 * d, 2 * d, dtype=torch.float64) for _ in range(3))
+    pos = torch.arange(t)
+    w_q[n_words + pos, n_words + pos] = c  # head 0: query = c · position
+    w_k[n_words + pos[1:], n_words + pos[:-1]] = 1.0  # head 0: key = next position
+    w_v[: n_words, : n_words] = torch.eye(n_words, dtype=torch.float64)  # head 0: copy word
+    word = torch.arange(n_words)
+    w_q[d + word, word] = 2 * c  # head 1: query = [2c · word ; c · position]
+    w_q[d + n_words + pos, n_words + pos] = c
+    w_k[d + word, word] = 1.0  # head 1: key = [word ; −position]
+    w_k[d + n_words + pos, n_words + pos] = -1.0
+    w_v[d + n_words + pos, n_words + pos] = 1.0  # head 1: copy position
+    with torch.no_grad():
+        layer.w_q.weight.copy_(w_q)
+        layer.w_k.weight.copy_(w_k)
+        layer.w_v.weight.copy_(w_v)
+        layer.w_o.weight.copy_(torch.eye(2 * d, dtype=torch.float64))
+    return layer, x
+
+
+@cache
+def _random_layer_weights(d_model: int = HEADS_D_MODEL, gain: float = 2.0, seed: int = 0):
+    """Seeded W_Q, W_K (entries N(0, gain²/d_model)) and a word table for HEADS_SENTENCE."""
+    g = torch.Generator().manual_seed(seed)
+    std = gain / math.sqrt(d_model)
+    w_q = torch.randn(d_model, d_model, generator=g, dtype=torch.float64) * std
+    w_k = torch.randn(d_model, d_model, generator=g, dtype=torch.float64) * std
+    vocab = _vocab(HEADS_SENTENCE)
+    table = torch.randn(len(vocab), d_model, generator=g, dtype=torch.float64)
+    x = table[[vocab.index(w) for w in HEADS_SENTENCE]][None]
+    return w_q, w_k, x
+
+
+def random_head_weights(n_heads: int, d_model: int = HEADS_D_MODEL) -> torch.Tensor:
+    """Per-head attention weights ``[H, T, T]`` of an UNTRAINED layer on HEADS_SENTENCE.
+
+    W_Q and W_K are the same seeded random matrices for every head count: only the way they are
+    cut into heads (column blocks of width d_model / H) changes.
+    """
+    if isinstance(n_heads, bool) or not isinstance(n_heads, int) or n_heads < 1 \
+            or d_model % n_heads:
+        raise ValueError(f"n_heads: expected a positive divisor of d_model={d_model}, "
+                         f"got {n_heads!r}")
+    w_q, w_k, x = _random_layer_weights(d_model)
+    layer = MultiHeadAttention(d_model, n_heads, d_model // n_heads, rope=False).double()
+    with torch.no_grad():
+        layer.w_q.weight.copy_(w_q)
+        layer.w_k.weight.copy_(w_k)
+        return head_attention_weights(layer, x)[0]
+
+
+@cache
+def order_setup(d: int = 6, seed: int = 1):
+    """Seeded word vectors for ORDER_SENTENCE's words and random W_Q, W_K, W_V (d × d)."""
+    g = torch.Generator().manual_seed(seed)
+    vocab = _vocab(ORDER_SENTENCE)
+    table = torch.randn(len(vocab), d, generator=g, dtype=torch.float64)
+    w = torch.randn(3, d, d, generator=g, dtype=torch.float64) / math.sqrt(d)
+    return vocab, table, w
+
+
+def order_attention(words: tuple[str, ...], causal: bool = False) -> torch.Tensor:
+    """Single-head attention with NO position information on a sentence of ORDER_SENTENCE's words:
+    x_i = table[word_i], q, k, v = x W_Q, x W_K, x W_V, o = softmax(s q kᵀ [+ log M]) v.
+    Returns o ``[T, d]``."""
+    vocab, table, w = order_setup()
+    unknown = [word for word in words if word not in vocab]
+    if unknown:
+        raise ValueError(f"words: expected words from {vocab}, got {unknown}")
+    x = table[[vocab.index(word) for word in words]][None, None]  # [1, 1, T, d]
+    q, k, v = x @ w[0], x @ w[1], x @ w[2]
+    o, _ = softmax_attention(q, k, v, causal=causal)
+    return o[0, 0]
+
+
+ROPE_DIM = 16
+
+
+@cache
+def rope_demo_vectors(dim: int = ROPE_DIM, seed: int = 3) -> tuple[torch.Tensor, torch.Tensor]:
+    """A seeded query and a key with the same content (k = q), each ``[dim]``, float64."""
+    g = torch.Generator().manual_seed(seed)
+    q = torch.randn(dim, generator=g, dtype=torch.float64)
+    return q, q.clone()
+
+
+def rope_scores(q: torch.Tensor, k: torch.Tensor, query_positions: torch.Tensor,
+                key_position: int, base: float = 10000.0) -> torch.Tensor:
+    """⟨RoPE(q, m), RoPE(k, n)⟩ for each query position m and one key position n.
+
+    q, k ``[D]`` -> scores ``[len(query_positions)]`` (float64 positions, unscaled dot product).
+    """
+    t = len(query_positions)
+    q_rot = apply_rope(q.expand(1, 1, t, -1), query_positions.to(torch.float64), base)
+    k_rot = apply_rope(k[None, None, None], torch.tensor([float(key_position)]), base)
+    return (q_rot[0, 0] @ k_rot[0, 0, 0])
