@@ -96,7 +96,7 @@ def test_a_downloaded_lesson_runs_in_a_fresh_environment(tmp_path):
 
     cells = json.loads(executed.read_text())["cells"]
     setup = next(c for c in cells if c.get("id") == bootstrap_cell.CELL_ID)
-    printed = "".join(o.get("text", "") for o in setup.get("outputs", []))
+    printed = "".join("".join(o.get("text", "")) for o in setup.get("outputs", []))
     assert f"installing it from {clone.resolve().as_uri()}" in printed, printed
     assert "attnlab is installed" in printed, printed
     errors = [o for c in cells if c["cell_type"] == "code" for o in c.get("outputs", [])
