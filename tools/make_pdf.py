@@ -31,7 +31,8 @@ PRINT_CSS = """
   .bd-header, .bd-header-article, .bd-sidebar-primary, .bd-sidebar-secondary, .bd-footer,
   .bd-footer-article, .bd-footer-content, .prev-next-area, .header-article, .skip-link,
   .toggle-button, .widget-slider, .widget-label, .headerlink, .copybtn, #pst-back-to-top,
-  .search-button-field, .theme-switch-button { display: none !important; }
+  .search-button-field, .theme-switch-button, details.above-input, details.below-input
+  { display: none !important; }
   .bd-main, .bd-content, .bd-article-container, .bd-page-width, .bd-container,
   .bd-container__inner { max-width: 100% !important; width: 100% !important; margin: 0 !important;
     padding: 0 !important; }
@@ -45,7 +46,9 @@ PRINT_CSS = """
 """
 
 OPEN_SOLUTIONS = """() => {
-  document.querySelectorAll('details').forEach(d => { d.open = true; });
+  // solutions and {toggle} blocks; a hidden code cell's source stays folded
+  document.querySelectorAll('details:not(.above-input):not(.below-input)')
+    .forEach(d => { d.open = true; });
   document.querySelectorAll('.toggle-hidden').forEach(e => e.classList.remove('toggle-hidden'));
 }"""
 
