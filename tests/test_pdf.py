@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+import unicodedata
 from pathlib import Path
 
 import pytest
@@ -26,7 +27,9 @@ def lesson_title(path: Path) -> str:
 
 
 def flat(text: str) -> str:
-    return re.sub(r"\s+", " ", text).replace("\u00ad", "")
+    """Text as printed and as typed compare equal: ligatures split, quotes straight, one space."""
+    text = unicodedata.normalize("NFKC", text).translate(str.maketrans("‘’“”", "''\"\"", "\u00ad"))
+    return re.sub(r"\s+", " ", text)
 
 
 @functools.cache

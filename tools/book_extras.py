@@ -5,7 +5,11 @@
    (and emits its inline script twice, a console error). The course has no live-code button (the
    README says why), so this extension disconnects sphinx-thebe's event handlers and drops its
    script and stylesheet: no page carries any Thebe code.
-2. **Last updated from git.** Each page's "Last updated" date (``html_last_updated_fmt``) is the
+2. **The single-page build** (``make pdf``) works: sphinx-exercise registers its nodes for the
+   ``singlehtml`` builder, so Sphinx no longer falls back to the ``html`` handlers for every other
+   extension's nodes there (myst-nb's hidden code cells, sphinx-jupyterbook-latex's toc markers):
+   this extension gives ``singlehtml`` every ``html`` handler it lacks.
+3. **Last updated from git.** Each page's "Last updated" date (``html_last_updated_fmt``) is the
    date of the last commit that changed its source file, not the build date. A file git does not
    know (not yet committed) keeps the build date.
 """
@@ -62,8 +66,17 @@ def last_updated_from_git(app: Sphinx, pagename, templatename, context, doctree)
         context["last_updated"] = date
 
 
+def share_html_handlers(app: Sphinx) -> None:
+    """Let the single-page HTML translator render every node the HTML translator renders."""
+    handlers = app.registry.translation_handlers
+    if app.builder.name == "singlehtml" and "singlehtml" in handlers:
+        for node, visitors in handlers.get("html", {}).items():
+            handlers["singlehtml"].setdefault(node, visitors)
+
+
 def setup(app: Sphinx) -> dict:
     drop_thebe(app)
+    app.connect("builder-inited", share_html_handlers, priority=100)
     app.connect("html-page-context", remove_thebe_assets)
     app.connect("html-page-context", last_updated_from_git)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

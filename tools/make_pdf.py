@@ -40,8 +40,7 @@ PRINT_CSS = """
   .toggle-hidden, .toggle-hidden > * { visibility: visible !important; height: auto !important;
     opacity: 1 !important; display: block !important; }
   img, figure, .attnlab-panel, mjx-container[display="true"] { break-inside: avoid; }
-  h1 { break-before: page; }
-  section:first-of-type > h1:first-child { break-before: avoid; }
+  span[id^="document-"] + section { break-before: page; }  /* each page of the book */
 }
 """
 
@@ -64,6 +63,13 @@ def serve(folder: Path) -> tuple[http.server.ThreadingHTTPServer, str]:
     return server, f"http://127.0.0.1:{server.server_port}"
 
 
+def root_page() -> str:
+    """The book's first page (``root`` in _toc.yml): the single-page build's one real file."""
+    import yaml
+
+    return yaml.safe_load((ROOT / "_toc.yml").read_text())["root"]
+
+
 def print_pdf(folder: Path, out: Path) -> None:
     from playwright.sync_api import sync_playwright
 
@@ -76,14 +82,18 @@ def print_pdf(folder: Path, out: Path) -> None:
             page = browser.new_page(viewport={"width": 1000, "height": 1400})
             page.route("**/*", lambda r: r.continue_() if r.request.url.startswith(
                 (base, "data:", "blob:")) else r.abort())
-            page.goto(f"{base}/index.html", wait_until="load", timeout=120000)
-            page.wait_for_load_state("networkidle", timeout=120000)
+            # One page of the whole book: typesetting its math and drawing its widgets takes a
+            # minute or two of a busy CPU, hence the long waits.
+            page.goto(f"{base}/{root_page()}.html", wait_until="load", timeout=300000)
             page.wait_for_function("() => !window.MathJax || !MathJax.startup || "
-                                   "MathJax.startup.promise.then(() => true)", timeout=120000)
+                                   "MathJax.startup.promise.then(() => true)", timeout=300000)
+            page.wait_for_function(
+                "() => [...document.querySelectorAll('div.math, span.math')]"
+                ".every(e => e.querySelector('mjx-container'))", timeout=300000)
             page.wait_for_function(
                 "() => [...document.querySelectorAll('.attnlab-panel')].every("
                 "p => p.querySelector('.widget-html img, .widget-html .attnlab-message'))",
-                timeout=120000)
+                timeout=300000)
             page.evaluate(OPEN_SOLUTIONS)
             page.add_style_tag(content=PRINT_CSS)
             page.emulate_media(media="print")
@@ -102,7 +112,7 @@ def print_pdf(folder: Path, out: Path) -> None:
 def main(argv: list[str]) -> int:
     folder = Path(argv[0]) if argv else ROOT / "_build" / "singlehtml"
     out = Path(argv[1]) if len(argv) > 1 else ROOT / "_build" / "pdf" / PDF_NAME
-    if not (folder / "index.html").exists():
+    if not (folder / f"{root_page()}.html").exists():
         print(f"no single-page build in {folder}: run make pdf", file=sys.stderr)
         return 1
     print_pdf(folder, out)
