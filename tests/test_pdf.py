@@ -55,8 +55,24 @@ def test_the_pdf_contains_every_lesson_title_in_order():
         at = found + len(title)
 
 
-def test_the_pdf_prints_the_solutions_and_typeset_math():
+def solution_phrases(path: Path) -> list[str]:
+    """From each lesson's solutions: the first run of plain words (no markup) of 30+ characters."""
+    cells = json.loads(path.read_text())["cells"]
+    text = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
+    bodies = re.findall(r"^(`{3,}|:{3,})\{solution\}.*?\n(.*?)^\1\s*$", text, re.M | re.S)
+    phrases = [re.search(r"[A-Za-z][A-Za-z ,]{28,}[A-Za-z]", body) for _, body in bodies]
+    return [flat(m.group(0)) for m in phrases if m]
+
+
+def test_the_pdf_prints_every_lesson_s_solutions():
     text = " ".join(pdf_pages())
-    assert text.count("Solution") >= len(LESSONS), "solutions missing from the PDF"
+    phrases = {p.name: solution_phrases(p) for p in LESSONS}
+    assert all(phrases.values()), f"lessons with no solution found: {phrases}"
+    missing = {name: [p for p in ps if p not in text] for name, ps in phrases.items()}
+    assert not any(missing.values()), f"solution text not in the PDF: {missing}"
+
+
+def test_the_pdf_has_typeset_math():
+    text = " ".join(pdf_pages())
     raw_tex = re.findall(r"\\(?:frac|mathbf|sum|top)\b|\$\$", text)
     assert not raw_tex, f"untypeset math in the PDF: {raw_tex[:5]}"
