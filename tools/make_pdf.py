@@ -39,7 +39,8 @@ PRINT_CSS = """
   pre, pre code { white-space: pre-wrap !important; word-break: break-word; overflow: visible; }
   .toggle-hidden, .toggle-hidden > * { visibility: visible !important; height: auto !important;
     opacity: 1 !important; display: block !important; }
-  img, figure, .attnlab-panel, mjx-container[display="true"] { break-inside: avoid; }
+  img, figure, .attnlab-panel, mjx-container[display="true"], .cell_input, .cell_output,
+  .admonition { break-inside: avoid; }
   span[id^="document-"] + section { break-before: page; }  /* each page of the book */
 }
 """
