@@ -71,11 +71,12 @@ def test_a_downloaded_lesson_runs_in_a_fresh_environment(tmp_path):
     times = {"clone": run(["git", "clone", "--quiet", str(ROOT), str(clone)])}
     times["venv"] = run([sys.executable, "-m", "venv", str(venv)], env=env)
     python = str(venv / "bin" / "python")
-    # Jupyter's kernel and the runner, and torch as the reader's machine would have it (the CPU
-    # build of the course's pin): the lesson's own first cell installs everything else.
+    # Jupyter's kernel and the runner, and torch as the reader's machine would have it: the CPU
+    # build of the course's pin, named exactly (+cpu), so pip never falls back to a CUDA build.
+    # The lesson's own first cell installs everything else.
     times["kernel + torch"] = run(
         [python, "-m", "pip", "install", "--quiet", "ipykernel", "nbclient",
-         f"torch=={pinned('torch')}"], env=env)
+         f"torch=={pinned('torch')}+cpu"], env=env)
     torch_version = subprocess.run([python, "-c", "import torch; print(torch.__version__)"],
                                    env=env, capture_output=True, text=True, check=True).stdout
     assert torch_version.strip().endswith("+cpu"), f"not the CPU build: {torch_version}"
