@@ -8,7 +8,9 @@
 2. **The single-page build** (``make pdf``) works: sphinx-exercise registers its nodes for the
    ``singlehtml`` builder, so Sphinx no longer falls back to the ``html`` handlers for every other
    extension's nodes there (myst-nb's hidden code cells, sphinx-jupyterbook-latex's toc markers):
-   this extension gives ``singlehtml`` every ``html`` handler it lacks.
+   this extension gives ``singlehtml`` every ``html`` handler it lacks. And myst-nb adds a
+   notebook's widget state (the slider panels' frames) to that notebook's page only; the single
+   page gets the states of every notebook, merged, with the widget scripts.
 3. **Last updated from git.** Each page's "Last updated" date (``html_last_updated_fmt``) is the
    date of the last commit that changed its source file, not the build date. A file git does not
    know (not yet committed) keeps the build date.
@@ -16,6 +18,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 from datetime import datetime
 from pathlib import Path
@@ -38,7 +41,7 @@ def remove_thebe_assets(app: Sphinx, pagename, templatename, context, doctree) -
     """Drop any script or stylesheet that mentions Thebe from the page (belt and braces)."""
     for key in ("script_files", "css_files"):
         if key in context:
-            context[key] = [f for f in context[key] if "thebe" not in _asset_text(f).lower()]
+            context[key][:] = [f for f in context[key] if "thebe" not in _asset_text(f).lower()]
 
 
 def _asset_text(asset) -> str:
@@ -74,9 +77,38 @@ def share_html_handlers(app: Sphinx) -> None:
             handlers["singlehtml"].setdefault(node, visitors)
 
 
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+
+
+def merge_widget_states(app: Sphinx, pagename, templatename, context, doctree) -> None:
+    """On the single page, add every notebook's widget state (and the widget scripts) at once."""
+    if app.builder.name != "singlehtml" or pagename != app.config.root_doc:
+        return
+    from myst_nb.sphinx_ import NbMetadataCollector
+
+    merged: dict | None = None
+    scripts: dict[str, tuple] = {}
+    for data in NbMetadataCollector.get_doc_data(app.env).values():
+        for key, (uri, kwargs) in data.get("js_files", {}).items():
+            if kwargs.get("type") != WIDGET_STATE:
+                scripts[key] = (uri, kwargs)
+                continue
+            state = json.loads(kwargs["body"].replace(r"<\/script>", "</script>"))
+            if merged is None:
+                merged = {k: v for k, v in state.items() if k != "state"} | {"state": {}}
+            merged["state"].update(state["state"])
+    if merged is None:
+        return
+    body = json.dumps(merged).replace("</script>", r"<\/script>")
+    app.add_js_file(None, type=WIDGET_STATE, body=body)
+    for uri, kwargs in scripts.values():
+        app.add_js_file(uri, **kwargs)
+
+
 def setup(app: Sphinx) -> dict:
     drop_thebe(app)
     app.connect("builder-inited", share_html_handlers, priority=100)
+    app.connect("html-page-context", merge_widget_states)
     app.connect("html-page-context", remove_thebe_assets)
     app.connect("html-page-context", last_updated_from_git)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -53,6 +53,16 @@ OPEN_SOLUTIONS = """() => {
 }"""
 
 
+PANELS_DRAWN = """() => {
+  const views = document.querySelectorAll(
+    'script[type="application/vnd.jupyter.widget-view+json"]');
+  const boxes = document.querySelectorAll('.cell_output .jupyter-widgets.widget-vbox,'
+                                          + ' .cell_output .jupyter-widgets.widget-box');
+  return boxes.length >= views.length && [...document.querySelectorAll('.attnlab-panel')].every(
+    p => p.querySelector('.widget-html img, .widget-html .attnlab-message'));
+}"""
+
+
 def serve(folder: Path) -> tuple[http.server.ThreadingHTTPServer, str]:
     class Quiet(http.server.SimpleHTTPRequestHandler):
         def log_message(self, *args):
@@ -91,10 +101,8 @@ def print_pdf(folder: Path, out: Path) -> None:
             page.wait_for_function(
                 "() => [...document.querySelectorAll('div.math, span.math')]"
                 ".every(e => e.querySelector('mjx-container'))", timeout=300000)
-            page.wait_for_function(
-                "() => [...document.querySelectorAll('.attnlab-panel')].every("
-                "p => p.querySelector('.widget-html img, .widget-html .attnlab-message'))",
-                timeout=300000)
+            # every widget view rendered, every slider panel showing a frame
+            page.wait_for_function(PANELS_DRAWN, timeout=300000)
             page.evaluate(OPEN_SOLUTIONS)
             page.add_style_tag(content=PRINT_CSS)
             page.emulate_media(media="print")
