@@ -63,7 +63,7 @@ def new_cell() -> dict:
 
 
 def lessons() -> list[Path]:
-    return sorted((ROOT / "chapters").glob("[0-9][0-9]_*.ipynb"))
+    return sorted((ROOT / "chapters").glob("[0-9][0-9]*.ipynb"))  # 16b too
 
 
 def first_code_cell(nb: dict) -> dict | None:
