@@ -4,28 +4,40 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: book lab test test-package test-site bench clean
+.PHONY: book pdf lab test test-package test-site bench clean
 
-## book: set up (once), then build the website into _build/html (cached, never stale)
-book: $(STAMP) _offline/.lock-hash
+## book: set up (once), then build the website into _build/html (cached, never stale) and the
+## course PDF it links (make pdf: about a minute more, notebooks come from the cache)
+book: $(STAMP) _offline/.lock-hash chromium
 	$(BIN)/python tools/cache_key.py
 	ATTNLAB_WIDGETS=static $(BIN)/jupyter-book build . -W -n --keep-going
+	$(MAKE) pdf
 	@echo "Open file://$(CURDIR)/_build/html/index.html"
+
+## pdf: the whole course as one PDF, _build/pdf/from-kv-cache-to-kda.pdf (the single-page HTML
+## build printed by headless Chromium), also copied into _build/html for the site's download link
+pdf: $(STAMP) _offline/.lock-hash chromium
+	ATTNLAB_WIDGETS=static $(BIN)/jupyter-book build . --builder singlehtml --keep-going
+	$(BIN)/python tools/make_pdf.py _build/singlehtml _build/pdf/from-kv-cache-to-kda.pdf
 
 ## lab: open the lessons in JupyterLab
 lab: $(STAMP)
 	$(BIN)/jupyter lab chapters/
 
 ## test: set up, then every test: package, hygiene, a clean build that runs every notebook,
-## the built site in headless Chromium, Lesson 1 in a live JupyterLab, and the Binder environment
+## the course PDF, the built site in headless Chromium, Lesson 1 in a live JupyterLab, the Binder
+## environment, and one lesson downloaded and run in a fresh environment outside the repository
 test: $(STAMP) _offline/.lock-hash chromium
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest -m "not site and not lab" -q
+	$(BIN)/python tools/bootstrap_cell.py --check
+	$(BIN)/python -m pytest -m "not site and not lab and not pdf and not standalone" -q
 	rm -rf _build
 	$(BIN)/python tools/cache_key.py
 	ATTNLAB_WIDGETS=static $(BIN)/jupyter-book build . -W -n --keep-going
-	$(BIN)/python -m pytest -m site -q
+	$(MAKE) pdf
+	$(BIN)/python -m pytest -m "site or pdf" -q
 	$(BIN)/python -m pytest -m lab -q
+	$(BIN)/python -m pytest -m standalone -q
 
 ## bench: time every notebook, slider and kernel on this machine; writes benchmarks/results/
 bench: $(STAMP)

@@ -57,6 +57,12 @@ def test_binder_pins_agree_with_the_root_pins():
     assert "-e ." in (ROOT / "binder" / "requirements.txt").read_text()
 
 
+def test_binder_runs_the_local_jupyterlab_and_ipywidgets():
+    root, binder = pins(ROOT / "requirements.txt"), pins(ROOT / "binder" / "requirements.txt")
+    for name in ("jupyterlab", "ipywidgets"):
+        assert binder.get(name) == root[name], f"pin {name}=={root[name]} in binder/"
+
+
 def imported_packages() -> set[str]:
     sources = [p.read_text() for p in (ROOT / "code" / "attnlab").rglob("*.py")]
     for nb in (ROOT / "chapters").glob("*.ipynb"):
