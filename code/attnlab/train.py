@@ -28,6 +28,7 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from ._checks import check_choice, check_positive_int
+from ._mode import widget_mode
 from .attention import softmax_attention
 from .blocks import ConvQKV, HeadRMSNorm, ShortConvolution, SwiGLU, merge_heads
 from .layers import DeltaNetLayer, GatedDeltaNetLayer, KDALayer, LinearAttentionLayer
@@ -276,7 +277,7 @@ def train(
     betas: tuple[float, float] = (0.9, 0.98),
     warmup_fraction: float = 0.1,
     clip_norm: float = 1.0,
-    progress: bool = True,
+    progress: bool | None = None,
     description: str = "train",
 ) -> TrainHistory:
     """Train ``model`` on fresh batches ``make_batch(generator)`` and return its history.
@@ -289,6 +290,8 @@ def train(
     accuracy on ``eval_set`` is recorded (``eval_set=None``: one batch drawn with seed
     ``seed + 1``); training stops early once it reaches ``target_accuracy`` (None: never). The
     model must map ``input_ids [B, L]`` to logits ``[B, L, V]`` (or to ``(logits, cache)``).
+    ``progress`` shows a progress bar; None shows one only when running live in Jupyter, not
+    while the book is built (a frozen bar on the website would tell a reader nothing).
     """
     check_positive_int("steps", steps)
     check_positive_int("eval_every", eval_every)
@@ -306,6 +309,8 @@ def train(
     losses: list[float] = []
     start = time.perf_counter()
     model.train()
+    if progress is None:
+        progress = widget_mode() == "live"
     with tqdm(total=steps, desc=description, disable=not progress, leave=False) as bar:
         for step in range(1, steps + 1):
             inputs, targets = make_batch(generator)
@@ -342,7 +347,7 @@ def train_language_model(
     lr: float = 1e-2,
     weight_decay: float = 0.1,
     seed: int = 0,
-    progress: bool = True,
+    progress: bool | None = None,
 ) -> list[float]:
     """Next-token training on one long stream of token ids; returns the loss of every step.
 
@@ -407,7 +412,7 @@ def run_recall_experiment(
     eval_every: int = 50,
     target_accuracy: float = 0.995,
     threads: int | None = 1,
-    progress: bool = True,
+    progress: bool | None = None,
 ) -> list[dict]:
     """Train one toy model per (mixer, N, seed) on MQAR and return one tidy row per run.
 

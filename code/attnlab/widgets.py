@@ -24,7 +24,6 @@ from __future__ import annotations
 import gc
 import html
 import itertools
-import os
 import time
 import weakref
 from collections.abc import Callable, Sequence
@@ -35,6 +34,7 @@ import ipywidgets as widgets
 from matplotlib.figure import Figure
 from matplotlib.layout_engine import ConstrainedLayoutEngine
 
+from ._mode import widget_mode
 from .panel_page import MAX_TOGGLES, is_ordered, panel_html
 from .plotting import PIXEL_DENSITY, course_style, figure_html, new_figure
 
@@ -71,18 +71,6 @@ def fast_sliders(enable: bool = True) -> None:
 def open_panels() -> list[SliderPanel]:
     """The slider panels alive in this process (e.g. a notebook's kernel), oldest first."""
     return [panel for _, panel in sorted(_OPEN_PANELS.items())]
-
-
-def widget_mode() -> str:
-    """"live" inside a Jupyter server session (JupyterLab, Binder), else "static".
-
-    ``ATTNLAB_WIDGETS=live|static`` overrides the guess. The book build executes notebooks with
-    no Jupyter server, so it gets "static" and renders every frame.
-    """
-    forced = os.environ.get("ATTNLAB_WIDGETS")
-    if forced in ("live", "static"):
-        return forced
-    return "live" if os.environ.get("JPY_SESSION_NAME") else "static"
 
 
 @dataclass
