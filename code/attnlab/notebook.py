@@ -107,9 +107,14 @@ class ReadingTime:
                    + self.code_lines * SECONDS_PER_CODE_LINE) / 60)
 
     def __str__(self) -> str:
-        return (f"about {max(1, round(self.minutes))} minutes ({self.words:,} words of prose at "
-                f"{WORDS_PER_MINUTE} a minute, {self.equations} display equations, "
-                f"{self.figures} figures and {self.code_lines} lines of code shown)")
+        def count(n: int, thing: str) -> str:
+            return f"{n:,} {thing}{'' if n == 1 else 's'}"
+
+        equations = count(self.equations, "display equation")
+        return (f"about {max(1, round(self.minutes))} minutes ({count(self.words, 'word')} of "
+                f"prose at {WORDS_PER_MINUTE} a minute, {equations}, "
+                f"{count(self.figures, 'figure')} and {count(self.code_lines, 'line')} of code "
+                "shown)")
 
 
 def _core_markdown(source: str) -> tuple[str, bool]:
