@@ -1,6 +1,7 @@
 """Repository hygiene: notebooks stored without outputs, every lesson in the table of contents."""
 
 import json
+import re
 from pathlib import Path
 
 import yaml
@@ -35,6 +36,32 @@ def test_lessons_open_with_their_title_and_question():
         first = "".join(json.loads(path.read_text())["cells"][0]["source"])
         assert first.startswith("# Lesson "), path.name
         assert "question" in first.lower(), path.name
+
+
+#: Lessons whose core path must read in at most ten minutes: Parts I and II.
+CORE_LIMIT_MINUTES, PARTS_I_II = 10, range(1, 15)
+
+
+def test_reading_times_are_computed_and_parts_i_ii_read_in_ten_minutes():
+    """Each lesson's reading time is glued from its own core path (never typed), and the core
+    path of Lessons 1-14 reads in at most ten minutes (the rest is in "going deeper" boxes)."""
+    from attnlab.notebook import reading_minutes
+
+    typed, too_long = [], []
+    for path in NOTEBOOKS:
+        if not path.name[:2].isdigit():
+            continue
+        cells = json.loads(path.read_text())["cells"]
+        first = "".join(cells[0]["source"])
+        code = "".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
+        if ("{glue:md}`reading_time`" not in first or re.search(r"about \d+ minutes", first)
+                or f'reading_minutes("{path.name}")' not in code):
+            typed.append(path.name)
+        minutes = reading_minutes(path).minutes
+        if int(path.name[:2]) in PARTS_I_II and minutes > CORE_LIMIT_MINUTES:
+            too_long.append(f"{path.name}: {minutes:.1f} min")
+    assert not typed, f"reading time typed instead of glued from reading_minutes: {typed}"
+    assert not too_long, f"core paths over {CORE_LIMIT_MINUTES} minutes: {too_long}"
 
 
 PACKAGE = ROOT / "code" / "attnlab"
