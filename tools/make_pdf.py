@@ -59,7 +59,7 @@ PANELS_DRAWN = """() => {
   const boxes = document.querySelectorAll('.cell_output .jupyter-widgets.widget-vbox,'
                                           + ' .cell_output .jupyter-widgets.widget-box');
   return boxes.length >= views.length && [...document.querySelectorAll('.attnlab-panel')].every(
-    p => p.querySelector('.widget-html img, .widget-html .attnlab-message'));
+    p => p.querySelector('img, .attnlab-message'));
 }"""
 
 

@@ -131,7 +131,8 @@ SWITCH_SETUP = {"n_old": 128, "n_new": 8, "n_overwrite": 4, "dim": 32, "n_sequen
 SWITCH_SEED = 12
 
 
-SWITCH_NAMES = {"gla": "GLA (scalar gate)", "deltanet": "DeltaNet", "gdn": "Gated DeltaNet"}
+SWITCH_NAMES = {"gla": "scalar-gated linear attention", "deltanet": "DeltaNet",
+                "gdn": "Gated DeltaNet"}
 
 
 @cache

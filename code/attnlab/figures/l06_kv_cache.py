@@ -145,7 +145,7 @@ def draw_cache_calculator(fig: Figure, preset: str, context: int, dtype: str) ->
                 label=f"{name}: 2 × {model.n_layers} × {model.n_kv_heads} × {model.head_dim} × "
                       f"{width} B = {per_token:,} B per token")
     ax.axhline(BUDGET_BYTES / GIB, color=PALETTE[5], linestyle="--", linewidth=1)
-    ax.annotate(f"{BUDGET_BYTES / GIB:g} GiB: one large GPU", (t_max, BUDGET_BYTES / GIB),
+    ax.annotate(f"{BUDGET_BYTES / GIB:g} GiB: a large consumer GPU", (t_max, BUDGET_BYTES / GIB),
                 textcoords="offset points", xytext=(-4, 4), ha="right", color=PALETTE[5],
                 fontsize=SMALL_TEXT_PT)
     ax.plot([context], [chosen / GIB], marker="o", ms=10, color=PALETTE[1], zorder=5)
