@@ -56,11 +56,12 @@ def test_the_pdf_contains_every_lesson_title_in_order():
 
 
 def solution_phrases(path: Path) -> list[str]:
-    """From each lesson's solutions: the first run of plain words (no markup) of 30+ characters."""
+    """From each lesson's solutions: the first run of plain words and numbers (no markup) of 30+
+    characters."""
     cells = json.loads(path.read_text())["cells"]
     text = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
     bodies = re.findall(r"^(`{3,}|:{3,})\{solution\}.*?\n(.*?)^\1\s*$", text, re.M | re.S)
-    phrases = [re.search(r"[A-Za-z][A-Za-z ,]{28,}[A-Za-z]", body) for _, body in bodies]
+    phrases = [re.search(r"[A-Za-z][A-Za-z0-9 ,]{28,}[A-Za-z]", body) for _, body in bodies]
     return [flat(m.group(0)) for m in phrases if m]
 
 
