@@ -25,6 +25,7 @@ from typing import Any
 import matplotlib.text
 import pytest
 from attnlab import plotting
+from attnlab.architectures import PRESETS
 from attnlab.configs import SOPHIA, SOPHIA_NANO
 from attnlab.demos import state_memory, toy_attention
 from attnlab.plotting import course_style, new_figure
@@ -33,7 +34,7 @@ from matplotlib.figure import Figure
 
 FIGURES = Path(__file__).resolve().parents[1] / "code" / "attnlab" / "figures"
 #: The lesson figure modules this test covers (Lessons 17, 18 and 20 have their own).
-MODULES = sorted(p.stem for p in FIGURES.glob("l[0-9][0-9]_*.py")
+MODULES = sorted(p.stem for p in FIGURES.glob("l[0-9][0-9]*_*.py")
                  if p.stem[:3] not in ("l17", "l18", "l20"))
 
 
@@ -72,7 +73,8 @@ def notebook_sizes() -> dict[tuple[str, str], tuple[float, float]]:
             source = "".join(cell["source"])
             for m in re.finditer(r"new_figure\(([\d.]+), ([\d.]+)\)\s*\n\s*figs\.(\w+)\(", source):
                 sizes["static", m.group(3)] = (float(m.group(1)), float(m.group(2)))
-            panels = r"slider_panel\(\s*(?:lambda[^:]*:\s*)?figs\.(\w+)(.*?)\n\)"
+            panels = (r"slider_panel\(\s*(?:lambda[^:]*:\s*|functools\.partial\()?figs\.(\w+)"
+                      r"(.*?)\n\)")
             for m in re.finditer(panels, source, re.S):
                 width = re.search(r"\bwidth=([\d.]+)", m.group(2))
                 height = re.search(r"\bheight=([\d.]+)", m.group(2))
@@ -107,12 +109,21 @@ def _nano_history() -> tuple[list[int], list[list[int]], tuple[str, ...]]:
 def registry() -> dict[str, Entry]:
     l01, l02, l03, l04, l05, l06, l07, l08, l09, l10, l11, l12, l13, l14, l15, l16, l19 = (
         fig_module(p) for p in ("l01", "l02", "l03", "l04", "l05", "l06", "l07", "l08", "l09",
-                                "l10", "l11", "l12", "l13", "l14", "l15", "l16", "l19"))
+                                "l10", "l11", "l12", "l13", "l14", "l15", "l16_", "l19"))
+    l16b = fig_module("l16b")
+    models = list(PRESETS)
+    contexts = [4096, 131072, 2**20]
     m = _measured_times()
     tokens, rows, kinds = _nano_history()
     n_tokens = len(toy_attention.sentence_weights()[0])
     marker = ("Sophia", SOPHIA.vocab_size, SOPHIA.d_model)
     return {
+        "L16b memory per sequence": Entry(l16b.draw_memory_per_sequence,
+                                          kwargs={"names": models, "contexts": contexts}),
+        "L16b calculator": Entry(l16b.draw_calculator, kwargs={"memory_gb": 8 * 141},
+                                 grid={"model": models, "context": contexts}),
+        "L16b batch sweep": Entry(l16b.draw_batch_sweep, kwargs={
+            "names": models, "context": 131072, "batches": [2**i for i in range(10)]}),
         "L1 one-hot lookup": Entry(l01.draw_one_hot_lookup, kwargs={"token_id": 2}),
         "L1 table memory": Entry(
             lambda fig, vocab_size, d_model: l01.draw_table_memory(fig, vocab_size, d_model,
