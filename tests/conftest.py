@@ -28,6 +28,14 @@ TOLERANCES = {torch.float64: 1e-10, torch.float32: 1e-4}
 rounding of long sums)."""
 
 seeds = st.integers(0, 2**31 - 1)
+#: Kernel input sizes (B, H, T, Dk, Dv): T up to 70 crosses a 64-token chunk boundary.
+shapes = st.tuples(
+    st.integers(1, 2),  # B
+    st.integers(1, 2),  # H
+    st.integers(1, 70),  # T
+    st.integers(1, 8),  # Dk
+    st.integers(1, 8),  # Dv
+)
 """Seeds for ``torch.Generator().manual_seed`` in property tests."""
 
 

@@ -19,17 +19,10 @@ from attnlab.delta import (
     transition_product,
     ut_transform,
 )
-from conftest import assert_close, seeds
+from conftest import assert_close, seeds, shapes
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-shapes = st.tuples(
-    st.integers(1, 2),  # B
-    st.integers(1, 2),  # H
-    st.integers(1, 70),  # T
-    st.integers(1, 8),  # Dk
-    st.integers(1, 8),  # Dv
-)
 chunk_sizes = st.integers(1, 64)
 # β: the usual (0, 1), the ends 0 and 1 exactly, a mix of both ends, and up to 2 (negative
 # eigenvalues 1 - β of the transition along k)

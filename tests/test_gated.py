@@ -25,17 +25,10 @@ from attnlab.gated import (
     softplus_decay_gate,
 )
 from attnlab.linear import linear_attention_chunk, linear_attention_recurrent
-from conftest import assert_close, seeds
+from conftest import assert_close, seeds, shapes
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-shapes = st.tuples(
-    st.integers(1, 2),  # B
-    st.integers(1, 2),  # H
-    st.integers(1, 70),  # T
-    st.integers(1, 8),  # Dk
-    st.integers(1, 8),  # Dv
-)
 gate_kinds = st.sampled_from(["channel", "scalar"])
 # typical magnitude of -g per step: near 0 (α ≈ 1), GLA-like, Mamba-like, very fast decay
 gate_scales = st.sampled_from([1e-6, 0.05, 1.0, 8.0])

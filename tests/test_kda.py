@@ -10,17 +10,10 @@ import torch
 import torch.nn.functional as F
 from attnlab.delta import gated_delta_rule_chunk, gated_delta_rule_recurrent
 from attnlab.kda import kda_chunk, kda_chunk_reference, kda_recurrent, kda_step
-from conftest import assert_close, seeds
+from conftest import assert_close, seeds, shapes
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-shapes = st.tuples(
-    st.integers(1, 2),  # B
-    st.integers(1, 2),  # H
-    st.integers(1, 70),  # T
-    st.integers(1, 8),  # Dk
-    st.integers(1, 8),  # Dv
-)
 chunk_sizes = st.integers(1, 64)
 # magnitude of -g per step and channel: exactly 0, near 0, moderate, very fast, and "mixed"
 # (each channel either never forgets or forgets almost at once)

@@ -13,20 +13,13 @@ from attnlab.linear import (
     linear_attention_parallel,
     linear_attention_recurrent,
 )
-from conftest import assert_close, seeds
+from conftest import assert_close, seeds, shapes
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 KERNELS = (linear_attention_recurrent, linear_attention_parallel, linear_attention_chunk)
 WITH_REFERENCE = (*KERNELS, linear_attention_chunk_reference)
 
-shapes = st.tuples(
-    st.integers(1, 2),  # B
-    st.integers(1, 2),  # H
-    st.integers(1, 70),  # T
-    st.integers(1, 8),  # Dk
-    st.integers(1, 8),  # Dv
-)
 
 
 def random_inputs(seed, shape, dtype=torch.float64, normalize=False, with_state=False):
