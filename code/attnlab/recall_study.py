@@ -13,7 +13,9 @@ with :func:`load_study` and states only what :func:`summarize` and :func:`paired
 from __future__ import annotations
 
 import json
+import statistics
 import time
+from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -23,6 +25,9 @@ import torch
 from ._checks import check_positive_int
 from .tasks import IGNORE, mqar_batch, mqar_eval_set, mqar_value_range
 from .train import Batch, RecallModel, logits_of, pattern_label, train
+
+STUDY_PATH = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "recall_study.json"
+"""Where ``benchmarks/recall_sweep.py`` writes the shipped study (in the repository)."""
 
 STUDY_MIXERS: tuple[tuple[str, ...], ...] = (
     ("attn", "attn"), ("linear", "linear"), ("deltanet", "deltanet"), ("gdn", "gdn"),
@@ -131,3 +136,159 @@ def load_study(path: str | Path) -> dict:
         if key not in study:
             raise ValueError(f"path: {path} is not a recall study (no {key!r} entry)")
     return study
+
+
+@dataclass(frozen=True)
+class CellSummary:
+    """One (mixer, N) of the study at its chosen learning rate (see :func:`summarize`).
+
+    ``accuracies``, ``values``, ``in_context``: per seed (in ``seeds`` order), on the test set;
+    ``val_means``: mean validation accuracy over seeds for every lr of the grid.
+    """
+
+    mixer: str
+    n_pairs: int
+    ratio: float
+    lr: float
+    seeds: tuple[int, ...]
+    accuracies: tuple[float, ...]
+    values: tuple[float, ...]
+    in_context: tuple[float, ...]
+    val_means: dict[float, float]
+
+    @property
+    def mean(self) -> float:
+        """Mean test accuracy over seeds."""
+        return statistics.fmean(self.accuracies)
+
+    @property
+    def low(self) -> float:
+        """Worst seed's test accuracy."""
+        return min(self.accuracies)
+
+    @property
+    def high(self) -> float:
+        """Best seed's test accuracy."""
+        return max(self.accuracies)
+
+    @property
+    def wrong_in_context(self) -> float:
+        """Mean fraction of answers that are a value of the context, but the wrong pair's."""
+        return statistics.fmean(c - a for c, a in zip(self.in_context, self.accuracies,
+                                                      strict=True))
+
+
+def summarize(study: dict) -> dict[tuple[str, int], CellSummary]:
+    """Every (mixer, N) of ``study`` at its best learning rate, keyed by (mixer label, N).
+
+    The choice rule: for each (mixer, N), the lr of the grid with the highest mean
+    *validation* accuracy over the seeds that ran at every lr (ties: the smaller lr; a cell
+    is left out until every lr of the grid has run); the
+    summary then reports those seeds' *test* accuracies at that lr, so the choice never sees
+    the numbers it reports.
+    """
+    by_cell: dict[tuple[str, int], dict[float, dict[int, dict]]] = defaultdict(
+        lambda: defaultdict(dict))
+    for row in study["rows"]:
+        by_cell[row["mixer"], row["n_pairs"]][row["lr"]][row["seed"]] = row
+    head_dim, lrs = study["config"]["head_dim"], set(study["grid"]["lrs"])
+    out = {}
+    for (mixer, n), by_lr in by_cell.items():
+        if set(by_lr) != lrs:
+            continue  # a partial run: not every lr of the grid has run yet
+        seeds = sorted(set.intersection(*(set(s) for s in by_lr.values())))
+        if not seeds:
+            continue
+        val = {lr: statistics.fmean(by_lr[lr][s]["val_accuracy"] for s in seeds)
+               for lr in sorted(by_lr)}
+        best = max(val, key=lambda lr: (val[lr], -lr))
+        rows = [by_lr[best][s] for s in seeds]
+        out[mixer, n] = CellSummary(
+            mixer, n, n / head_dim, best, tuple(seeds), tuple(r["accuracy"] for r in rows),
+            tuple(r["value"] for r in rows), tuple(r["in_context"] for r in rows), val)
+    return out
+
+
+def paired_gap(a: CellSummary, b: CellSummary) -> tuple[float, float, float]:
+    """Accuracy of ``a`` minus ``b`` seed by seed (the seeds both ran): (mean, min, max)."""
+    common = [s for s in a.seeds if s in b.seeds]
+    if not common:
+        raise ValueError(f"b: no seed in common with {a.mixer} (seeds {a.seeds} vs {b.seeds})")
+    acc_a, acc_b = (dict(zip(a.seeds, a.accuracies, strict=True)),
+                    dict(zip(b.seeds, b.accuracies, strict=True)))
+    gaps = [acc_a[s] - acc_b[s] for s in common]
+    return statistics.fmean(gaps), min(gaps), max(gaps)
+
+
+def ranking(summary: dict[tuple[str, int], CellSummary], n_pairs: int) -> list[CellSummary]:
+    """The mixers at ``n_pairs``, by mean test accuracy from highest to lowest."""
+    cells = [c for (_, n), c in summary.items() if n == n_pairs]
+    return sorted(cells, key=lambda c: -c.mean)
+
+
+def beats_on_every_seed(a: CellSummary, b: CellSummary) -> bool:
+    """True when ``a`` was more accurate than ``b`` on every seed both ran."""
+    _, low, _ = paired_gap(a, b)
+    return low > 0
+
+
+# --------------------------------------------------------------------------- sentences
+def percent(x: float) -> str:
+    """0.9873 -> "98.7 %"."""
+    return f"{100 * x:.1f} %"
+
+
+def spread(cell: CellSummary) -> str:
+    """A cell's mean and seed range: "87.0 % (seeds 75.3–98.0 %)"."""
+    if len(cell.accuracies) == 1:
+        return f"{percent(cell.mean)} (one seed)"
+    return f"{percent(cell.mean)} (seeds {100 * cell.low:.1f}–{100 * cell.high:.1f} %)"
+
+
+def gap_text(a: CellSummary, b: CellSummary) -> str:
+    """The paired gap of ``a`` over ``b`` in points: "62 points (seeds 40 to 85)"."""
+    mean, low, high = paired_gap(a, b)
+    return f"{100 * mean:.0f} points (seeds {100 * low:.0f} to {100 * high:.0f})"
+
+
+def failure_text(cell: CellSummary) -> str:
+    """Why a mixer misses, from what it answered (test set, means over seeds)."""
+    value = statistics.fmean(cell.values)
+    in_context = statistics.fmean(cell.in_context)
+    wrong = 1 - cell.mean
+    if value < 0.9:
+        return (f"answers with a token that is not a value at all {percent(1 - value)} of the "
+                f"time: it has not even learned what an answer looks like")
+    if wrong > 0 and cell.wrong_in_context >= 0.5 * wrong:
+        return (f"answers with a value of its own context {percent(in_context)} of the time "
+                f"but with the right one only {percent(cell.mean)}: it has learned to copy "
+                f"from the context, not which pair to copy")
+    return (f"answers with a value token {percent(value)} of the time, but "
+            f"{percent(1 - in_context)} of its answers are values that are not in this "
+            f"context at all")
+
+
+def ordering_text(summary: dict[tuple[str, int], CellSummary], n_pairs: int,
+                  name: dict[str, str]) -> str:
+    """The mixers at ``n_pairs`` from most to least accurate, with mean and seed range."""
+    return "; ".join(f"{name.get(c.mixer, c.mixer)} {spread(c)}"
+                     for c in ranking(summary, n_pairs))
+
+
+def live_comparison(live: dict[str, float], summary: dict[tuple[str, int], CellSummary],
+                    n_pairs: int) -> dict[str, str]:
+    """For each live accuracy: "below", "within" or "above" the study's seed range at N."""
+    out = {}
+    for mixer, acc in live.items():
+        cell = summary.get((mixer, n_pairs))
+        if cell is not None:
+            out[mixer] = ("below" if acc < cell.low else "above" if acc > cell.high
+                          else "within")
+    return out
+
+
+def discordant_pairs(a: dict[str, float], b: dict[str, float]) -> list[tuple[str, str]]:
+    """Pairs of mixers that ``a`` and ``b`` order differently (ties in either: not counted)."""
+    keys = [k for k in a if k in b]
+    return [(x, y) for i, x in enumerate(keys) for y in keys[i + 1:]
+            if (a[x] - a[y]) * (b[x] - b[y]) < 0]
