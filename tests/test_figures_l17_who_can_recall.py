@@ -12,8 +12,8 @@ import pytest
 import torch
 from attnlab.figures import l17_who_can_recall as figs
 from attnlab.plotting import figure_png, new_figure
-from attnlab.tasks import mqar_batch
 from attnlab.recall_study import summarize
+from attnlab.tasks import mqar_batch
 
 MIXERS = ("attn", "kda", "gdn", "deltanet", "linear", "kda→attn", "attn→kda")
 FINAL = {"attn": 0.999, "kda": 0.9, "gdn": 0.85, "deltanet": 0.8, "linear": 0.5, "kda→attn": 0.7,
