@@ -113,9 +113,9 @@ def test_ranking_live_comparison_and_discordant_pairs():
 
 def test_failure_text_follows_what_the_model_answered():
     copier = cell("linear", (0.3, 0.3, 0.3), in_context=(0.95, 0.95, 0.95))
-    assert "copy from the context, not which pair" in failure_text(copier)
+    assert "copies from the context, but not always the right pair" in failure_text(copier)
     elsewhere = cell("linear", (0.3, 0.3, 0.3), in_context=(0.35, 0.35, 0.35))
-    assert "not in this context" in failure_text(elsewhere)
+    assert "not values of this context" in failure_text(elsewhere)
     nonvalue = CellSummary("linear", 8, 1.0, 1e-3, (0,), (0.1,), (0.5,), (0.1,), {})
     assert "not even learned what an answer looks like" in failure_text(nonvalue)
 

@@ -248,24 +248,29 @@ def spread(cell: CellSummary) -> str:
 def gap_text(a: CellSummary, b: CellSummary) -> str:
     """The paired gap of ``a`` over ``b`` in points: "62 points (seeds 40 to 85)"."""
     mean, low, high = paired_gap(a, b)
+    if low == high:
+        return f"{100 * mean:.0f} points (one seed)"
     return f"{100 * mean:.0f} points (seeds {100 * low:.0f} to {100 * high:.0f})"
 
 
+def copies_from_context(cell: CellSummary) -> bool:
+    """True when most of a cell's wrong answers are values of the same context (another key's
+    value) rather than other tokens."""
+    wrong = 1 - cell.mean
+    return wrong > 0 and cell.wrong_in_context >= 0.5 * wrong
+
+
 def failure_text(cell: CellSummary) -> str:
-    """Why a mixer misses, from what it answered (test set, means over seeds)."""
+    """What a mixer answered (test set, means over seeds) and what that says about its misses."""
     value = statistics.fmean(cell.values)
     in_context = statistics.fmean(cell.in_context)
-    wrong = 1 - cell.mean
+    numbers = (f"{percent(cell.mean)} right, {percent(cell.wrong_in_context)} another value "
+               f"of the same context, {percent(1 - in_context)} any other token")
     if value < 0.9:
-        return (f"answers with a token that is not a value at all {percent(1 - value)} of the "
-                f"time: it has not even learned what an answer looks like")
-    if wrong > 0 and cell.wrong_in_context >= 0.5 * wrong:
-        return (f"answers with a value of its own context {percent(in_context)} of the time "
-                f"but with the right one only {percent(cell.mean)}: it has learned to copy "
-                f"from the context, not which pair to copy")
-    return (f"answers with a value token {percent(value)} of the time, but "
-            f"{percent(1 - in_context)} of its answers are values that are not in this "
-            f"context at all")
+        return (f"{numbers}: it has not even learned what an answer looks like")
+    if copies_from_context(cell):
+        return (f"{numbers}: it copies from the context, but not always the right pair")
+    return f"{numbers}: most of its misses are not values of this context"
 
 
 def ordering_text(summary: dict[tuple[str, int], CellSummary], n_pairs: int,
