@@ -278,7 +278,7 @@ def time_cached_attention_step(
         check_positive_int(name, value)
     gen = torch.Generator().manual_seed(seed)
     size = n_heads * max(contexts) * head_dim
-    k_all, v_all = torch.randn(size, generator=gen), torch.randn(size, generator=gen)
+    k_all, v_all = torch.rand(size, generator=gen), torch.rand(size, generator=gen)
     q_t = torch.randn(1, n_heads, 1, head_dim, generator=gen)
     scale = head_dim**-0.5
     seconds, n_bytes = [], []
