@@ -5,8 +5,8 @@
 
 Each finished cell is appended to ``<out>.jsonl`` at once, so an interrupted run keeps its
 cells and a re-run with the same grid skips them; after every cell ``<out>.json`` is rewritten
-with the provenance (command, git commit, date, machine, torch), the grid, the configuration
-and all rows so far. Lesson 17 reads the ``.json`` (``attnlab.recall_study.load_study``).
+with the provenance (command, git commit, date, machine, torch, and every earlier run that
+added cells), the grid, the configuration and all rows so far. Lesson 17 reads the ``.json`` (``attnlab.recall_study.load_study``).
 Cells run in the order seed → N → lr → mixer, so a partial run has whole seeds. One thread.
 """
 
@@ -88,6 +88,11 @@ def main() -> None:
     meta = {"command": "python benchmarks/recall_sweep.py " + shlex.join(sys.argv[1:]),
             "git_commit": git_commit(),
             "started": datetime.now(UTC).isoformat(timespec="seconds"), "machine": machine()}
+    this_run = {key: meta[key] for key in ("command", "git_commit", "started")}
+    previous = json.loads(summary.read_text())["meta"] if summary.exists() and rows else None
+    earlier = [] if previous is None else previous.get(
+        "runs", [{key: previous[key] for key in ("command", "git_commit", "started")}])
+    meta["runs"] = [*earlier, this_run]  # every run that added cells, oldest first
     start = time.perf_counter()
     cells = [(seed, n, lr, p) for seed in args.seeds for n in args.n_pairs for lr in args.lrs
              for p in patterns]
