@@ -6,7 +6,8 @@
 Each finished cell is appended to ``<out>.jsonl`` at once, so an interrupted run keeps its
 cells and a re-run with the same grid skips them; after every cell ``<out>.json`` is rewritten
 with the provenance (command, git commit, date, machine, torch, and every earlier run that
-added cells), the grid, the configuration and all rows so far. Lesson 17 reads the ``.json`` (``attnlab.recall_study.load_study``).
+added cells), the grid, the configuration and all rows so far. Lesson 17 reads the ``.json``
+(``attnlab.recall_study.load_study``).
 Cells run in the order seed → N → lr → mixer, so a partial run has whole seeds. One thread.
 """
 
