@@ -185,7 +185,7 @@ def draw_study(fig: Figure, summary: dict, head_dim: int) -> None:
     ax.minorticks_off()
     ax.set_ylim(0, 104)
     style_axes(ax, f"N / head_dim   (head_dim = {head_dim})", "test accuracy (%)")
-    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=9)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, fontsize=9)
 
 
 ANSWER_KINDS = (("right", "right value", PALETTE[2]),
@@ -213,11 +213,12 @@ def draw_answer_analysis(fig: Figure, summary: dict, n_pairs: int) -> None:
             left += parts[key]
     ax.set_yticks(range(len(cells)), [mixer_name(c.mixer) for c in cells])
     ax.invert_yaxis()
-    ax.axvline(100 / n_pairs, color="0.2", linestyle="--", linewidth=1)
+    ax.axvline(100 / n_pairs, color="0.2", linestyle="--", linewidth=1,
+               label="1/N: a random value of the context")
     ax.set_xlim(0, 100)
     style_axes(ax, "answers at the query positions (%)", "")
     ax.grid(axis="y", visible=False)
-    ax.legend(loc="upper center", bbox_to_anchor=(0.4, -0.18), ncol=2, fontsize=9)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.35, -0.16), ncol=2, fontsize=9)
 
 
 # ------------------------------------------------------------------------------ the live run
@@ -230,21 +231,23 @@ def draw_live_vs_study(fig: Figure, rows: Sequence[dict], summary: dict) -> None
     mixers = mixers_in(rows)
     ax = fig.subplots()
     for i, mixer in enumerate(mixers):
-        ax.bar(i, 100 * live[mixer], color=_colour(mixer, i), alpha=0.85, width=0.7,
-               label="this run" if i == 0 else None)
+        ax.bar(i, 100 * live[mixer], color=_colour(mixer, i), alpha=0.85, width=0.7)
         cell = summary.get((mixer, n))
         if cell is not None:
             ax.errorbar(i, 100 * cell.mean, yerr=[[100 * (cell.mean - cell.low)],
                                                   [100 * (cell.high - cell.mean)]],
                         fmt="o", color="black", markersize=5, capsize=4, zorder=3,
                         label="study: mean, seed range" if i == 0 else None)
-    ax.axhline(100 / n, color="0.3", linestyle="--", linewidth=1)
+    ax.axhline(100 / n, color="0.3", linestyle="--", linewidth=1, label="1/N")
     ax.set_xticks(range(len(mixers)), [mixer_name(m).replace("hybrid ", "hybrid\n")
                                        for m in mixers], rotation=30, ha="right")
-    ax.set_ylim(0, 112)
+    ax.set_ylim(0, 119)
     style_axes(ax, "", "test accuracy (%)")
     ax.grid(axis="x", visible=False)
-    ax.legend(loc="upper right", fontsize=9, ncol=2)
+    handles, labels = ax.get_legend_handles_labels()
+    bar = Patch(facecolor="0.6", label="this run (bar)")
+    ax.legend([bar, *handles], [bar.get_label(), *labels], loc="upper center", ncol=3,
+              fontsize=9, bbox_to_anchor=(0.5, 1.02))
 
 
 def draw_training_curves(fig: Figure, rows: Sequence[dict], mixer: str) -> None:
