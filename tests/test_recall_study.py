@@ -13,6 +13,7 @@ from attnlab.recall_study import (
     answer_analysis,
     discordant_pairs,
     failure_text,
+    gap_text,
     live_comparison,
     load_study,
     paired_gap,
@@ -99,6 +100,13 @@ def test_paired_gap_is_seed_by_seed():
     assert paired_gap(a, b) == pytest.approx((1.3 / 3, 0.2, 0.8))
     with pytest.raises(ValueError, match="seed"):
         paired_gap(a, cell("kda", (0.5,), seeds=(7,)))
+
+
+def test_gap_text_rounds_to_points_and_names_one_seed():
+    a, b = cell("attn", (0.5, 0.6), seeds=(0, 1)), cell("linear", (0.502, 0.4), seeds=(0, 1))
+    assert gap_text(a, b) == "10 points (seeds 0 to 20)"  # -0.2 points is 0, never "-0"
+    assert gap_text(cell("attn", (0.9,), seeds=(0,)), cell("kda", (0.5,), seeds=(0,))) == (
+        "40 points (one seed)")
 
 
 def test_ranking_live_comparison_and_discordant_pairs():

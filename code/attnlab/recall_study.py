@@ -247,10 +247,10 @@ def spread(cell: CellSummary) -> str:
 
 def gap_text(a: CellSummary, b: CellSummary) -> str:
     """The paired gap of ``a`` over ``b`` in points: "62 points (seeds 40 to 85)"."""
-    mean, low, high = paired_gap(a, b)
-    if low == high:
-        return f"{100 * mean:.0f} points (one seed)"
-    return f"{100 * mean:.0f} points (seeds {100 * low:.0f} to {100 * high:.0f})"
+    mean, low, high = (round(100 * x) for x in paired_gap(a, b))  # ints: never "-0"
+    if len(a.seeds) == 1 or len(b.seeds) == 1:
+        return f"{mean} points (one seed)"
+    return f"{mean} points (seeds {low} to {high})"
 
 
 def copies_from_context(cell: CellSummary) -> bool:
