@@ -20,7 +20,6 @@ Shapes: q, k ``[B, H, T, Dk]``; v ``[B, H, T, Dv]``; per-channel log-gates g ``[
 from __future__ import annotations
 
 import math
-import time
 
 import torch
 
@@ -35,6 +34,7 @@ from .delta import (
     _start_state,
     check_beta,
 )
+from .timing import median_seconds
 
 
 def kda_update(
@@ -375,14 +375,17 @@ def kda_wy_transitions(
 
 
 def time_kda_step(
-    *, n_heads: int = 2, head_dim: int = 32, repeats: int = 5, seed: int = 0
+    *, n_heads: int = 2, head_dim: int = 32, repeats: int = 15, checked: bool = False,
+    seed: int = 0,
 ) -> tuple[float, int]:
-    """Measured seconds of one :func:`kda_step` (batch 1, float32), and the state's bytes.
+    """Median seconds of one KDA decoding step (batch 1, float32), and the state's bytes.
 
     Random q, v, L2-normalised k, β ∈ (0, 1), log-gates g ∈ (−0.1, 0] and a random state
     S ``[1, n_heads, head_dim, head_dim]``: the step does the same work for any context, since
-    the state is all it reads. Returns ``(seconds, state_bytes)``: the fastest of ``repeats``
-    runs after one warm-up, and H · Dk · Dv · 4 bytes. Depends on the machine and on
+    the state is all it reads. The timed path is the step itself (``kda_update``, q pre-scaled),
+    with no argument checks; ``checked=True`` times :func:`kda_step` instead, checks included.
+    Returns ``(seconds, state_bytes)``: the median of ``repeats`` calls after one warm-up
+    (``timing.median_seconds``), and H · Dk · Dv · 4 bytes. Depends on the machine and on
     ``torch.get_num_threads()``.
     """
     for name, value in [("n_heads", n_heads), ("head_dim", head_dim), ("repeats", repeats)]:
@@ -394,14 +397,15 @@ def time_kda_step(
     g = -0.1 * torch.rand(1, h, d, generator=gen)
     beta = torch.rand(1, h, generator=gen)
     state = torch.randn(1, h, d, d, generator=gen)
-    with torch.no_grad():
-        kda_step(q, k, v, g=g, beta=beta, state=state)  # warm-up
-        seconds = []
-        for _ in range(repeats):
-            start = time.perf_counter()
-            kda_step(q, k, v, g=g, beta=beta, state=state)
-            seconds.append(time.perf_counter() - start)
-    return min(seconds), state.numel() * state.element_size()
+    if checked:
+        def step() -> object:
+            return kda_step(q, k, v, g=g, beta=beta, state=state)
+    else:
+        q_scaled = q * d**-0.5
+
+        def step() -> object:
+            return kda_update(q_scaled, k, v, g=g, beta=beta, state=state)
+    return median_seconds(step, repeats=repeats), state.numel() * state.element_size()
 
 
 def association_retention(

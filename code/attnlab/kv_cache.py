@@ -12,14 +12,14 @@ full pass exactly, at the price of a cache that grows linearly with the context.
 
 from __future__ import annotations
 
-import time
+from collections.abc import Sequence
 
 import torch
 
 from . import attention
 from ._checks import check_positive_int, check_tensor
 from .blocks import KVCache
-from .timing import best_seconds
+from .timing import best_seconds, median_seconds
 
 
 def kv_cache_bytes(
@@ -191,77 +191,69 @@ def time_decode_step(
     return best_seconds(step, repeats=repeats)
 
 
+def cached_attention_read(
+    q_t: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float
+) -> torch.Tensor:
+    """The raw decoding read, without argument checks:  o_t = V_{1:t}ᵀ softmax(s · K_{1:t} q_t).
+
+    q_t ``[B, H, 1, Dk]``, k ``[B, H, t, Dk]``, v ``[B, H, t, Dv]`` -> o_t ``[B, H, 1, Dv]``
+    (what ``attention.softmax_attention(q_t, k, v, causal=False)`` computes after its checks).
+    The scores are formed as the column K q_t ``[B, H, t, 1]``, a matrix-vector product over
+    the cache as it is stored, then the weights' row multiplies V.
+    """
+    weights = torch.softmax((k @ q_t.transpose(-1, -2)) * scale, dim=-2)  # [B, H, t, 1]
+    return weights.transpose(-1, -2) @ v
+
+
 def time_cached_attention_step(
-    context: int,
+    contexts: Sequence[int],
     *,
     n_heads: int = 2,
     head_dim: int = 32,
-    repeats: int = 3,
+    repeats: int = 15,
+    checked: bool = False,
     seed: int = 0,
-) -> tuple[float, int]:
-    """Measured seconds of one cached attention read at position ``context``, and the cache bytes.
+) -> tuple[list[float], list[int]]:
+    """Median seconds of one cached attention read at each position in ``contexts``, and the
+    cache bytes there.
 
-        o_t = V_{1:t}ᵀ softmax(s · K_{1:t} q_t),   t = ``context``
+        o_t = V_{1:t}ᵀ softmax(s · K_{1:t} q_t),   t in ``contexts``
 
-    The cache K, V ``[1, n_heads, context, head_dim]`` (float32, batch 1) is filled with random
-    numbers instead of being built by ``context`` decoding steps: the read costs the same for any
-    values, and filling takes a fraction of a second even at 32k tokens. Only the kernel is
-    timed (q_t ``[1, H, 1, D]`` against the whole cache); the projections of the new token cost
-    the same at every context. Returns ``(seconds, cache_bytes)``: the fastest of ``repeats``
-    runs after one warm-up (other processes only ever add time), and ``KVCache.num_bytes()``,
-    i.e. 2 · H · context · D · 4 bytes. Depends on the machine and ``torch.get_num_threads()``.
+    One buffer of random numbers per K and V (float32, batch 1, room for ``max(contexts)``
+    tokens) is filled once, and each context reads its start as a contiguous cache
+    ``[1, n_heads, t, head_dim]`` (the read costs the same for any values; a strided slice of
+    one ``[1, H, max, D]`` tensor would make matmul copy it first, timing the copy instead).
+    Only the read is timed (:func:`cached_attention_read`, q_t ``[1, H, 1, D]``), with no
+    argument checks on the timed path; ``checked=True`` times ``attention.softmax_attention``
+    instead, checks included, to show what they cost. Each entry is the median of ``repeats``
+    calls after one warm-up (``timing.median_seconds``). Returns ``(seconds, cache_bytes)``,
+    cache bytes 2 · H · t · D · 4. Depends on the machine and ``torch.get_num_threads()``.
     """
-    for name, value in [("context", context), ("n_heads", n_heads), ("head_dim", head_dim),
-                        ("repeats", repeats)]:
+    if isinstance(contexts, int) or not contexts:
+        raise ValueError(f"contexts: expected a non-empty sequence of positive ints, "
+                         f"got {contexts!r}")
+    for name, value in [("n_heads", n_heads), ("head_dim", head_dim), ("repeats", repeats),
+                        *(("contexts", c) for c in contexts)]:
         check_positive_int(name, value)
     gen = torch.Generator().manual_seed(seed)
-    cache = KVCache(torch.randn(1, n_heads, context, head_dim, generator=gen),
-                    torch.randn(1, n_heads, context, head_dim, generator=gen))
+    size = n_heads * max(contexts) * head_dim
+    k_all, v_all = torch.rand(size, generator=gen), torch.rand(size, generator=gen)
     q_t = torch.randn(1, n_heads, 1, head_dim, generator=gen)
-
-    def step() -> torch.Tensor:
-        o_t, _ = attention.softmax_attention(q_t, cache.k, cache.v, causal=False)
-        return o_t
-
-    with torch.no_grad():
-        step()  # warm-up
-        seconds = []
-        for _ in range(repeats):
-            start = time.perf_counter()
-            step()
-            seconds.append(time.perf_counter() - start)
-    return min(seconds), cache.num_bytes()
-
-
-def crossover_context(
-    contexts: list[int], seconds: list[float], constant_seconds: float
-) -> float | None:
-    """The context at which a growing per-token cost first reaches a constant one.
-
-    ``seconds[i]`` is the measured cost at ``contexts[i]`` (increasing contexts); between two
-    measurements the cost is taken as linear in the context (attention's read is O(T)), so the
-    crossing T* solves  s_i + (s_{i+1} − s_i)(T* − T_i) / (T_{i+1} − T_i) = constant.
-    Returns ``contexts[0]`` if the first measurement already costs at least the constant (the
-    crossing is at or below the smallest context measured), None if no measurement reaches it.
-    """
-    if len(contexts) != len(seconds) or not contexts:
-        raise ValueError(f"seconds: expected one value per context ({len(contexts)}), "
-                         f"got {len(seconds)}")
-    for c in contexts:
-        check_positive_int("contexts", c)
-    if any(contexts[i + 1] <= contexts[i] for i in range(len(contexts) - 1)):
-        raise ValueError(f"contexts: expected strictly increasing values, got {list(contexts)}")
-    if any(not isinstance(s, int | float) or s < 0 for s in seconds):
-        raise ValueError(f"seconds: expected numbers >= 0, got {list(seconds)}")
-    if not isinstance(constant_seconds, int | float) or constant_seconds < 0:
-        raise ValueError(f"constant_seconds: expected a number >= 0, got {constant_seconds!r}")
-    if seconds[0] >= constant_seconds:
-        return float(contexts[0])
-    for i in range(len(contexts) - 1):
-        (t0, t1), (s0, s1) = contexts[i : i + 2], seconds[i : i + 2]
-        if s1 >= constant_seconds:
-            return t0 + (constant_seconds - s0) * (t1 - t0) / (s1 - s0)
-    return None
+    scale = head_dim**-0.5
+    seconds, n_bytes = [], []
+    for t in contexts:
+        shape = (1, n_heads, t, head_dim)
+        k = k_all[: n_heads * t * head_dim].view(shape)
+        v = v_all[: n_heads * t * head_dim].view(shape)
+        if checked:
+            def step(k=k, v=v) -> object:
+                return attention.softmax_attention(q_t, k, v, causal=False, scale=scale)
+        else:
+            def step(k=k, v=v) -> object:
+                return cached_attention_read(q_t, k, v, scale)
+        seconds.append(median_seconds(step, repeats=repeats))
+        n_bytes.append(KVCache(k, v).num_bytes())
+    return seconds, n_bytes
 
 
 GLOBAL_KINDS = ("attn", "mla")

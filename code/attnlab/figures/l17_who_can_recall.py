@@ -1,8 +1,9 @@
-"""Figures for Lesson 17 (who can recall? the MQAR experiment).
+"""Figures for Lesson 17 (who can recall? the MQAR experiment). They only draw.
 
-The result figures take the tidy rows of ``attnlab.train.run_recall_experiment`` (one dict per
-trained model: ``mixer``, ``n_pairs``, ``seed``, ``accuracy``, ``steps``, ``history``), so the
-sliders of the lesson move over results that were computed once, never over training.
+The study figures take ``attnlab.recall_study.summarize``'s cells (one per mixer and N, at the
+chosen learning rate, one accuracy per seed); the live-run figures take the rows of
+``attnlab.recall_study.train_cell`` (``mixer``, ``n_pairs``, ``seed``, ``accuracy``,
+``curve_steps``, ``curve_val``), so the sliders move over results computed once.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from matplotlib.patches import Patch, Rectangle
 from matplotlib.ticker import MaxNLocator
 
 from ..plotting import PALETTE, style_axes
+from ..recall_study import CellSummary
 from ..tasks import IGNORE, mqar_batch
 
 #: Display names of the experiment's mixer labels (``attnlab.train.pattern_label``).
@@ -44,6 +46,10 @@ MIXER_COLOURS = {
     "attn→linear": PALETTE[1],
 }
 
+#: One marker per mixer, so the lines differ in shape as well as colour.
+MIXER_MARKERS = {"attn": "o", "linear": "v", "deltanet": "s", "gdn": "D", "kda": "^",
+                 "kda→attn": "P", "attn→kda": "X"}
+
 #: The order mixers are listed in: attention, the delta-rule family, linear attention, hybrids.
 MIXER_ORDER = ("attn", "kda", "gdn", "deltanet", "linear", "kda→attn", "attn→kda",
                "linear→attn", "attn→linear")
@@ -68,7 +74,7 @@ def _check_rows(rows: object) -> list[dict]:
     if not isinstance(rows, Sequence) or not rows or not all(
             isinstance(r, dict) and {"mixer", "n_pairs", "seed", "accuracy"} <= r.keys()
             for r in rows):
-        raise ValueError("rows: expected a non-empty list of run_recall_experiment rows "
+        raise ValueError("rows: expected a non-empty list of train_cell rows "
                          "(dicts with mixer, n_pairs, seed, accuracy)")
     return list(rows)
 
@@ -147,90 +153,127 @@ def draw_mqar_sequence(fig: Figure, n_pairs: int = 4, seed: int = 0, vocab_size:
               fontsize=8)
 
 
-# ------------------------------------------------------------------------------ results
-def draw_recall_accuracy(fig: Figure, rows: Sequence[dict], n_pairs: int | None = None,
-                         head_dim: int = 32) -> None:
-    """Accuracy per mixer at one N: a bar for the mean over seeds, a dot per seed.
+# ------------------------------------------------------------------------------ the study
+def _check_summary(summary: object) -> dict:
+    if not isinstance(summary, dict) or not summary or not all(
+            isinstance(c, CellSummary) for c in summary.values()):
+        raise ValueError("summary: expected recall_study.summarize's non-empty dict of cells")
+    return summary
 
-    The dashed line is 1/N, what a model scores that copies a random value of the context.
-    """
-    rows = _check_rows(rows)
-    n = _pick_n(rows, n_pairs)
-    selected = [r for r in rows if r["n_pairs"] == n]
-    mixers = mixers_in(selected)
+
+def draw_study(fig: Figure, summary: dict, head_dim: int) -> None:
+    """Test accuracy against N/head_dim: one line per mixer through the means over seeds, a dot
+    per seed, and the dashed 1/N level of a model that copies a random value of the context."""
+    summary = _check_summary(summary)
+    ax = fig.subplots()
+    ns = sorted({n for _, n in summary})
+    mixers = [m for m in MIXER_ORDER if any(k[0] == m for k in summary)]
+    for i, mixer in enumerate(mixers):
+        cells = [summary[mixer, n] for n in ns if (mixer, n) in summary]
+        colour, marker = _colour(mixer, i), MIXER_MARKERS.get(mixer, "o")
+        x = [c.ratio for c in cells]
+        ax.plot(x, [100 * c.mean for c in cells], color=colour, marker=marker, markersize=6,
+                linewidth=1.8, label=mixer_name(mixer), zorder=3)
+        dots_x = [c.ratio for c in cells for _ in c.accuracies]
+        dots_y = [100 * a for c in cells for a in c.accuracies]
+        ax.scatter(dots_x, dots_y, color=colour, s=12, alpha=0.55, zorder=2, linewidths=0)
+    ratios = [n / head_dim for n in ns]
+    ax.plot(ratios, [100 / n for n in ns], color="0.3", linestyle="--", linewidth=1,
+            label="1/N: a random value of the context")
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(ratios, [f"{r:g}\n(N = {n})" for r, n in zip(ratios, ns, strict=True)])
+    ax.minorticks_off()
+    ax.set_ylim(0, 104)
+    style_axes(ax, f"N / head_dim   (head_dim = {head_dim})", "test accuracy (%)")
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, fontsize=9)
+
+
+ANSWER_KINDS = (("right", "right value", PALETTE[2]),
+                ("wrong_in_context", "another value of this context", PALETTE[1]),
+                ("other", "any other token", "0.75"))
+
+
+def draw_answer_analysis(fig: Figure, summary: dict, n_pairs: int) -> None:
+    """What each mixer answered at N pairs (means over seeds, test set): the right value, a
+    value of the same context that belongs to another key, or any other token."""
+    summary = _check_summary(summary)
+    cells = [summary[m, n_pairs] for m in MIXER_ORDER if (m, n_pairs) in summary]
+    if not cells:
+        raise ValueError(f"n_pairs: expected one of the study's N "
+                         f"{sorted({n for _, n in summary})}, got {n_pairs!r}")
+    ax = fig.subplots()
+    for row, cell in enumerate(cells):
+        right = cell.mean
+        parts = {"right": right, "wrong_in_context": cell.wrong_in_context,
+                 "other": 1 - right - cell.wrong_in_context}
+        left = 0.0
+        for key, label, colour in ANSWER_KINDS:
+            ax.barh(row, 100 * parts[key], left=100 * left, color=colour,
+                    label=label if row == 0 else None, height=0.7)
+            left += parts[key]
+    ax.set_yticks(range(len(cells)), [mixer_name(c.mixer) for c in cells])
+    ax.invert_yaxis()
+    ax.axvline(100 / n_pairs, color="0.2", linestyle="--", linewidth=1,
+               label="1/N: a random value of the context")
+    ax.set_xlim(0, 100)
+    style_axes(ax, "answers at the query positions (%)", "")
+    ax.grid(axis="y", visible=False)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.35, -0.16), ncol=2, fontsize=9)
+
+
+# ------------------------------------------------------------------------------ the live run
+def draw_live_vs_study(fig: Figure, rows: Sequence[dict], summary: dict) -> None:
+    """The live run's test accuracy per mixer (bars) next to the study's at the same N: its
+    mean over seeds (black dot) and the range of its seeds (bar)."""
+    rows, summary = _check_rows(rows), _check_summary(summary)
+    n = _pick_n(rows, None)
+    live = {r["mixer"]: r["accuracy"] for r in rows if r["n_pairs"] == n}
+    mixers = mixers_in(rows)
     ax = fig.subplots()
     for i, mixer in enumerate(mixers):
-        accs = [r["accuracy"] for r in selected if r["mixer"] == mixer]
-        mean = sum(accs) / len(accs)
-        ax.bar(i, 100 * mean, color=_colour(mixer, i), alpha=0.85, width=0.7)
-        ax.text(i, 100 * mean + 2, f"{100 * mean:.0f}%", ha="center", va="bottom", fontsize=9)
-        if len(accs) > 1:
-            ax.scatter([i] * len(accs), [100 * a for a in accs], color="black", s=10, zorder=3)
-    ax.axhline(100 / n, color="0.3", linestyle="--", linewidth=1)
-    ax.text(-0.45, 100 / n + 1.5, "1/N: copy a random value", ha="left", va="bottom",
-            fontsize=8, color="0.2", zorder=4,
-            bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.8, "pad": 1})
+        ax.bar(i, 100 * live[mixer], color=_colour(mixer, i), alpha=0.85, width=0.7)
+        cell = summary.get((mixer, n))
+        if cell is not None:
+            ax.errorbar(i, 100 * cell.mean, yerr=[[100 * (cell.mean - cell.low)],
+                                                  [100 * (cell.high - cell.mean)]],
+                        fmt="o", color="black", markersize=5, capsize=4, zorder=3,
+                        label="study: mean, seed range" if i == 0 else None)
+    ax.axhline(100 / n, color="0.3", linestyle="--", linewidth=1, label="1/N")
     ax.set_xticks(range(len(mixers)), [mixer_name(m).replace("hybrid ", "hybrid\n")
-                                       for m in mixers], rotation=20, ha="right")
-    ax.set_ylim(0, 112)
-    seeds = len({r["seed"] for r in selected})
-    style_axes(ax, "", "recall accuracy on held-out queries (%)",
-               f"N = {n} pairs, head_dim {head_dim} (N/head_dim = {n / head_dim:g}), "
-               f"{seeds} seed{'s' if seeds > 1 else ''}")
+                                       for m in mixers], rotation=30, ha="right")
+    ax.set_ylim(0, 119)
+    style_axes(ax, "", "test accuracy (%)")
     ax.grid(axis="x", visible=False)
+    handles, labels = ax.get_legend_handles_labels()
+    bar = Patch(facecolor="0.6", label="this run (bar)")
+    ax.legend([bar, *handles], [bar.get_label(), *labels], loc="upper center", ncol=3,
+              fontsize=9, bbox_to_anchor=(0.5, 1.02))
 
 
-def draw_accuracy_vs_pairs(fig: Figure, rows: Sequence[dict], head_dim: int = 32) -> None:
-    """Mean accuracy against the number of pairs N, one line per mixer, a dot per seed."""
+def draw_training_curves(fig: Figure, rows: Sequence[dict], mixer: str) -> None:
+    """The live run's validation accuracy against optimiser steps for one mixer (in colour),
+    every other mixer in grey, and the dashed 1/N level."""
     rows = _check_rows(rows)
-    ns = sorted({r["n_pairs"] for r in rows})
-    ax = fig.subplots()
-    for i, mixer in enumerate(mixers_in(rows)):
-        colour = _colour(mixer, i)
-        means = []
-        for n in ns:
-            accs = [r["accuracy"] for r in rows if r["mixer"] == mixer and r["n_pairs"] == n]
-            means.append(100 * sum(accs) / len(accs) if accs else float("nan"))
-            ax.scatter([n] * len(accs), [100 * a for a in accs], color=colour, s=9, alpha=0.6)
-        ax.plot(ns, means, marker="o", color=colour, label=mixer_name(mixer))
-    ax.set_xscale("log", base=2)
-    ax.set_xticks(ns, [f"{n}\n({n / head_dim:g})" for n in ns])
-    ax.minorticks_off()
-    ax.set_ylim(0, 105)
-    style_axes(ax, f"pairs N  (N/head_dim, head_dim = {head_dim})",
-               "recall accuracy (%)", "Accuracy against the number of pairs")
-    ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8)
-
-
-def draw_training_curves(fig: Figure, rows: Sequence[dict], mixer: str,
-                         n_pairs: int | None = None) -> None:
-    """The held-out accuracy against optimiser steps for one mixer (bold, one line per seed),
-    with every other mixer's first seed in grey for comparison."""
-    rows = _check_rows(rows)
-    n = _pick_n(rows, n_pairs)
-    selected = [r for r in rows if r["n_pairs"] == n]
-    mixers = mixers_in(selected)
+    mixers = mixers_in(rows)
     if mixer not in mixers:
         raise ValueError(f"mixer: expected one of the trained {mixers}, got {mixer!r}")
+    n = _pick_n(rows, None)
     ax = fig.subplots()
     grey_steps: list[float] = []
     grey_accuracy: list[float] = []
     for i, label in enumerate(mixers):
-        runs = [r for r in selected if r["mixer"] == label]
-        if label != mixer:  # first seed only, in grey, gathered into one line (NaN gaps)
-            grey_steps += [*runs[0]["history"].step, math.nan]
-            grey_accuracy += [*(100 * a for a in runs[0]["history"].accuracy), math.nan]
+        run = next(r for r in rows if r["mixer"] == label)
+        if label != mixer:  # gathered into one grey line (NaN gaps): one artist, not six
+            grey_steps += [*run["curve_steps"], math.nan]
+            grey_accuracy += [*(100 * a for a in run["curve_val"]), math.nan]
             continue
-        for run in runs:
-            history = run["history"]
-            ax.plot(history.step, [100 * a for a in history.accuracy], color=_colour(label, i),
-                    linewidth=2.2, zorder=3)
+        ax.plot(run["curve_steps"], [100 * a for a in run["curve_val"]],
+                color=_colour(label, i), linewidth=2.2, zorder=3)
     ax.plot(grey_steps, grey_accuracy, color="0.75", linewidth=1.0, zorder=1)
     ax.axhline(100 / n, color="0.3", linestyle="--", linewidth=1)
     ax.set_ylim(0, 105)
     ax.set_yticks(range(0, 101, 25))
     ax.xaxis.set_major_locator(MaxNLocator(4, steps=[1, 2, 5, 10]))
-    style_axes(ax, "optimiser steps", "held-out recall accuracy (%)")
-    # the title names the coloured line (no legend needed); y=1.0 fixes its place, which
-    # matplotlib otherwise finds by measuring the tick labels
-    ax.set_title(f"{mixer_name(mixer)} (colour) against the others (grey), N = {n}", y=1.0)
+    style_axes(ax, "optimiser steps", "validation accuracy (%)")
+    # the title names the coloured line (no legend needed); y=1.0 fixes its place
+    ax.set_title(f"{mixer_name(mixer)} (colour), the others (grey), N = {n}", y=1.0)

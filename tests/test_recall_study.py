@@ -1,0 +1,157 @@
+"""Tests of attnlab.recall_study: the cell runner, the answer analysis, the summary's choice
+rule, and that the shipped study's data still come out of today's code."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from attnlab.recall_study import (
+    STUDY_MIXERS,
+    STUDY_PATH,
+    CellSummary,
+    StudyConfig,
+    answer_analysis,
+    discordant_pairs,
+    failure_text,
+    gap_text,
+    live_comparison,
+    load_study,
+    paired_gap,
+    ranking,
+    summarize,
+    train_cell,
+)
+from attnlab.tasks import IGNORE, mqar_batch
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(previous)
+
+
+class Oracle(torch.nn.Module):
+    """Predicts a fixed function of the input: the right value, a context value, or a key."""
+
+    def __init__(self, how: str) -> None:
+        super().__init__()
+        self.how = how
+
+    def forward(self, inputs: torch.Tensor) -> torch.Tensor:
+        b, length = inputs.shape
+        if self.how == "next":  # the next token: right at every query position
+            answer = torch.cat([inputs[:, 1:], inputs[:, :1]], dim=1)
+        elif self.how == "first_value":  # always the first pair's value
+            answer = inputs[:, 1:2].expand(b, length)
+        else:  # always the first key: no value at all
+            answer = inputs[:, :1].expand(b, length)
+        logits = torch.full((b, length, 128), -1.0)
+        return logits.scatter(2, answer[..., None], 1.0)
+
+
+def test_answer_analysis_tells_right_copied_and_other_answers_apart():
+    inputs, targets = mqar_batch(16, 4, generator=torch.Generator().manual_seed(0))
+    right = answer_analysis(Oracle("next"), inputs, targets, 128)
+    assert right == {"right": 1.0, "value": 1.0, "in_context": 1.0}
+    copied = answer_analysis(Oracle("first_value"), inputs, targets, 128)
+    assert copied["value"] == 1.0 and copied["in_context"] == 1.0
+    assert copied["right"] == pytest.approx(0.25)  # the first pair's value is right for 1 of 4
+    key = answer_analysis(Oracle("key"), inputs, targets, 128)
+    assert key == {"right": 0.0, "value": 0.0, "in_context": 0.0}
+    assert (targets != IGNORE).sum() == 16 * 4
+
+
+def study(rows, lrs=(1e-3, 1e-2)):
+    return {"meta": {}, "config": {"head_dim": 8}, "grid": {"lrs": list(lrs)}, "rows": rows}
+
+
+def row(mixer, n, lr, seed, val, test):
+    return {"mixer": mixer, "n_pairs": n, "lr": lr, "seed": seed, "val_accuracy": val,
+            "accuracy": test, "value": 1.0, "in_context": min(1.0, test + 0.4)}
+
+
+def test_summarize_chooses_the_lr_on_validation_and_reports_test():
+    rows = [row("linear", 4, 1e-3, s, 0.9, 0.2) for s in (0, 1)]
+    rows += [row("linear", 4, 1e-2, s, 0.5, 0.8) for s in (0, 1)]
+    (cell,) = summarize(study(rows)).values()
+    assert cell.lr == 1e-3  # higher validation accuracy, although its test accuracy is lower
+    assert cell.accuracies == (0.2, 0.2) and cell.ratio == 0.5
+    assert cell.val_means == {1e-3: 0.9, 1e-2: 0.5}
+
+
+def test_summarize_ties_go_to_the_smaller_lr_and_partial_cells_wait():
+    rows = [row("attn", 2, lr, 0, 1.0, 1.0) for lr in (1e-3, 1e-2)]
+    rows.append(row("kda", 2, 1e-3, 0, 0.7, 0.7))  # its second lr has not run yet
+    summary = summarize(study(rows))
+    assert list(summary) == [("attn", 2)]
+    assert summary["attn", 2].lr == 1e-3
+
+
+def cell(mixer, accs, seeds=(0, 1, 2), in_context=None):
+    in_context = in_context or tuple(min(1.0, a + 0.4) for a in accs)
+    return CellSummary(mixer, 8, 1.0, 1e-3, tuple(seeds), tuple(accs), (1.0,) * len(accs),
+                       tuple(in_context), {})
+
+
+def test_paired_gap_is_seed_by_seed():
+    a, b = cell("attn", (1.0, 0.9, 0.8)), cell("linear", (0.2, 0.7, 0.5))
+    assert paired_gap(a, b) == pytest.approx((1.3 / 3, 0.2, 0.8))
+    with pytest.raises(ValueError, match="seed"):
+        paired_gap(a, cell("kda", (0.5,), seeds=(7,)))
+
+
+def test_gap_text_rounds_to_points_and_names_one_seed():
+    a, b = cell("attn", (0.5, 0.6), seeds=(0, 1)), cell("linear", (0.502, 0.4), seeds=(0, 1))
+    assert gap_text(a, b) == "10 points (seeds 0 to 20)"  # -0.2 points is 0, never "-0"
+    assert gap_text(cell("attn", (0.9,), seeds=(0,)), cell("kda", (0.5,), seeds=(0,))) == (
+        "40 points (one seed)")
+
+
+def test_ranking_live_comparison_and_discordant_pairs():
+    summary = {("attn", 8): cell("attn", (1.0, 0.99, 0.98)),
+               ("linear", 8): cell("linear", (0.2, 0.3, 0.4))}
+    assert [c.mixer for c in ranking(summary, 8)] == ["attn", "linear"]
+    assert live_comparison({"attn": 0.5, "linear": 0.35}, summary, 8) == {
+        "attn": "below", "linear": "within"}
+    assert discordant_pairs({"a": 1, "b": 2, "c": 3}, {"a": 1, "b": 3, "c": 2}) == [("b", "c")]
+    assert discordant_pairs({"a": 1, "b": 2}, {"a": 1, "b": 2}) == []
+
+
+def test_failure_text_follows_what_the_model_answered():
+    copier = cell("linear", (0.3, 0.3, 0.3), in_context=(0.95, 0.95, 0.95))
+    assert "copies from the context, but not always the right pair" in failure_text(copier)
+    elsewhere = cell("linear", (0.3, 0.3, 0.3), in_context=(0.35, 0.35, 0.35))
+    assert "not values of this context" in failure_text(elsewhere)
+    nonvalue = CellSummary("linear", 8, 1.0, 1e-3, (0,), (0.1,), (0.5,), (0.1,), {})
+    assert "not even learned what an answer looks like" in failure_text(nonvalue)
+
+
+def test_train_cell_row_and_determinism():
+    config = StudyConfig(steps=4, eval_every=2, val_size=8, test_size=8)
+    first = train_cell(("linear", "linear"), 2, 3e-3, 0, config)
+    again = train_cell(("linear", "linear"), 2, 3e-3, 0, config)
+    assert first["curve_steps"] == [2, 4] and first["steps"] == 4
+    for key in ("accuracy", "val_accuracy", "value", "in_context", "curve_val"):
+        assert first[key] == again[key]
+    assert first["mixer"] == "linear" and first["pattern"] == ["linear", "linear"]
+
+
+def test_the_shipped_study_covers_the_course_and_reproduces_its_cheapest_cell():
+    shipped = load_study(STUDY_PATH)
+    assert {tuple(m.split("+")) for m in shipped["grid"]["mixers"]} == set(STUDY_MIXERS)
+    assert len(shipped["grid"]["seeds"]) >= 3
+    cheapest = min(shipped["rows"], key=lambda r: r["cpu_seconds"])
+    config = StudyConfig(**shipped["config"])
+    again = train_cell(tuple(cheapest["pattern"]), cheapest["n_pairs"], cheapest["lr"],
+                       cheapest["seed"], config)
+    for key in ("accuracy", "val_accuracy", "value", "in_context", "steps", "curve_val"):
+        assert again[key] == cheapest[key], key
+
+
+def test_load_study_rejects_other_files(tmp_path):
+    path = tmp_path / "x.json"
+    path.write_text('{"rows": []}')
+    with pytest.raises(ValueError, match="not a recall study"):
+        load_study(path)
