@@ -14,15 +14,28 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ._checks import check_layer_input, check_positive_int, check_tensor, resolve_scale
+from ._checks import (
+    check_finite,
+    check_layer_input,
+    check_positive_int,
+    check_tensor,
+    resolve_scale,
+)
 from .blocks import KVCache, merge_heads, split_heads
 
 
 def _check_qkv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> dict[str, int]:
-    """Check q ``[B,H,Tq,Dk]``, k ``[B,H,Tk,Dk]``, v ``[B,H,Tk,Dv]`` (same dtype and device)."""
+    """Check q ``[B,H,Tq,Dk]``, k ``[B,H,Tk,Dk]``, v ``[B,H,Tk,Dv]`` (same dtype and device,
+    finite values, at least one time step)."""
     sizes = check_tensor("q", q, ("B", "H", "Tq", "Dk"))
     check_tensor("k", k, ("B", "H", "Tk", "Dk"), sizes, dtype=q.dtype, device=q.device)
     check_tensor("v", v, ("B", "H", "Tk", "Dv"), sizes, dtype=q.dtype, device=q.device)
+    for name, x in (("q", q), ("k", k), ("v", v)):
+        check_finite(name, x)
+    for name, x, length in (("q", q, "Tq"), ("k", k, "Tk")):
+        if sizes[length] == 0:
+            raise ValueError(f"{name}: expected at least one time step, got shape "
+                             f"{tuple(x.shape)}")
     return sizes
 
 

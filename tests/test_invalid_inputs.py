@@ -1,0 +1,177 @@
+"""Bad input, as a caller sends it, to every public sequence kernel and every layer.
+
+Hypothesis draws a function, valid sizes and one mistake (a missing dimension, an integer
+tensor, NaN or inf, an empty sequence, mismatched lengths, a gate or β out of range, a bad chunk
+size). Every case must end in a ``ValueError`` or ``TypeError`` whose message names an argument
+the caller passed: never a traceback from inside torch, never a silent NaN.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import torch
+import torch.nn.functional as F
+from attnlab import (
+    DeltaNetLayer,
+    GatedDeltaNetLayer,
+    GLALayer,
+    KDALayer,
+    LinearAttentionLayer,
+    MultiHeadAttention,
+    MultiHeadLatentAttention,
+    delta_rule_chunk,
+    delta_rule_parallel,
+    delta_rule_recurrent,
+    gated_delta_rule_chunk,
+    gated_delta_rule_recurrent,
+    gla_chunk,
+    gla_recurrent,
+    kda_chunk,
+    kda_recurrent,
+    linear_attention_chunk,
+    linear_attention_parallel,
+    linear_attention_recurrent,
+    softmax_attention,
+)
+from attnlab.delta import delta_rule_chunk_reference, gated_delta_rule_chunk_reference
+from attnlab.gated import gla_chunk_reference
+from attnlab.kda import kda_chunk_reference
+from attnlab.linear import linear_attention_chunk_reference
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+#: kernel -> the gate it takes ("none", "scalar" [B, H, T], "channel" [B, H, T, Dk]) and β.
+KERNELS = {
+    softmax_attention: ("none", False),
+    linear_attention_recurrent: ("none", False),
+    linear_attention_parallel: ("none", False),
+    linear_attention_chunk: ("none", False),
+    linear_attention_chunk_reference: ("none", False),
+    gla_recurrent: ("channel", False),
+    gla_chunk: ("channel", False),
+    gla_chunk_reference: ("channel", False),
+    delta_rule_recurrent: ("none", True),
+    delta_rule_parallel: ("none", True),
+    delta_rule_chunk: ("none", True),
+    delta_rule_chunk_reference: ("none", True),
+    gated_delta_rule_recurrent: ("scalar", True),
+    gated_delta_rule_chunk: ("scalar", True),
+    gated_delta_rule_chunk_reference: ("scalar", True),
+    kda_recurrent: ("channel", True),
+    kda_chunk: ("channel", True),
+    kda_chunk_reference: ("channel", True),
+}
+MISTAKES = ("missing_dim", "int_dtype", "nan", "inf", "empty", "length_mismatch",
+            "positive_gate", "beta_out_of_range", "bad_chunk_size")
+
+
+def kernel_arguments(kernel, b, h, t, dk, dv) -> dict[str, torch.Tensor]:
+    gen = torch.Generator().manual_seed(0)
+    gate, has_beta = KERNELS[kernel]
+    args = {"q": torch.randn(b, h, t, dk, generator=gen),
+            "k": F.normalize(torch.randn(b, h, t, dk, generator=gen), dim=-1),
+            "v": torch.randn(b, h, t, dv, generator=gen)}
+    if gate == "scalar":
+        args["g"] = -torch.rand(b, h, t, generator=gen)
+    elif gate == "channel":
+        args["g"] = -torch.rand(b, h, t, dk, generator=gen)
+    if has_beta:
+        args["beta"] = torch.rand(b, h, t, generator=gen)
+    return args
+
+
+def spoil(args: dict, mistake: str, target: str, kernel) -> dict | None:
+    """``args`` with one mistake in ``target`` (None when the mistake does not apply)."""
+    args = dict(args)
+    x = args[target]
+    if mistake == "missing_dim":
+        args[target] = x.reshape(-1)  # flattened: a shape no argument accepts
+    elif mistake == "int_dtype":
+        args[target] = x.to(torch.int64)
+    elif mistake in ("nan", "inf"):
+        x = x.clone()
+        x.view(-1)[0] = float("nan") if mistake == "nan" else float("inf")
+        args[target] = x
+    elif mistake == "empty":
+        args = {name: value[:, :, :0] for name, value in args.items()}
+    elif mistake == "length_mismatch":
+        if x.shape[2] < 2:
+            return None
+        args[target] = x[:, :, :-1]
+    elif mistake == "positive_gate":
+        if "g" not in args:
+            return None
+        args["g"] = args["g"].abs() + 0.5
+    elif mistake == "beta_out_of_range":
+        if "beta" not in args:
+            return None
+        args["beta"] = args["beta"] + 2.5
+    elif mistake == "bad_chunk_size":
+        if "chunk" not in kernel.__name__:
+            return None
+        args["chunk_size"] = 0
+    return args
+
+
+def assert_clear_error(call, names) -> None:
+    """``call()`` raises ValueError/TypeError naming one of ``names`` (the caller's arguments)."""
+    with pytest.raises((ValueError, TypeError)) as info:
+        call()
+    message = str(info.value)
+    named = [n for n in names if re.search(rf"(^|[^\w]){re.escape(n)}([^\w]|$)", message)]
+    assert named, f"{type(info.value).__name__} names none of {sorted(names)}: {message!r}"
+
+
+@pytest.mark.parametrize("mistake", MISTAKES)
+@pytest.mark.parametrize("kernel", list(KERNELS), ids=lambda f: f.__name__)
+@settings(max_examples=6, deadline=None)
+@given(sizes=st.tuples(st.integers(1, 2), st.integers(1, 2), st.integers(1, 9),
+                       st.integers(1, 5), st.integers(1, 5)), data=st.data())
+def test_every_kernel_refuses_bad_input_naming_the_argument(kernel, mistake, sizes, data):
+    args = kernel_arguments(kernel, *sizes)
+    target = data.draw(st.sampled_from(sorted(args)))
+    bad = spoil(args, mistake, target, kernel)
+    if bad is None:
+        return
+    q, k, v = bad.pop("q"), bad.pop("k"), bad.pop("v")
+    assert_clear_error(lambda: kernel(q, k, v, **bad), {"q", "k", "v", *bad})
+
+
+D_MODEL = 12
+LAYERS = {
+    "linear": lambda: LinearAttentionLayer(D_MODEL, 2, 4),
+    "gla": lambda: GLALayer(D_MODEL, 2, 4),
+    "deltanet": lambda: DeltaNetLayer(D_MODEL, 2, 4),
+    "gdn": lambda: GatedDeltaNetLayer(D_MODEL, 2, 4),
+    "kda": lambda: KDALayer(D_MODEL, 2, 4),
+    "mha": lambda: MultiHeadAttention(D_MODEL, 2, 4),
+    "mla": lambda: MultiHeadLatentAttention(D_MODEL, 2, 4, kv_lora_rank=6, qk_rope_head_dim=2),
+}
+LAYER_MISTAKES = ("missing_dim", "wrong_width", "int_dtype", "nan", "inf", "empty")
+
+
+@pytest.fixture(scope="module")
+def layers():
+    torch.manual_seed(0)
+    return {name: make() for name, make in LAYERS.items()}
+
+
+@pytest.mark.parametrize("mistake", LAYER_MISTAKES)
+@pytest.mark.parametrize("name", list(LAYERS))
+@settings(max_examples=4, deadline=None)
+@given(b=st.integers(1, 2), t=st.integers(1, 6))
+def test_every_layer_refuses_bad_input_naming_x(layers, name, mistake, b, t):
+    x = torch.randn(b, t, D_MODEL)
+    if mistake == "missing_dim":
+        x = x[0]
+    elif mistake == "wrong_width":
+        x = torch.randn(b, t, D_MODEL + 1)
+    elif mistake == "int_dtype":
+        x = x.to(torch.int64)
+    elif mistake in ("nan", "inf"):
+        x[0, 0, 0] = float("nan") if mistake == "nan" else float("inf")
+    elif mistake == "empty":
+        x = x[:, :0]
+    assert_clear_error(lambda: layers[name](x), {"x"})
