@@ -53,7 +53,7 @@ CHANNEL_GATE_DIMS = ("B", "H", "T", "Dk")
 # ----------------------------------------------------------------------------------------------
 
 
-def _check_kernel_inputs(
+def check_kernel_inputs(
     q: torch.Tensor,
     k: torch.Tensor,
     v: torch.Tensor,
@@ -107,26 +107,26 @@ def check_beta(beta: torch.Tensor, k: torch.Tensor) -> None:
                          f"(‖k‖ = 1 allows β in [0, 2]) or lower beta")
 
 
-def _start_state(initial_state: torch.Tensor | None, sizes: dict[str, int], like: torch.Tensor):
+def start_state(initial_state: torch.Tensor | None, sizes: dict[str, int], like: torch.Tensor):
     """S_0: the given initial state, or zeros ``[B, H, Dk, Dv]``."""
     if initial_state is not None:
         return initial_state
     return like.new_zeros(sizes["B"], sizes["H"], sizes["Dk"], sizes["Dv"])
 
 
-def _read(state: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
+def read_state(state: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
     """o = Sᵀ q.  state [B, H, Dk, Dv], q [B, H, Dk] -> o [B, H, Dv]."""
     return torch.einsum("bhkv,bhk->bhv", state, q)
 
 
-def _delta_write(
+def delta_write(
     state: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, beta: torch.Tensor
 ) -> torch.Tensor:
     """S + β k (v − Sᵀk)ᵀ: move what S stores under key k a fraction β of the way to v.
 
     state [B, H, Dk, Dv], k [B, H, Dk], v [B, H, Dv], beta [B, H] -> [B, H, Dk, Dv].
     """
-    error = v - _read(state, k)
+    error = v - read_state(state, k)
     return state + beta[..., None, None] * k[..., :, None] * error[..., None, :]
 
 
@@ -155,14 +155,14 @@ def delta_rule_recurrent(
     ``allow_unstable=True`` skips the β‖k‖² ≤ 2 check, to watch the state grow without bound
     when it fails (Lesson 11's demonstration); no layer or other kernel offers it.
     """
-    sizes = _check_kernel_inputs(q, k, v, beta=beta, initial_state=initial_state,
+    sizes = check_kernel_inputs(q, k, v, beta=beta, initial_state=initial_state,
                                  allow_unstable=allow_unstable)
     q = q * resolve_scale(scale, sizes["Dk"])
-    state = _start_state(initial_state, sizes, q)
+    state = start_state(initial_state, sizes, q)
     outputs = []
     for t in range(sizes["T"]):
-        state = _delta_write(state, k[:, :, t], v[:, :, t], beta=beta[:, :, t])
-        outputs.append(_read(state, q[:, :, t]))
+        state = delta_write(state, k[:, :, t], v[:, :, t], beta=beta[:, :, t])
+        outputs.append(read_state(state, q[:, :, t]))
     return torch.stack(outputs, dim=2), (state if output_final_state else None)
 
 
@@ -183,7 +183,7 @@ def delta_rule_parallel(
     q, k [B, H, T, Dk]; v [B, H, T, Dv]; beta [B, H, T]. Returns (o [B, H, T, Dv], None).
     Costs [T, T] matrices: use it to see the structure, not for long sequences.
     """
-    sizes = _check_kernel_inputs(q, k, v, beta=beta)
+    sizes = check_kernel_inputs(q, k, v, beta=beta)
     q = q * resolve_scale(scale, sizes["Dk"])
     lower = ut_lower(k @ k.transpose(-1, -2), beta)
     pseudo_values = solve_unit_lower(lower, beta[..., None] * v)
@@ -214,10 +214,10 @@ def delta_rule_chunk(
     Same arguments as :func:`delta_rule_recurrent`, plus ``chunk_size`` (any T is accepted:
     the last chunk is padded).
     """
-    sizes = _check_kernel_inputs(q, k, v, beta=beta, initial_state=initial_state)
+    sizes = check_kernel_inputs(q, k, v, beta=beta, initial_state=initial_state)
     chunk_size = check_positive_int("chunk_size", chunk_size)
     q = q * resolve_scale(scale, sizes["Dk"])
-    o, state = engine.delta_rule_chunks(q, k, v, beta=beta, state=_start_state(initial_state,
+    o, state = engine.delta_rule_chunks(q, k, v, beta=beta, state=start_state(initial_state,
                                         sizes, q), chunk_size=chunk_size)
     return o, (state if output_final_state else None)
 
@@ -247,10 +247,10 @@ def delta_rule_chunk_reference(
     chunk's earlier writes folded into S_{t−1} by the solve. The last chunk may be shorter
     (any T). Same arguments as :func:`delta_rule_recurrent`, plus ``chunk_size``.
     """
-    sizes = _check_kernel_inputs(q, k, v, beta=beta, initial_state=initial_state)
+    sizes = check_kernel_inputs(q, k, v, beta=beta, initial_state=initial_state)
     chunk_size = check_positive_int("chunk_size", chunk_size)
     q = q * resolve_scale(scale, sizes["Dk"])
-    state = _start_state(initial_state, sizes, q)
+    state = start_state(initial_state, sizes, q)
     outputs = []
     for start in range(0, sizes["T"], chunk_size):
         chunk = slice(start, start + chunk_size)  # the last chunk may be shorter
@@ -395,16 +395,16 @@ def gated_delta_rule_recurrent(
     q, k [B, H, T, Dk]; v [B, H, T, Dv]; g [B, H, T] ≤ 0; beta [B, H, T] (:func:`check_beta`);
     initial_state [B, H, Dk, Dv]. Returns o [B, H, T, Dv] and S_T (or None).
     """
-    sizes = _check_kernel_inputs(
+    sizes = check_kernel_inputs(
         q, k, v, beta=beta, g=g, gate_dims=SCALAR_GATE_DIMS, initial_state=initial_state
     )
     q = q * resolve_scale(scale, sizes["Dk"])
-    state = _start_state(initial_state, sizes, q)
+    state = start_state(initial_state, sizes, q)
     outputs = []
     for t in range(sizes["T"]):
         state = g[:, :, t].exp()[..., None, None] * state
-        state = _delta_write(state, k[:, :, t], v[:, :, t], beta=beta[:, :, t])
-        outputs.append(_read(state, q[:, :, t]))
+        state = delta_write(state, k[:, :, t], v[:, :, t], beta=beta[:, :, t])
+        outputs.append(read_state(state, q[:, :, t]))
     return torch.stack(outputs, dim=2), (state if output_final_state else None)
 
 
@@ -435,13 +435,13 @@ def gated_delta_rule_chunk(
     it exceeds e^20, so gates of −30 per step stay finite in float32.
     Same arguments as :func:`gated_delta_rule_recurrent`, plus ``chunk_size`` (any T).
     """
-    sizes = _check_kernel_inputs(
+    sizes = check_kernel_inputs(
         q, k, v, beta=beta, g=g, gate_dims=SCALAR_GATE_DIMS, initial_state=initial_state
     )
     chunk_size = check_positive_int("chunk_size", chunk_size)
     q = q * resolve_scale(scale, sizes["Dk"])
     o, state = engine.decayed_delta_rule_chunks(
-        q, k, v, g=g, beta=beta, state=_start_state(initial_state, sizes, q),
+        q, k, v, g=g, beta=beta, state=start_state(initial_state, sizes, q),
         chunk_size=chunk_size)
     return o, (state if output_final_state else None)
 
@@ -475,12 +475,12 @@ def gated_delta_rule_chunk_reference(
     Every exponent is ≤ 0 (j > i is masked before ``exp``), so any gate stays finite; the
     last chunk may be shorter. Same arguments as :func:`gated_delta_rule_recurrent`.
     """
-    sizes = _check_kernel_inputs(
+    sizes = check_kernel_inputs(
         q, k, v, beta=beta, g=g, gate_dims=SCALAR_GATE_DIMS, initial_state=initial_state
     )
     chunk_size = check_positive_int("chunk_size", chunk_size)
     q = q * resolve_scale(scale, sizes["Dk"])
-    state = _start_state(initial_state, sizes, q)
+    state = start_state(initial_state, sizes, q)
     outputs = []
     for start in range(0, sizes["T"], chunk_size):
         chunk = slice(start, start + chunk_size)  # the last chunk may be shorter

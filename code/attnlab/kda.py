@@ -28,11 +28,11 @@ from ._checks import check_finite, check_positive_int, check_range, check_tensor
 from ._chunk_engine import solve_unit_lower, ut_lower
 from .delta import (
     CHANNEL_GATE_DIMS,
-    _check_kernel_inputs,
-    _delta_write,
-    _read,
-    _start_state,
     check_beta,
+    check_kernel_inputs,
+    delta_write,
+    read_state,
+    start_state,
 )
 from .timing import median_seconds
 
@@ -53,8 +53,8 @@ def kda_update(
     q, k, g [B, H, Dk]; v [B, H, Dv]; beta [B, H]; state [B, H, Dk, Dv] -> (o [B, H, Dv], S_new).
     """
     decayed = g.exp()[..., :, None] * state
-    state = _delta_write(decayed, k, v, beta=beta)
-    return _read(state, q), state
+    state = delta_write(decayed, k, v, beta=beta)
+    return read_state(state, q), state
 
 
 def kda_step(
@@ -111,11 +111,11 @@ def kda_recurrent(
     q, k [B, H, T, Dk]; v [B, H, T, Dv]; g [B, H, T, Dk] ≤ 0; beta [B, H, T] (``delta.check_beta``);
     initial_state [B, H, Dk, Dv] (zeros if None). Returns o [B, H, T, Dv] and S_T (or None).
     """
-    sizes = _check_kernel_inputs(
+    sizes = check_kernel_inputs(
         q, k, v, beta=beta, g=g, gate_dims=CHANNEL_GATE_DIMS, initial_state=initial_state
     )
     q = q * resolve_scale(scale, sizes["Dk"])
-    state = _start_state(initial_state, sizes, q)
+    state = start_state(initial_state, sizes, q)
     outputs = []
     for t in range(sizes["T"]):
         o_t, state = kda_update(q[:, :, t], k[:, :, t], v[:, :, t], g=g[:, :, t],
@@ -152,13 +152,13 @@ def kda_chunk(
     exceeds e^20, so gates of −30 per step stay finite in float32, and so do the gradients.
     Same arguments as :func:`kda_recurrent`, plus ``chunk_size`` (any T is accepted).
     """
-    sizes = _check_kernel_inputs(
+    sizes = check_kernel_inputs(
         q, k, v, beta=beta, g=g, gate_dims=CHANNEL_GATE_DIMS, initial_state=initial_state
     )
     chunk_size = check_positive_int("chunk_size", chunk_size)
     q = q * resolve_scale(scale, sizes["Dk"])
     o, state = engine.decayed_delta_rule_chunks(
-        q, k, v, g=g, beta=beta, state=_start_state(initial_state, sizes, q),
+        q, k, v, g=g, beta=beta, state=start_state(initial_state, sizes, q),
         chunk_size=chunk_size)
     return o, (state if output_final_state else None)
 
@@ -192,12 +192,12 @@ def kda_chunk_reference(
     ``exp``), so any gate stays finite; the last chunk may be shorter. Same arguments as
     :func:`kda_recurrent`, plus ``chunk_size``.
     """
-    sizes = _check_kernel_inputs(
+    sizes = check_kernel_inputs(
         q, k, v, beta=beta, g=g, gate_dims=CHANNEL_GATE_DIMS, initial_state=initial_state
     )
     chunk_size = check_positive_int("chunk_size", chunk_size)
     q = q * resolve_scale(scale, sizes["Dk"])
-    state = _start_state(initial_state, sizes, q)
+    state = start_state(initial_state, sizes, q)
     outputs = []
     for start in range(0, sizes["T"], chunk_size):
         chunk = slice(start, start + chunk_size)  # the last chunk may be shorter
@@ -251,7 +251,7 @@ def kda_parallel(
     [B, H, T] (``delta.check_beta``).
     Returns (o [B, H, T, Dv], None). Holds [B, H, T, T, Dk] decays: short sequences only.
     """
-    sizes = _check_kernel_inputs(q, k, v, beta=beta, g=g, gate_dims=CHANNEL_GATE_DIMS)
+    sizes = check_kernel_inputs(q, k, v, beta=beta, g=g, gate_dims=CHANNEL_GATE_DIMS)
     if not isinstance(include_start, bool):
         raise ValueError(f"include_start: expected True or False, got {include_start!r}")
     q = q * resolve_scale(scale, sizes["Dk"])
@@ -284,13 +284,13 @@ def kda_states(
     initial_state S_0 [B, H, Dk, Dv] (zeros if None). Returns [B, H, T, Dk, Dv]: T times the
     memory of one state, so for short sequences.
     """
-    sizes = _check_kernel_inputs(
+    sizes = check_kernel_inputs(
         k, k, v, beta=beta, g=g, gate_dims=CHANNEL_GATE_DIMS, initial_state=initial_state
     )
-    state = _start_state(initial_state, sizes, k)
+    state = start_state(initial_state, sizes, k)
     states = []
     for t in range(sizes["T"]):
-        state = _delta_write(g[:, :, t].exp()[..., :, None] * state, k[:, :, t], v[:, :, t],
+        state = delta_write(g[:, :, t].exp()[..., :, None] * state, k[:, :, t], v[:, :, t],
                              beta=beta[:, :, t])
         states.append(state)
     return torch.stack(states, dim=2)

@@ -2,8 +2,8 @@
 
 MQAR (Zoology; Arora, Eyuboglu et al. 2023) asks a model to store ``N`` key-value pairs and
 then answer a query for every key. It is the course's probe of what a fixed-size state can
-remember. The layout here is the compact one of the course's experiment notes (length
-``L = 4N``, no padding)::
+remember. The layout here is a compact one (length ``L = 4N``, no padding; the Notation
+appendix, §9, describes Zoology's own)::
 
     position   0   1   2   3  ...  2N-2  2N-1 | 2N   2N+1  2N+2  2N+3 ...
     input      k1  v1  k2  v2 ...  kN    vN   | kπ1  vπ1   kπ2   vπ2  ...
