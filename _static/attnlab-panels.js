@@ -1,5 +1,6 @@
 // From KV Cache to KDA: the website's slider panels (markup written by attnlab.panel_page).
 // Each control selects one position; the frame whose data-index matches all positions is shown.
+// Also: boxes open for printing.
 (function () {
   "use strict";
   function position(control) {
@@ -37,6 +38,19 @@
     update(panel);  // a browser may restore control positions on reload
   }
   function start() { document.querySelectorAll(".attnlab-static").forEach(wire); }
+  // Printing: open the solutions and "going deeper" boxes (not the folded code cells), and
+  // close again afterwards the ones the reader had closed.
+  var openedForPrint = [];
+  window.addEventListener("beforeprint", function () {
+    document.querySelectorAll("details:not(.above-input):not(.below-input)")
+      .forEach(function (box) {
+        if (!box.open) { box.open = true; openedForPrint.push(box); }
+      });
+  });
+  window.addEventListener("afterprint", function () {
+    openedForPrint.forEach(function (box) { box.open = false; });
+    openedForPrint = [];
+  });
   if (document.readyState === "loading") {
     document.addEventListener("DOMContentLoaded", start);
   } else {
