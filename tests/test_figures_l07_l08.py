@@ -9,16 +9,12 @@ import itertools
 import pytest
 import torch
 from attnlab.configs import SOPHIA
+from attnlab.costs import LINEAR_FORMS, linear_attention_cost
 from attnlab.demos import calculators as calc
 from attnlab.demos import linear_state as lin
 from attnlab.figures import l07_linear_attention as l07
 from attnlab.figures import l08_three_forms as l08
-from attnlab.linear import (
-    LINEAR_FORMS,
-    linear_attention_chunk,
-    linear_attention_cost,
-    linear_attention_parallel,
-)
+from attnlab.linear import linear_attention_chunk, linear_attention_parallel
 from attnlab.memory import as_all_attention, cache_breakdown, format_bytes
 from attnlab.plotting import figure_png, new_figure
 from torch.utils.flop_counter import FlopCounterMode

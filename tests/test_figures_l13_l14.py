@@ -11,13 +11,8 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
-from attnlab.delta import (
-    delta_rule_chunk,
-    delta_rule_cost,
-    delta_rule_recurrent,
-    transition_product,
-    ut_transform,
-)
+from attnlab.costs import delta_rule_cost
+from attnlab.delta import delta_rule_chunk, delta_rule_recurrent, transition_product, ut_transform
 from attnlab.demos import chunk_kda as ck
 from attnlab.figures import l13_chunkwise_delta_rule as l13
 from attnlab.figures import l14_kda as l14

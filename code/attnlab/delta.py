@@ -27,13 +27,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import torch
 
 from . import _chunk_engine as engine
 from ._checks import (
-    check_choice,
     check_finite,
     check_positive_int,
     check_range,
@@ -317,57 +315,6 @@ def transition_product(k: torch.Tensor, *, beta: torch.Tensor) -> torch.Tensor:
         factor = eye - beta[:, :, t, None, None] * k_t[..., :, None] * k_t[..., None, :]
         product = factor @ product
     return product
-
-
-DELTA_FORMS = ("recurrent", "chunk")
-"""The forms :func:`delta_rule_cost` and :func:`time_delta_rule` know."""
-
-
-@dataclass(frozen=True)
-class DeltaRuleCost:
-    """Work of one head of the delta rule: FLOPs with the C × C matrices inside chunks
-    (``intra_flops``), FLOPs with the d × d state (``inter_flops``), and how many steps must run
-    one after another (``sequential_steps``)."""
-
-    intra_flops: int
-    inter_flops: int
-    sequential_steps: int
-
-    @property
-    def flops(self) -> int:
-        """intra + inter FLOPs."""
-        return self.intra_flops + self.inter_flops
-
-
-def delta_rule_cost(
-    form: str, length: int, head_dim: int, chunk_size: int = 64
-) -> DeltaRuleCost:
-    """FLOPs (2 per multiply-add) and sequential steps of the delta rule for one head, counted
-    as ``delta_rule_recurrent`` / ``delta_rule_chunk`` compute it, with T = ``length``,
-    d = ``head_dim`` = Dk = Dv, C = ``chunk_size``, N = ⌈T / C⌉ (the last chunk is padded).
-    Leading terms only (the O(T d) vector operations are left out).
-
-    recurrent (per token): Sᵀk, the rank-1 write β k (v − Sᵀk)ᵀ, and o = Sᵀq: 3 · 2d²,
-        so inter = 6 T d², intra = 0, T sequential steps.
-    chunk (per chunk): inside the chunk K Kᵀ, Q Kᵀ and A_qk V_new (3 · 2C²d) and the unit
-        triangular solve (C(C − 1) d): intra = N (7C² − C) d; with the state K S, Kᵀ V_new and
-        Q S (3 · 2Cd²): inter = 6 N C d², the recurrent work again; N sequential steps.
-
-    So the chunkwise form does *more* arithmetic, (7C − 1) / (6d) more, but in matrix products
-    and in T / C sequential steps instead of T. These are the algorithm's terms, with each
-    chunk's triangular system solved by substitution; ``delta_rule_chunk`` spends a little more
-    (it forms 𝒯 = L⁻¹, about 2C³/3, and multiplies by the full C × C matrix, 2C²d instead of
-    C(C − 1) d), because on a CPU a matrix product runs several times faster than a solve.
-    """
-    check_choice("form", form, DELTA_FORMS)
-    t = check_positive_int("length", length)
-    d = check_positive_int("head_dim", head_dim)
-    c = check_positive_int("chunk_size", chunk_size)
-    if form == "recurrent":
-        return DeltaRuleCost(intra_flops=0, inter_flops=6 * t * d * d, sequential_steps=t)
-    n = -(-t // c)
-    return DeltaRuleCost(intra_flops=n * (7 * c * c - c) * d, inter_flops=6 * n * c * d * d,
-                         sequential_steps=n)
 
 
 # ----------------------------------------------------------------------------------------------

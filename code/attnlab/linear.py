@@ -20,13 +20,11 @@ to read; ``linear_attention_chunk`` computes the same numbers with the private f
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import torch
 
 from . import _chunk_engine as engine
 from ._checks import (
-    check_choice,
     check_finite,
     check_positive_int,
     check_tensor,
@@ -284,58 +282,3 @@ def linear_attention_chunk_reference(
         outputs.append(q_n @ state + inside @ v_n)  # O_[n]
         state = state + k_n.transpose(-1, -2) @ v_n  # S_[n+1]
     return torch.cat(outputs, dim=2), (state if output_final_state else None)
-
-
-# --------------------------------------------------------------------------- cost of the forms
-LINEAR_FORMS = ("parallel", "recurrent", "chunk")
-"""The three ways to compute causal linear attention, named as in ``linear_attention_<form>``."""
-
-
-@dataclass(frozen=True)
-class FormCost:
-    """The work of one form of linear attention for one head and one sequence.
-
-    - ``flops``: 2 × the multiply-adds of its matrix products (the feature map, the scale, the
-      mask and the sums of partial outputs are not counted).
-    - ``score_numbers``: entries of the score matrices ``Q Kᵀ ⊙ M`` it holds at once.
-    - ``sequential_steps``: steps that must run one after another (its loop over time or chunks).
-    """
-
-    flops: int
-    score_numbers: int
-    sequential_steps: int
-
-
-def linear_attention_cost(
-    form: str, length: int, head_dim: int, chunk_size: int = 64
-) -> FormCost:
-    """FLOPs, score-matrix size and sequential steps of ``form`` for one head, as the kernels of
-    this module compute it, with T = ``length``, d = ``head_dim`` = Dk = Dv, C = ``chunk_size``
-    and S_0 = 0:
-
-    ==========  ===============================================  ===========  ================
-    form        FLOPs                                            scores held  sequential steps
-    ==========  ===============================================  ===========  ================
-    parallel    4 T² d         (Q Kᵀ, then the T × T scores · V)  T²           1
-    recurrent   4 T d²         (k_t v_tᵀ, then S_tᵀ q_t)          0            T
-    chunk       4 N C (C d + d²)   N = ⌈T / C⌉ chunks             N C²         N
-    ==========  ===============================================  ===========  ================
-
-    Chunkwise, each chunk multiplies Q Kᵀ and the scores by V inside the chunk (2 C² d
-    multiply-adds) and Q by the state and Kᵀ by V (2 C d²); the last chunk is padded to C
-    tokens, as ``linear_attention_chunk`` does. So ``chunk_size=1`` costs the recurrent work plus
-    4 T d, and ``chunk_size=T`` the parallel work plus 4 T d². The parallel kernel multiplies
-    the full T × T matrix (a kernel that skipped the masked upper half would do about half); it
-    also computes Q S_0 and the final state's Kᵀ V, 4 T d² more, which are not counted here.
-    """
-    check_choice("form", form, LINEAR_FORMS)
-    t = check_positive_int("length", length)
-    d = check_positive_int("head_dim", head_dim)
-    c = check_positive_int("chunk_size", chunk_size)
-    if form == "parallel":
-        return FormCost(flops=4 * t * t * d, score_numbers=t * t, sequential_steps=1)
-    if form == "recurrent":
-        return FormCost(flops=4 * t * d * d, score_numbers=0, sequential_steps=t)
-    n = -(-t // c)
-    return FormCost(flops=4 * n * c * (c * d + d * d), score_numbers=n * c * c,
-                    sequential_steps=n)

@@ -22,13 +22,9 @@ import torch
 import torch.nn.functional as F
 
 from ._checks import check_choice, check_positive_int
-from .delta import DELTA_FORMS, delta_rule_chunk, delta_rule_recurrent
-from .linear import (
-    LINEAR_FORMS,
-    linear_attention_chunk,
-    linear_attention_parallel,
-    linear_attention_recurrent,
-)
+from .costs import DELTA_FORMS, LINEAR_FORMS
+from .delta import delta_rule_chunk, delta_rule_recurrent
+from .linear import linear_attention_chunk, linear_attention_parallel, linear_attention_recurrent
 
 
 def _timed_calls(fn: Callable[[], object], repeats: int, warmup: bool) -> list[float]:

@@ -11,8 +11,8 @@ from matplotlib.patches import Patch
 from matplotlib.ticker import NullLocator
 
 from .._checks import check_int_in
+from ..costs import LINEAR_FORMS, linear_attention_cost
 from ..demos.linear_state import crossing
-from ..linear import LINEAR_FORMS, linear_attention_cost
 from ..plotting import (
     PALETTE,
     SMALL_TEXT_PT,

@@ -14,7 +14,8 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullLocator
 
 from .._checks import check_int_in
-from ..delta import delta_rule_cost, transition_product, ut_transform
+from ..costs import delta_rule_cost
+from ..delta import transition_product, ut_transform
 from ..demos.chunk_kda import CHUNK_PICTURE_LENGTH, toy_chunk
 from ..plotting import (
     DIVERGING_CMAP,
