@@ -1,9 +1,11 @@
-"""Bad input, as a caller sends it, to every public sequence kernel and every layer.
+"""Bad input, as a caller sends it, to every public function and layer of ``attnlab``.
 
-Hypothesis draws a function, valid sizes and one mistake (a missing dimension, an integer
-tensor, NaN or inf, an empty sequence, mismatched lengths, a gate or β out of range, a bad chunk
-size). Every case must end in a ``ValueError`` or ``TypeError`` whose message names an argument
-the caller passed: never a traceback from inside torch, never a silent NaN.
+Hypothesis draws valid sizes for every sequence kernel and layer, and each kind of mistake is
+tried on each (a missing dimension, an integer tensor, NaN or inf, an empty sequence,
+mismatched lengths, a gate or β out of range, a bad chunk size); the other public functions get
+a table of typical mistakes. Every case must end in a ``ValueError`` or ``TypeError`` whose
+message names an argument the caller passed: never a traceback from inside torch, never a
+silent NaN.
 """
 
 from __future__ import annotations
@@ -14,26 +16,42 @@ import pytest
 import torch
 import torch.nn.functional as F
 from attnlab import (
+    SOPHIA,
+    SOPHIA_NANO,
     DeltaNetLayer,
     GatedDeltaNetLayer,
     GLALayer,
+    HybridLM,
     KDALayer,
+    KVCache,
     LinearAttentionLayer,
     MultiHeadAttention,
     MultiHeadLatentAttention,
+    apply_rope,
+    attention_scores,
+    cache_breakdown,
+    causal_mask,
     delta_rule_chunk,
     delta_rule_parallel,
     delta_rule_recurrent,
+    format_bytes,
     gated_delta_rule_chunk,
     gated_delta_rule_recurrent,
     gla_chunk,
     gla_recurrent,
     kda_chunk,
     kda_recurrent,
+    kda_step,
+    kv_cache_bytes,
     linear_attention_chunk,
     linear_attention_parallel,
     linear_attention_recurrent,
+    merge_heads,
+    rope_angles,
     softmax_attention,
+    softmax_attention_online,
+    split_heads,
+    stable_softmax,
 )
 from attnlab.delta import delta_rule_chunk_reference, gated_delta_rule_chunk_reference
 from attnlab.gated import gla_chunk_reference
@@ -175,3 +193,57 @@ def test_every_layer_refuses_bad_input_naming_x(layers, name, mistake, b, t):
     elif mistake == "empty":
         x = x[:, :0]
     assert_clear_error(lambda: layers[name](x), {"x"})
+
+
+def _x(*shape, dtype=torch.float32):
+    return torch.randn(*shape).to(dtype)
+
+
+def _nan(*shape):
+    x = torch.randn(*shape)
+    x.view(-1)[0] = float("nan")
+    return x
+
+
+STATE = torch.zeros(1, 2, 4, 3)
+#: The other public functions of ``attnlab``: (call, the argument its error must name).
+OTHER_CALLS = {
+    "stable_softmax: integer scores": (lambda: stable_softmax(torch.ones(3, dtype=torch.int64)),
+                                       "x"),
+    "attention_scores: k of another width": (
+        lambda: attention_scores(_x(1, 1, 2, 4), _x(1, 1, 2, 3)), "k"),
+    "softmax_attention_online: NaN in v": (
+        lambda: softmax_attention_online(_x(1, 1, 2, 4), _x(1, 1, 2, 4), _nan(1, 1, 2, 3)), "v"),
+    "causal_mask: zero queries": (lambda: causal_mask(0, 3), "t_q"),
+    "rope_angles: odd width": (lambda: rope_angles(torch.arange(4), 5), "dim"),
+    "apply_rope: NaN position": (
+        lambda: apply_rope(_x(1, 1, 2, 4), torch.tensor([0.0, float("nan")])), "positions"),
+    "apply_rope: too few positions": (lambda: apply_rope(_x(1, 1, 3, 4), torch.arange(2)),
+                                      "positions"),
+    "split_heads: width not divisible": (lambda: split_heads(_x(1, 2, 6), 4), "n_heads"),
+    "merge_heads: a 3-D tensor": (lambda: merge_heads(_x(1, 2, 6)), "x"),
+    "kda_step: a sequence instead of one token": (
+        lambda: kda_step(_x(1, 2, 5, 4), _x(1, 2, 5, 4), _x(1, 2, 5, 3), g=-torch.rand(1, 2, 4),
+                         beta=torch.rand(1, 2), state=STATE), "q"),
+    "kda_step: NaN in the state": (
+        lambda: kda_step(_x(1, 2, 4), F.normalize(_x(1, 2, 4), dim=-1), _x(1, 2, 3),
+                         g=-torch.rand(1, 2, 4), beta=torch.rand(1, 2),
+                         state=_nan(1, 2, 4, 3)), "state"),
+    "kv_cache_bytes: negative context": (lambda: kv_cache_bytes(2, 2, 4, -1, 2), "context"),
+    "kv_cache_bytes: a fraction of a bit": (lambda: kv_cache_bytes(2, 2, 4, 8, 0.3),
+                                             "bytes_per_element"),
+    "cache_breakdown: not a config": (lambda: cache_breakdown("Sophia", 4096), "config"),
+    "cache_breakdown: unknown dtype": (lambda: cache_breakdown(SOPHIA, 4096, dtype="fp7"),
+                                       "dtype"),
+    "format_bytes: a float": (lambda: format_bytes(1.5), "n"),
+    "KVCache: k and v of different lengths": (lambda: KVCache(_x(1, 1, 2, 4), _x(1, 1, 3, 4)),
+                                              "v"),
+    "HybridLM: token ids out of range": (
+        lambda: HybridLM(SOPHIA_NANO)(torch.tensor([[SOPHIA_NANO.vocab_size]])), "input_ids"),
+}
+
+
+@pytest.mark.parametrize("case", list(OTHER_CALLS))
+def test_the_other_public_functions_refuse_bad_input_naming_the_argument(case):
+    call, name = OTHER_CALLS[case]
+    assert_clear_error(call, {name})

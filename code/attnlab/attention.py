@@ -55,6 +55,9 @@ def stable_softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
     exponent <= 0, so nothing overflows. Entries equal to -inf (masked) get weight 0, and so
     does every entry of a row that is masked entirely (it has nothing to attend to).
     """
+    if not isinstance(x, torch.Tensor) or not x.is_floating_point():
+        raise ValueError(f"x: expected a floating-point tensor of scores, got "
+                         f"{getattr(x, 'dtype', type(x).__name__)}")
     m = x.amax(dim, keepdim=True)
     e = torch.exp(x - torch.where(m == -torch.inf, 0.0, m))  # all -inf: exp(-inf) = 0, no NaN
     total = e.sum(dim, keepdim=True)
