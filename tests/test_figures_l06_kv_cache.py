@@ -72,8 +72,18 @@ def test_draw_step_times_rejects_bad_input(contexts, cached, uncached, name):
 def test_draw_cache_calculator_draws_with_exact_bytes_in_title(preset, context, dtype):
     fig = new_figure()
     l06.draw_cache_calculator(fig, preset=preset, context=context, dtype=dtype)
-    expected = cache_breakdown(l06.CALCULATOR_MODELS[preset], context, dtype=dtype).cache_bytes
+    expected = cache_breakdown(l06.CALCULATOR_MODELS[preset], context, dtype=dtype).total_bytes
     assert format_bytes(expected) in fig.axes[0].get_title()
+
+
+def test_sophia_as_built_keeps_its_states_and_a_small_cache():
+    """At 4k tokens in bf16: 24.8 MB of MLA latents plus the KDA states, against 704.6 MB."""
+    fig = new_figure()
+    l06.draw_cache_calculator(fig, "Sophia as built", 4096, "bf16")
+    assert "31.5 MB" in fig.axes[0].get_title()
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert any(label.startswith("Sophia as built: 6,048 B per token + 6.8 MB fixed")
+               for label in labels), labels
 
 
 def test_calculator_default_is_the_lessons_figure():
@@ -94,10 +104,11 @@ def test_draw_cache_calculator_rejects_bad_values(kwargs, name):
         l06.draw_cache_calculator(new_figure(), **kwargs)
 
 
-def test_calculator_models_are_the_two_baselines():
-    sophia_all, llama = l06.CALCULATOR_MODELS.values()
+def test_calculator_models_are_the_two_baselines_and_sophia_as_built():
+    sophia_all, llama, sophia = l06.CALCULATOR_MODELS.values()
     assert sophia_all.layer_pattern == ("attn",) * 28 and sophia_all.n_kv_heads == 16
     assert llama is LLAMA3_8B and llama.n_kv_heads == 8
+    assert sophia is SOPHIA
 
 
 # ---------------------------------------------------------------- the lesson's numbers

@@ -15,15 +15,17 @@ from ..kv_cache import decode_total_work
 from ..memory import BYTES_PER_ELEMENT, as_all_attention, cache_breakdown, format_bytes
 from ..plotting import GIB, PALETTE, SMALL_TEXT_PT, context_label, style_axes
 
-#: The calculator's models: Sophia with all 28 layers as multi-head attention, and Llama-3-8B.
+#: The calculator's models: Sophia with all 28 layers as multi-head attention, Llama-3-8B, and
+#: Sophia as built (21 KDA layers with fixed states, 7 MLA layers with a latent cache).
 CALCULATOR_MODELS: dict[str, ModelConfig] = {
     "Sophia as all-attention": as_all_attention(SOPHIA),
     "Llama-3-8B (GQA)": LLAMA3_8B,
+    "Sophia as built": SOPHIA,
 }
 
 
 #: One colour per calculator model, the same in every frame.
-_MODEL_COLOURS = (PALETTE[0], PALETTE[3])
+_MODEL_COLOURS = (PALETTE[0], PALETTE[3], PALETTE[2])
 
 _CONTEXT_TICKS = (0, 16384, 32768, 65536, 98304, 131072)
 
@@ -112,6 +114,19 @@ def draw_step_times(
     ax.legend(loc="upper left")
 
 
+def _calculator_label(name: str, model: ModelConfig, dtype: str) -> str:
+    """The legend entry of one model: its bytes per token as a product, plus its fixed state."""
+    width = BYTES_PER_ELEMENT[dtype]
+    one = cache_breakdown(model, 1, dtype=dtype)
+    per_token = cache_breakdown(model, 2, dtype=dtype).cache_bytes - one.cache_bytes
+    if not model.count("mla") and one.total_bytes == one.cache_bytes:
+        return (f"{name}: 2 × {model.n_layers} × {model.n_kv_heads} × {model.head_dim} × "
+                f"{width} B = {per_token:,} B per token")
+    fixed = one.total_bytes - one.cache_bytes
+    fixed_text = format_bytes(fixed).split(" (")[0]
+    return f"{name}: {per_token:,} B per token + {fixed_text} fixed (states, conv inputs)"
+
+
 def _calculator_config(preset: object) -> ModelConfig:
     if preset not in CALCULATOR_MODELS:
         raise ValueError(f"preset: expected one of {list(CALCULATOR_MODELS)}, got {preset!r}")
@@ -119,31 +134,32 @@ def _calculator_config(preset: object) -> ModelConfig:
 
 
 def draw_cache_calculator(fig: Figure, preset: str, context: int, dtype: str) -> None:
-    """KV-cache bytes of one sequence (batch 1) against the context, for a model and a dtype.
+    """Bytes one sequence (batch 1) keeps against the context, for a model and a dtype.
 
-    Each model's line is 2 · L · H_kv · D · T · bytes per element (``memory.cache_breakdown``),
-    in its own colour in every frame (the chosen model bold), its per-token product in the
-    legend; the dot is the chosen context, its size in MB and MiB in the title; the dashed line
-    is 24 GiB.
+    Each model's line is ``memory.cache_breakdown``'s total: for all-attention models the KV
+    cache, 2 · L · H_kv · D · T · bytes per element; for Sophia as built the MLA layers' latent
+    cache, which grows with T, on top of the KDA layers' fixed states and convolution inputs.
+    Every model keeps its colour in every frame (the chosen one bold), its per-token product in
+    the legend; the dot is the chosen context, its size in MB and MiB in the title; the dashed
+    line is 24 GiB.
     """
     config = _calculator_config(preset)
     if isinstance(context, bool) or not isinstance(context, int) or context < 1:
         raise ValueError(f"context: expected a positive number of tokens, got {context!r}")
     if dtype not in BYTES_PER_ELEMENT:
         raise ValueError(f"dtype: expected one of {list(BYTES_PER_ELEMENT)}, got {dtype!r}")
-    chosen = cache_breakdown(config, context, dtype=dtype).cache_bytes
+    chosen = cache_breakdown(config, context, dtype=dtype).total_bytes
     t_max = max(_CONTEXT_TICKS[-1], context)
-    width = BYTES_PER_ELEMENT[dtype]
     ax = fig.subplots()
     top = BUDGET_BYTES
     for i, (name, model) in enumerate(CALCULATOR_MODELS.items()):
-        per_token = cache_breakdown(model, 1, dtype=dtype).cache_bytes
-        top = max(top, per_token * t_max)
+        at_max = cache_breakdown(model, t_max, dtype=dtype).total_bytes
+        fixed = at_max - cache_breakdown(model, t_max, dtype=dtype).cache_bytes
+        top = max(top, at_max)
         mine = name == preset  # one colour per model in every frame; the chosen one bold
-        ax.plot((0, t_max), (0, per_token * t_max / GIB), color=_MODEL_COLOURS[i],
+        ax.plot((0, t_max), (fixed / GIB, at_max / GIB), color=_MODEL_COLOURS[i],
                 alpha=1.0 if mine else 0.45, linewidth=2.5 if mine else 1.5,
-                label=f"{name}: 2 × {model.n_layers} × {model.n_kv_heads} × {model.head_dim} × "
-                      f"{width} B = {per_token:,} B per token")
+                label=_calculator_label(name, model, dtype))
     ax.axhline(BUDGET_BYTES / GIB, color=PALETTE[5], linestyle="--", linewidth=1)
     ax.annotate(f"{BUDGET_BYTES / GIB:g} GiB: a large consumer GPU", (t_max, BUDGET_BYTES / GIB),
                 textcoords="offset points", xytext=(-4, 4), ha="right", color=PALETTE[5],
@@ -152,6 +168,6 @@ def draw_cache_calculator(fig: Figure, preset: str, context: int, dtype: str) ->
     ax.set_xticks(list(_CONTEXT_TICKS), [context_label(t) for t in _CONTEXT_TICKS])
     ax.set_xlim(0, t_max * 1.02)
     ax.set_ylim(0, top / GIB * 1.12)
-    style_axes(ax, "context T (tokens)", "KV cache, batch 1 (GiB)",
+    style_axes(ax, "context T (tokens)", "one sequence keeps (GiB)",
                f"{preset}, T = {context:,}, {dtype}:\n{format_bytes(chosen)}")
     fig.legend(loc="outside lower center", ncols=1)
