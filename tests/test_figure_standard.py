@@ -129,8 +129,9 @@ def registry() -> dict[str, Entry]:
             lambda fig, vocab_size, d_model: l01.draw_table_memory(fig, vocab_size, d_model,
                                                                    marker),
             grid={"vocab_size": [8192, 16384, 32768, 65536, 131072, 262144],
-                  "d_model": [512, 1536, 2048, 4096]}, covers=("draw_table_memory",)),
-        "L1 projection": Entry(l01.draw_projection, grid={"dim": [2, 4, 8, 16, 32]}),
+                  "d_model": list(l01.MEMORY_WIDTHS)}, covers=("draw_table_memory",)),
+        "L1 clusters emerging": Entry(l01.draw_clusters_emerging,
+                                      grid={"n_sentences": list(toy_attention.TRAINING_SENTENCES)}),
         "L1 neighbours": Entry(l01.draw_neighbours, grid={"word": [
             "cat", "horse", "bread", "cheese", "red", "green", "garden", "river", "two",
             "seven"]}),

@@ -6,6 +6,7 @@ import re
 import matplotlib.pyplot as plt
 import pytest
 from attnlab import plotting
+from attnlab.demos import toy_attention
 from attnlab.figures import l01_token_embeddings as l01
 from attnlab.widgets import slider_panel, widget_mode
 
@@ -187,7 +188,7 @@ def test_heatmap_rejects_non_matrices():
     [
         (l01.draw_one_hot_lookup, {"token_id": 1}),
         (l01.draw_table_memory, {"vocab_size": 32768, "d_model": 1536}),
-        (l01.draw_projection, {"dim": 4}),
+        (l01.draw_clusters_emerging, {"n_sentences": 20}),
         (l01.draw_neighbours, {"word": "cat"}),
     ],
 )
@@ -207,6 +208,32 @@ def test_table_memory_labels_are_plain_text_and_the_title_gives_the_size():
     texts = [t.get_text() for t in ax.texts]
     assert [f"d = {d}" for d in l01.MEMORY_WIDTHS] == texts[:-1]
     assert texts[-1] == "Sophia (V = 32,000, d = 1536)"
+
+
+def test_table_memory_draws_a_line_for_every_offered_width_the_chosen_one_solid():
+    for width in l01.MEMORY_WIDTHS:
+        fig = plotting.new_figure()
+        l01.draw_table_memory(fig, 32768, width)
+        lines = fig.axes[0].get_lines()[: len(l01.MEMORY_WIDTHS)]
+        assert [line.get_alpha() == 1.0 for line in lines] == [
+            w == width for w in l01.MEMORY_WIDTHS]
+
+
+def test_clusters_emerge_as_the_table_reads_more_sentences():
+    first, *_, last = toy_attention.TRAINING_SENTENCES
+    early = toy_attention.same_group_neighbour_fraction(*toy_attention.toy_embeddings_after(first))
+    late = toy_attention.same_group_neighbour_fraction(*toy_attention.toy_embeddings_after(last))
+    assert early < 0.5 and late == 1.0
+    tokenizer, table = toy_attention.toy_embeddings_after(first)
+    assert len(toy_attention.seen_words(tokenizer, table)) < len(toy_attention.group_words())
+    fig = plotting.new_figure()
+    l01.draw_clusters_emerging(fig, first)
+    assert f"After {first} sentences" in fig.axes[0].get_title()
+
+
+def test_growing_table_rejects_counts_outside_the_corpus():
+    with pytest.raises(ValueError, match="n_sentences"):
+        toy_attention.toy_embeddings_after(0)
 
 
 def test_neighbours_figure_rejects_unknown_words():

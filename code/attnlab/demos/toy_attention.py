@@ -46,6 +46,51 @@ def toy_embeddings(dim: int = 16) -> tuple[WordTokenizer, torch.Tensor]:
     return tokenizer, table[:, :dim]
 
 
+#: How many of the toy corpus's sentences the growing tables of :func:`toy_embeddings_after`
+#: have read (Lesson 1's slider over training progress; the last is the whole corpus).
+TRAINING_SENTENCES: tuple[int, ...] = (5, 10, 20, 50, 100, 200, 2000)
+
+
+@cache
+def toy_embeddings_after(n_sentences: int, dim: int = 16) -> tuple[WordTokenizer, torch.Tensor]:
+    """The co-occurrence table ``[V, dim]`` computed from only the first ``n_sentences`` of the
+    toy corpus, indexed by the whole corpus's tokenizer (rows of words not yet seen are zero):
+    the table as it grows while it reads."""
+    corpus = toy_corpus()
+    if not 1 <= n_sentences <= len(corpus):
+        raise ValueError(f"n_sentences: expected a count in [1, {len(corpus)}], got {n_sentences}")
+    tokenizer, _ = _toy_table()
+    return tokenizer, cooccurrence_embeddings(corpus[:n_sentences], tokenizer, dim=dim)
+
+
+def group_words() -> list[str]:
+    """The words of the toy corpus's groups, group by group (the words of Lesson 1's map)."""
+    return [w for words in WORD_GROUPS.values() for w in words]
+
+
+def seen_words(tokenizer: WordTokenizer, table: torch.Tensor) -> list[str]:
+    """The group words whose row of ``table`` is not zero (words the table has seen)."""
+    return [w for w in group_words() if bool(table[tokenizer.vocab.index(w)].any())]
+
+
+def same_group_neighbour_fraction(tokenizer: WordTokenizer, table: torch.Tensor) -> float:
+    """The fraction of the group words whose nearest other group word (by cosine of their rows)
+    is of the same group; a word not yet seen (zero row) counts as a miss. 1.0 means every word
+    sits in its group's cluster; a random table scores about 5/29 (the chance that a random other
+    word shares the group)."""
+    words = group_words()
+    seen = seen_words(tokenizer, table)
+    if len(seen) < 2:
+        return 0.0
+    rows = table[[tokenizer.vocab.index(w) for w in seen]]
+    unit = rows / rows.norm(dim=1, keepdim=True)
+    cos = unit @ unit.T
+    cos.fill_diagonal_(-math.inf)
+    nearest = cos.argmax(dim=1).tolist()
+    hits = sum(group_of(w) == group_of(seen[j]) for w, j in zip(seen, nearest, strict=True))
+    return hits / len(words)
+
+
 def group_of(word: str) -> str:
     """The word's group in the toy corpus ("animal", "food", …) or "other"."""
     return next((g for g, words in WORD_GROUPS.items() if word in words), "other")

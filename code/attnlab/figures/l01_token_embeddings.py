@@ -1,5 +1,5 @@
 """Figures of Lesson 1 (token embeddings): the lookup as a product, table memory, the toy
-embeddings projected, nearest neighbours.
+clusters emerging as the table reads more of the corpus, nearest neighbours.
 The toy data come from :mod:`attnlab.demos.toy_attention`."""
 
 from __future__ import annotations
@@ -11,7 +11,14 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.transforms import offset_copy
 
-from ..demos.toy_attention import group_of, toy_embeddings
+from ..demos.toy_attention import (
+    group_of,
+    group_words,
+    same_group_neighbour_fraction,
+    seen_words,
+    toy_embeddings,
+    toy_embeddings_after,
+)
 from ..embedding import (
     WORD_GROUPS,
     embedding_bytes,
@@ -59,7 +66,7 @@ def _row_box(row: int, width: int):
 MEMORY_VOCABS = tuple(2**k for k in range(12, 19))
 
 
-MEMORY_WIDTHS = (512, 1024, 2048, 4096)
+MEMORY_WIDTHS = (512, 1024, 1536, 4096)
 
 
 def _kilo(tokens: int) -> str:
@@ -70,9 +77,10 @@ def _kilo(tokens: int) -> str:
 
 def draw_table_memory(fig: Figure, vocab_size: int, d_model: int,
                       marker: tuple[str, int, int] | None = None) -> None:
-    """Embedding-table memory (MiB, bf16) against vocabulary size: faint reference lines, one per
-    width in :data:`MEMORY_WIDTHS` and labelled at their left end, and the chosen ``vocab_size``
-    × ``d_model`` as a large dot, its size in the title.
+    """Embedding-table memory (MiB, bf16) against vocabulary size: reference lines, one per
+    width in :data:`MEMORY_WIDTHS` and labelled at their left end (the chosen width's solid, the
+    others faint), and the chosen ``vocab_size`` × ``d_model`` as a large dot, its size in the
+    title.
 
     ``marker`` = (name, vocab_size, d_model) of a real model to mark (a star, named beside it).
     """
@@ -81,7 +89,8 @@ def draw_table_memory(fig: Figure, vocab_size: int, d_model: int,
     left = offset_copy(ax.transData, fig=fig, x=-5, units="points")
     for i, width in enumerate(MEMORY_WIDTHS):
         mib = [embedding_bytes(v, width, "bf16") / MIB for v in vocabs]
-        ax.plot(vocabs, mib, marker="o", ms=3, color=PALETTE[i], alpha=0.35)
+        ax.plot(vocabs, mib, marker="o", ms=3, color=PALETTE[i],
+                alpha=1.0 if width == d_model else 0.35)
         ax.text(vocabs[0], mib[0], f"d = {width}", transform=left, ha="right", va="center",
                 fontsize=SMALL_TEXT_PT, color=PALETTE[i])
     chosen = embedding_bytes(vocab_size, d_model, "bf16") / MIB
@@ -109,25 +118,31 @@ def draw_table_memory(fig: Figure, vocab_size: int, d_model: int,
                  f"{chosen:,.1f} MiB", y=1.0)  # given y, not moved over the tick labels
 
 
-def draw_projection(fig: Figure, dim: int) -> None:
-    """The toy vocabulary's ``dim``-wide embeddings on their two principal axes, by group."""
-    tokenizer, table = toy_embeddings(dim)
+def draw_clusters_emerging(fig: Figure, n_sentences: int) -> None:
+    """The group words of the co-occurrence table built from the first ``n_sentences`` of the
+    toy corpus, on its two principal axes, by group; words not yet seen are left out. The title
+    gives how many words the table has seen and how many sit next to a word of their own group
+    (:func:`~attnlab.demos.toy_attention.same_group_neighbour_fraction`)."""
+    tokenizer, table = toy_embeddings_after(n_sentences)
+    words = seen_words(tokenizer, table)
     points = project_2d(table)
-    (ax,) = fixed_axes(fig, 1, left=0.06, right=0.98, bottom=0.16, top=0.9)
-    words = [w for group in WORD_GROUPS.values() for w in group]
+    (ax,) = fixed_axes(fig, 1, left=0.06, right=0.98, bottom=0.16, top=0.86)
     xy = points[[tokenizer.vocab.index(w) for w in words]]
     ax.scatter(xy[:, 0], xy[:, 1], color=[_group_colour(w) for w in words], s=25)
-    span = xy.max(0).values - xy.min(0).values
+    span = (xy.max(0).values - xy.min(0).values).clamp_min(1e-6)
     low, high = xy.min(0).values - 0.25 * span, xy.max(0).values + 0.25 * span
     ax.set_xlim(float(low[0]), float(high[0]))
     ax.set_ylim(float(low[1]), float(high[1]))
-    place_labels(ax, xy[:, 0].tolist(), xy[:, 1].tolist(), words)
+    place_labels(ax, xy[:, 0].tolist(), xy[:, 1].tolist(), words,
+                 distances=(7, 14, 24, 36, 50, 66))  # early tables crowd words together
     handles = [Line2D([], [], color=PALETTE[i], marker="o", ms=5, linestyle="none", label=group)
                for i, group in enumerate(WORD_GROUPS)]  # lighter than empty scatters
     fig.legend(handles=handles, loc="lower center", ncols=5, fontsize=SMALL_TEXT_PT,
                handletextpad=0.2, columnspacing=1.0)
+    fraction = same_group_neighbour_fraction(tokenizer, table)
     style_axes(ax, "principal axis 1", "principal axis 2",
-               f"Embeddings of width d = {dim}, projected to 2-D")
+               f"After {n_sentences:,} sentences: {len(words)} of {len(group_words())} words "
+               f"seen,\n{fraction:.0%} have a nearest neighbour of their own group")
     ax.set_xticks([]), ax.set_yticks([])  # the coordinates themselves mean nothing
 
 
