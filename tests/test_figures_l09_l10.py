@@ -89,6 +89,19 @@ def test_draw_capacity_default_and_extremes(n_pairs, dim):
     assert ax.get_xscale() == "log"
 
 
+def test_draw_capacity_moves_the_n_equals_d_mark_and_the_curve_with_d():
+    drawn = {}
+    for dim in mem.CAPACITY_DIMS:
+        fig = new_figure(6.4, 3.8)
+        l09.draw_capacity(fig, n_pairs=48, dim=dim)
+        (ax,) = fig.axes
+        assert f"N = d = {dim}" in [t.get_text() for t in ax.texts]
+        assert [float(x) for x in ax.lines[-2].get_xdata()] == [dim, dim]  # the N = d line
+        drawn[dim] = list(ax.lines[0].get_ydata())
+    assert drawn[16] != drawn[96]  # a larger d lowers the error at every N
+    assert all(a > b for a, b in zip(drawn[16], drawn[96], strict=True))
+
+
 @pytest.mark.parametrize(("kwargs", "name"), [({"n_pairs": 5}, "n_pairs"),
                                               ({"dim": 128}, "dim")])
 def test_draw_capacity_rejects(kwargs, name):

@@ -77,41 +77,36 @@ def draw_gram(fig: Figure, n_pairs: int = 32, dims: tuple[int, ...] = (32, 96)) 
 
 
 def draw_capacity(fig: Figure, n_pairs: int = 48, dim: int = 96) -> None:
-    """Mean relative recall error against N / d for every d of the grid: random keys (measured,
-    one line per d), the prediction sqrt((N−1)/d) (dashed, for the chosen d) and orthonormal
-    keys (zero up to N = d); the chosen (N, d) circled. One axes, fixed margins: a fast frame."""
+    """Mean relative recall error against the number of pairs N for the chosen key dimension d:
+    random keys (measured), the prediction sqrt((N−1)/d) (dashed) and orthonormal keys (zero up
+    to N = d), with N = d marked and the chosen (N, d) circled. The axes are the same for every
+    d, so moving d slides the curve along N. One axes, fixed margins: a fast frame."""
     if n_pairs not in CAPACITY_PAIRS:
         raise ValueError(f"n_pairs: expected one of {list(CAPACITY_PAIRS)}, got {n_pairs!r}")
     if dim not in CAPACITY_DIMS:
         raise ValueError(f"dim: expected one of {list(CAPACITY_DIMS)}, got {dim!r}")
     (ax,) = fixed_axes(fig, 1, left=0.11, right=0.98, bottom=0.15, top=0.9)
-    for i, d in enumerate(CAPACITY_DIMS):
-        curve = capacity_curve(d, False)
-        chosen = d == dim
-        ax.plot([n / d for n, _ in curve], [e for _, e in curve], marker="o",
-                markersize=4 if chosen else 3, color=PALETTE[i],
-                alpha=1.0 if chosen else 0.35, linewidth=2 if chosen else 1,
-                label=f"random keys, d = {d}" if chosen else
-                ("random keys, other d (faint)" if i == (0 if dim != CAPACITY_DIMS[0] else 1)
-                 else None))
+    curve = capacity_curve(dim, False)
+    ax.plot([n for n, _ in curve], [e for _, e in curve], marker="o", markersize=4,
+            color=PALETTE[0], linewidth=2, label=f"random keys, d = {dim} (measured)")
     ns = range(1, CAPACITY_PAIRS[-1] + 1)
-    ax.plot([n / dim for n in ns], [expected_crosstalk(n, dim) for n in ns], linestyle="--",
+    ax.plot(list(ns), [expected_crosstalk(n, dim) for n in ns], linestyle="--",
             color="#444444", linewidth=1, label=f"prediction √((N−1)/d), d = {dim}")
     orth = capacity_curve(dim, True)
-    ax.plot([n / dim for n, _ in orth], [e for _, e in orth], marker="s", markersize=4,
+    ax.plot([n for n, _ in orth], [e for _, e in orth], marker="s", markersize=4,
             color=PALETTE[7], linewidth=1.5, label=f"orthonormal keys, d = {dim} (only N ≤ d)")
-    ax.axvline(1.0, color="#888888", linestyle=":", linewidth=1)
-    ax.text(1.06, 4.0, "N = d", fontsize=SMALL_TEXT_PT, color="#555555")
-    error = dict(capacity_curve(dim, False))[n_pairs]
-    ax.plot([n_pairs / dim], [error], "o", markersize=13, markerfacecolor="none",
+    ax.axvline(dim, color="#888888", linestyle=":", linewidth=1)
+    ax.text(dim * 1.06, 2.6, f"N = d = {dim}", fontsize=SMALL_TEXT_PT, color="#555555")
+    error = dict(curve)[n_pairs]
+    ax.plot([n_pairs], [error], "o", markersize=13, markerfacecolor="none",
             markeredgecolor=PALETTE[5], markeredgewidth=2.5)
     ax.set_xscale("log", base=2)
-    ticks = [2.0**e for e in range(-6, 5, 2)]
-    ax.set_xticks(ticks, [f"1/{1 / x:.0f}" if x < 1 else f"{x:.0f}" for x in ticks])
+    ticks = [2**e for e in range(2, 9)]
+    ax.set_xticks(ticks, [str(t) for t in ticks])
     ax.minorticks_off()
-    ax.set_xlim(2.0**-6.3, 2.0**4.4)
+    ax.set_xlim(2.0**1.7, 2.0**8.3)
     ax.set_ylim(-0.1, 4.4)
-    style_axes(ax, "N / d: stored pairs per key dimension (log scale)",
+    style_axes(ax, "N: stored pairs (log scale)",
                "mean relative error ‖Sᵀk − v‖ / ‖v‖",
                f"N = {n_pairs} pairs in d = {dim}: error {error:.2f} with random keys")
     ax.legend(loc="upper left", fontsize=SMALL_TEXT_PT)
