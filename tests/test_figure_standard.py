@@ -169,8 +169,7 @@ def registry() -> dict[str, Entry]:
         "L7 cache and state": Entry(l07.draw_cache_and_state,
                                     grid={"t": [1, 2, 3, 4, 6, 8, 12, 16]}),
         "L7 memory vs context": Entry(l07.draw_memory_vs_context, grid={
-            "context": [256, 1024, 4096, 16384, 65536, 262144, 1048576],
-            "dtype": ["fp32", "bf16"]}),
+            "context": [256, 1024, 4096, 16384, 65536, 262144, 1048576]}),
         "L8 three forms": Entry(l08.draw_three_forms,
                                 kwargs={"length": 12, "chunk_size": 4}),
         "L8 form times": Entry(l08.draw_form_times, kwargs={
