@@ -3,10 +3,10 @@
     PYTHONPATH=code python tools/draw_diagrams.py          # rewrites images/*.svg
 
 Each diagram is a function returning a matplotlib ``Figure`` in the course style (the palette of
-:mod:`attnlab.plotting`), 6.4 inches wide with no text below ``SMALL_TEXT_PT``: at the ~686-px
-text column that is at least 15 CSS px, and at least 8.9 px on a 390-px phone. Sophia's numbers
-come from :data:`attnlab.configs.SOPHIA` and :mod:`attnlab.memory`, never typed. The SVG output
-is deterministic (fixed ``svg.hashsalt``, no date), so a test can rebuild and compare.
+:mod:`attnlab.plotting`), 6.4 inches wide with no text below ``NOTE_PT`` (see there).
+Sophia's numbers come from :data:`attnlab.configs.SOPHIA` and :mod:`attnlab.memory`, never
+typed. The SVG output is deterministic (fixed ``svg.hashsalt``, no date), so a test can
+rebuild and compare.
 """
 
 from __future__ import annotations
@@ -25,18 +25,22 @@ from matplotlib.patches import Circle, FancyArrowPatch, Polygon, Rectangle
 
 IMAGES = Path(__file__).resolve().parent.parent / "images"
 WIDTH_IN = 6.4
-TEXT_PT = 11.0
+#: Text sizes in points. The narrowest column seen, 342 CSS px on a 390-px phone, shows a
+#: 6.4-inch figure at 342 / (6.4 · 72) = 0.74 px a point: 11 pt is then 8.2 px (15.9 px in the
+#: 672-px desktop column), above the course's 10.5-pt minimum (SMALL_TEXT_PT).
+NOTE_PT = max(11.0, SMALL_TEXT_PT)
+TEXT_PT = 11.5
 _SVG_RC = {"svg.hashsalt": "attnlab-diagrams", "svg.fonttype": "path"}
 
 
-def _canvas(height: float, xmax: float, ymax: float) -> tuple[Figure, Axes]:
-    """A blank figure WIDTH_IN × ``height`` inches with one frameless axes spanning it, in data
-    units 0..``xmax`` × 0..``ymax`` with equal aspect (one unit = one inch when xmax = WIDTH_IN)."""
+def _canvas(height: float) -> tuple[Figure, Axes]:
+    """A blank figure WIDTH_IN × ``height`` inches with one frameless axes spanning it, whose
+    data units are inches from the lower-left corner."""
     fig = new_figure(WIDTH_IN, height)
     fig.set_layout_engine(None)
     ax = fig.add_axes((0, 0, 1, 1))
-    ax.set_xlim(0, xmax)
-    ax.set_ylim(0, ymax)
+    ax.set_xlim(0, WIDTH_IN)
+    ax.set_ylim(0, height)
     ax.set_axis_off()
     return fig, ax
 
@@ -64,7 +68,7 @@ def sophia_stack() -> Figure:
     n_groups = len(pattern) // group
     kda = layer_numbers("kda", SOPHIA, 1)
     mla_per_token = layer_numbers("mla", SOPHIA, 1).cache
-    fig, ax = _canvas(4.7, WIDTH_IN, 4.7)
+    fig, ax = _canvas(4.7)
     # the stack: one column per group, layer 1 at the bottom
     col_w, gap, box_h = 0.72, 0.17, 0.4
     left = (WIDTH_IN - n_groups * col_w - (n_groups - 1) * gap) / 2
@@ -77,7 +81,7 @@ def sophia_stack() -> Figure:
                  KIND_NAMES[kind], fill=0.55 if kind == "mla" else 0.25)
         first = g * group + 1
         ax.text(x + col_w / 2, base - 0.1, f"{first}–{first + group - 1}", ha="center",
-                va="top", fontsize=SMALL_TEXT_PT)
+                va="top", fontsize=NOTE_PT)
     ax.text(WIDTH_IN / 2, base + group * (box_h + 0.06) + 0.05,
             f"{len(pattern)} layers = [{', '.join(KIND_NAMES[k] for k in pattern[:group])}]"
             f" × {n_groups}\n(each column runs bottom to top, then the next one)",
@@ -92,7 +96,7 @@ def sophia_stack() -> Figure:
     ax.text(0.25, panel_y + 0.15,
             f"{SOPHIA.n_heads} heads × {SOPHIA.head_dim} × {SOPHIA.head_dim}\n"
             f"= {kda.state:,} numbers\n+ {kda.conv:,} conv inputs,\n"
-            "the same after 10 or 10⁶ tokens", va="bottom", fontsize=SMALL_TEXT_PT)
+            "the same after 10 or 10⁶ tokens", va="bottom", fontsize=NOTE_PT)
     for i in range(4):  # a few stacked squares: the heads' matrices
         off = 0.06 * i
         ax.add_patch(Rectangle((2.4 + off, 0.65 + off), 0.45, 0.45, facecolor="white",
@@ -106,17 +110,17 @@ def sophia_stack() -> Figure:
     ax.text(x0 + 0.15, panel_y + 0.15,
             f"{SOPHIA.mla.kv_lora_rank} + {SOPHIA.mla.qk_rope_head_dim} = {mla_per_token:,}"
             " numbers\nper token: one more\nrow for every token",
-            va="bottom", fontsize=SMALL_TEXT_PT)
+            va="bottom", fontsize=NOTE_PT)
     for i in range(6):  # rows of the cache, one per token
-        ax.add_patch(Rectangle((x0 + 2.2, 0.35 + 0.13 * i), 0.7, 0.1, facecolor=c_mla,
+        ax.add_patch(Rectangle((x0 + 2.5, 0.3 + 0.12 * i), 0.45, 0.09, facecolor=c_mla,
                                alpha=0.3 + 0.1 * i, edgecolor="none"))
-    _arrow(ax, (x0 + 2.1, 0.35), (x0 + 2.1, 1.2), c_mla)
+    _arrow(ax, (x0 + 2.4, 0.3), (x0 + 2.4, 1.02), c_mla)
     return fig
 
 
 def chunk_split(n_chunks: int = 4, chunk: int = 4) -> Figure:
     """A sequence cut into chunks of C tokens: parallel work inside a chunk, a state between."""
-    fig, ax = _canvas(3.0, WIDTH_IN, 3.0)
+    fig, ax = _canvas(3.0)
     tok, state_w = 0.24, 0.42
     chunk_w = chunk * tok
     span = n_chunks * chunk_w + (n_chunks + 1) * state_w
@@ -131,7 +135,7 @@ def chunk_split(n_chunks: int = 4, chunk: int = 4) -> Figure:
         for t in range(chunk):  # the chunk's tokens
             _box(ax, cx + t * tok, y_tok, tok, tok, colour, fill=0.25)
         ax.text(cx + chunk_w / 2, y_tok + tok + 0.08, f"chunk {c + 1}", ha="center",
-                va="bottom", fontsize=SMALL_TEXT_PT)
+                va="bottom", fontsize=NOTE_PT)
         # the causal mask inside the chunk: a lower triangle, all of it computed at once
         top, bottom = y_tok - 0.1, y_tok - 0.55
         ax.add_patch(Polygon([(cx + 0.12, top), (cx + 0.12, bottom), (cx + chunk_w - 0.12, bottom)],
@@ -146,7 +150,7 @@ def chunk_split(n_chunks: int = 4, chunk: int = 4) -> Figure:
             "triangle: the chunk's C outputs at once, by matrix products over its\n"
             "tokens and the state carried in (parallel work); blue arrow: the chunk's\n"
             f"one state update; orange: the state carried on, T / C = {n_chunks} sequential steps",
-            va="top", fontsize=SMALL_TEXT_PT)
+            va="top", fontsize=NOTE_PT)
     return fig
 
 
@@ -154,7 +158,7 @@ def mla_path() -> Figure:
     """MLA's data path at one token, with Sophia's sizes: h → the cached latent and shared key
     part → per-head keys and values, rebuilt from the latent and never cached."""
     mla = SOPHIA.mla
-    fig, ax = _canvas(3.5, WIDTH_IN, 3.5)
+    fig, ax = _canvas(3.5)
     blue, orange, green = PALETTE[0], PALETTE[1], PALETTE[2]
     _box(ax, 0.1, 1.35, 0.9, 0.7, GREY, f"$h_t$\n{SOPHIA.d_model}", fill=0.2)
     # the cache: latent c and the shared decoupled key part
@@ -168,49 +172,49 @@ def mla_path() -> Figure:
          fill=0.5)
     _arrow(ax, (1.0, 1.85), (1.85, 2.17))
     _arrow(ax, (1.0, 1.55), (1.85, 1.1))
-    ax.text(1.3, 2.2, "$W^{DKV}$", ha="center", va="bottom", fontsize=SMALL_TEXT_PT)
-    ax.text(1.25, 1.1, "$W^{KR}$", ha="center", va="top", fontsize=SMALL_TEXT_PT)
+    ax.text(1.3, 2.2, "$W^{DKV}$", ha="center", va="bottom", fontsize=NOTE_PT)
+    ax.text(1.25, 1.1, "$W^{KR}$", ha="center", va="top", fontsize=NOTE_PT)
     # per-head keys and values, rebuilt from c when attending
     _box(ax, 3.85, 2.1, 1.4, 0.8, blue,
-         f"keys $k^C_{{t,i}}$\n{mla.n_heads} heads × {mla.qk_nope_head_dim}", size=SMALL_TEXT_PT)
+         f"keys $k^C_{{t,i}}$\n{mla.n_heads} heads × {mla.qk_nope_head_dim}", size=NOTE_PT)
     _box(ax, 3.85, 1.0, 1.4, 0.8, green,
-         f"values $v^C_{{t,i}}$\n{mla.n_heads} heads × {mla.v_head_dim}", size=SMALL_TEXT_PT)
+         f"values $v^C_{{t,i}}$\n{mla.n_heads} heads × {mla.v_head_dim}", size=NOTE_PT)
     _arrow(ax, (3.05, 2.4), (3.85, 2.5))
     _arrow(ax, (3.05, 1.95), (3.85, 1.4))
-    ax.text(3.45, 2.5, "$W^{UK}_i$", ha="center", va="bottom", fontsize=SMALL_TEXT_PT)
-    ax.text(3.6, 1.72, "$W^{UV}_i$", ha="left", va="bottom", fontsize=SMALL_TEXT_PT)
-    _box(ax, 5.45, 1.9, 0.85, 0.8, blue, "head key\n$[k^C_{t,i}; k^R_t]$", size=SMALL_TEXT_PT)
+    ax.text(3.45, 2.5, "$W^{UK}_i$", ha="center", va="bottom", fontsize=NOTE_PT)
+    ax.text(3.6, 1.72, "$W^{UV}_i$", ha="left", va="bottom", fontsize=NOTE_PT)
+    _box(ax, 5.45, 1.9, 0.85, 0.8, blue, "head key\n$[k^C_{t,i}; k^R_t]$", size=NOTE_PT)
     _arrow(ax, (5.25, 2.5), (5.45, 2.4))
     _arrow(ax, (3.05, 0.95), (5.87, 1.9), connectionstyle="arc3,rad=0.3")
     ax.text(3.85, 3.0, "rebuilt per head, never cached", ha="left", va="bottom",
-            fontsize=SMALL_TEXT_PT)
+            fontsize=NOTE_PT)
     sophia_rope = "rotated too" if mla.rope else "left unrotated, NoPE"
     ax.text(0.1, 0.05, "$k^R_t$: one key part shared by all heads,\n"
             f"rotated by RoPE in DeepSeek-V3; Sophia's is {sophia_rope}",
-            fontsize=SMALL_TEXT_PT, va="bottom")
+            fontsize=NOTE_PT, va="bottom")
     return fig
 
 
 def transformer_block() -> Figure:
     """One pre-norm residual block: x ← x + Mixer(RMSNorm(x)), then x ← x + MLP(RMSNorm(x))."""
-    fig, ax = _canvas(1.85, WIDTH_IN, 1.85)
+    fig, ax = _canvas(1.85)
     stream_y, branch_y, box_h = 1.3, 0.12, 0.6
     mid = branch_y + box_h / 2
-    ax.plot([0.45, 5.95], [stream_y, stream_y], color="black", linewidth=1.6)
+    ax.plot([0.45, 6.02], [stream_y, stream_y], color="black", linewidth=1.6)
     ax.text(0.3, stream_y, "x", ha="right", va="center", fontsize=TEXT_PT)
-    _arrow(ax, (5.95, stream_y), (6.35, stream_y))
+    _arrow(ax, (6.02, stream_y), (6.35, stream_y))
     ax.text(WIDTH_IN / 2, 1.8, "the residual stream x: each step adds to it, none replaces it",
-            ha="center", va="top", fontsize=SMALL_TEXT_PT)
+            ha="center", va="top", fontsize=NOTE_PT)
     mixer = " or ".join(KIND_NAMES[k] for k in dict.fromkeys(SOPHIA.layer_pattern))
     for x0, label, colour in ((0.55, f"mixer\n({mixer})", KIND_COLOURS["kda"]),
                               (3.35, "MLP\n(SwiGLU)", PALETTE[2])):
         ax.plot([x0 + 0.15, x0 + 0.15], [stream_y, mid], color="black", linewidth=1.3)
         _arrow(ax, (x0 + 0.15, mid), (x0 + 0.35, mid))
-        _box(ax, x0 + 0.35, branch_y, 0.85, box_h, GREY, "RMSNorm", fill=0.2, size=SMALL_TEXT_PT)
-        _arrow(ax, (x0 + 1.2, mid), (x0 + 1.35, mid))
-        _box(ax, x0 + 1.35, branch_y, 1.1, box_h, colour, label, size=SMALL_TEXT_PT)
-        plus = x0 + 2.6
-        ax.plot([x0 + 2.45, plus], [mid, mid], color="black", linewidth=1.3)
+        _box(ax, x0 + 0.35, branch_y, 0.92, box_h, GREY, "RMSNorm", fill=0.2, size=NOTE_PT)
+        _arrow(ax, (x0 + 1.27, mid), (x0 + 1.4, mid))
+        _box(ax, x0 + 1.4, branch_y, 1.12, box_h, colour, label, size=NOTE_PT)
+        plus = x0 + 2.67
+        ax.plot([x0 + 2.52, plus], [mid, mid], color="black", linewidth=1.3)
         _arrow(ax, (plus, mid), (plus, stream_y - 0.13))
         ax.add_patch(Circle((plus, stream_y), 0.13, facecolor="white", edgecolor="black",
                             linewidth=1.3, zorder=3))
