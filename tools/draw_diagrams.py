@@ -1,0 +1,252 @@
+"""Draw the course's static diagrams into ``images/`` as SVG (run from the repository root).
+
+    PYTHONPATH=code python tools/draw_diagrams.py          # rewrites images/*.svg
+
+Each diagram is a function returning a matplotlib ``Figure`` in the course style (the palette of
+:mod:`attnlab.plotting`), 6.4 inches wide with no text below ``NOTE_PT`` (see there).
+Sophia's numbers come from :data:`attnlab.configs.SOPHIA` and :mod:`attnlab.memory`, never
+typed. The SVG output is deterministic (fixed ``svg.hashsalt``, no date), so a test can
+rebuild and compare.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import matplotlib
+from attnlab.configs import SOPHIA
+from attnlab.memory import layer_numbers
+from attnlab.plotting import GREY, KIND_COLOURS, KIND_NAMES, PALETTE, SMALL_TEXT_PT, new_figure
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.patches import Circle, FancyArrowPatch, Polygon, Rectangle
+
+IMAGES = Path(__file__).resolve().parent.parent / "images"
+WIDTH_IN = 6.4
+#: Text sizes in points. The narrowest column seen, 342 CSS px on a 390-px phone, shows a
+#: 6.4-inch figure at 342 / (6.4 · 72) = 0.74 px a point: 11 pt is then 8.2 px (15.9 px in the
+#: 672-px desktop column), above the course's 10.5-pt minimum (SMALL_TEXT_PT).
+NOTE_PT = max(11.0, SMALL_TEXT_PT)
+TEXT_PT = 11.5
+_SVG_RC = {"svg.hashsalt": "attnlab-diagrams", "svg.fonttype": "path"}
+
+
+def _canvas(height: float) -> tuple[Figure, Axes]:
+    """A blank figure WIDTH_IN × ``height`` inches with one frameless axes spanning it, whose
+    data units are inches from the lower-left corner."""
+    fig = new_figure(WIDTH_IN, height)
+    fig.set_layout_engine(None)
+    ax = fig.add_axes((0, 0, 1, 1))
+    ax.set_xlim(0, WIDTH_IN)
+    ax.set_ylim(0, height)
+    ax.set_axis_off()
+    return fig, ax
+
+
+def _box(ax: Axes, x: float, y: float, w: float, h: float, colour: str, text: str = "", *,
+         fill: float = 0.25, size: float = TEXT_PT, weight: str = "normal") -> None:
+    """A rectangle with lower-left corner (x, y), edged in ``colour`` and tinted by ``fill``."""
+    ax.add_patch(Rectangle((x, y), w, h, facecolor=colour, alpha=fill, edgecolor="none"))
+    ax.add_patch(Rectangle((x, y), w, h, facecolor="none", edgecolor=colour, linewidth=1.4))
+    if text:
+        ax.text(x + w / 2, y + h / 2, text, ha="center", va="center", fontsize=size,
+                weight=weight)
+
+
+def _arrow(ax: Axes, start: tuple[float, float], end: tuple[float, float],
+           colour: str = "black", **kw) -> None:
+    ax.add_patch(FancyArrowPatch(start, end, arrowstyle="-|>", mutation_scale=12,
+                                 color=colour, linewidth=1.3, shrinkA=0, shrinkB=0, **kw))
+
+
+def sophia_stack() -> Figure:
+    """Sophia's 28 layers as seven groups of [KDA, KDA, KDA, MLA], and what each kind keeps."""
+    pattern = SOPHIA.layer_pattern
+    group = pattern.index("mla") + 1
+    n_groups = len(pattern) // group
+    kda = layer_numbers("kda", SOPHIA, 1)
+    mla_per_token = layer_numbers("mla", SOPHIA, 1).cache
+    fig, ax = _canvas(4.7)
+    # the stack: one column per group, layer 1 at the bottom
+    col_w, gap, box_h = 0.72, 0.17, 0.4
+    left = (WIDTH_IN - n_groups * col_w - (n_groups - 1) * gap) / 2
+    base = 2.25
+    for g in range(n_groups):
+        x = left + g * (col_w + gap)
+        for j in range(group):
+            kind = pattern[g * group + j]
+            _box(ax, x, base + j * (box_h + 0.06), col_w, box_h, KIND_COLOURS[kind],
+                 KIND_NAMES[kind], fill=0.55 if kind == "mla" else 0.25)
+        first = g * group + 1
+        ax.text(x + col_w / 2, base - 0.1, f"{first}–{first + group - 1}", ha="center",
+                va="top", fontsize=NOTE_PT)
+    ax.text(WIDTH_IN / 2, base + group * (box_h + 0.06) + 0.05,
+            f"{len(pattern)} layers = [{', '.join(KIND_NAMES[k] for k in pattern[:group])}]"
+            f" × {n_groups}\n(each column runs bottom to top, then the next one)",
+            ha="center", va="bottom", fontsize=TEXT_PT, linespacing=1.4)
+    # what a KDA layer keeps: a fixed state
+    panel_y, panel_h, panel_w = 0.1, 1.6, 3.05
+    c_kda, c_mla = KIND_COLOURS["kda"], KIND_COLOURS["mla"]
+    _box(ax, 0.1, panel_y, panel_w, panel_h, c_kda, fill=0.08)
+    ax.text(0.25, panel_y + panel_h - 0.12,
+            f"{pattern.count('kda')} KDA layers, each keeps\na fixed state",
+            va="top", fontsize=TEXT_PT, weight="bold")
+    ax.text(0.25, panel_y + 0.15,
+            f"{SOPHIA.n_heads} heads × {SOPHIA.head_dim} × {SOPHIA.head_dim}\n"
+            f"= {kda.state:,} numbers\n+ {kda.conv:,} conv inputs,\n"
+            "the same after 10 or 10⁶ tokens", va="bottom", fontsize=NOTE_PT)
+    for i in range(4):  # a few stacked squares: the heads' matrices
+        off = 0.06 * i
+        ax.add_patch(Rectangle((2.4 + off, 0.65 + off), 0.45, 0.45, facecolor="white",
+                               edgecolor=c_kda, linewidth=1.2))
+    # what an MLA layer keeps: a latent cache that grows
+    x0 = WIDTH_IN - 0.1 - panel_w
+    _box(ax, x0, panel_y, panel_w, panel_h, c_mla, fill=0.08)
+    ax.text(x0 + 0.15, panel_y + panel_h - 0.12,
+            f"{pattern.count('mla')} MLA layers, each keeps\na latent cache that grows",
+            va="top", fontsize=TEXT_PT, weight="bold")
+    ax.text(x0 + 0.15, panel_y + 0.15,
+            f"{SOPHIA.mla.kv_lora_rank} + {SOPHIA.mla.qk_rope_head_dim} = {mla_per_token:,}"
+            " numbers\nper token: one more\nrow for every token",
+            va="bottom", fontsize=NOTE_PT)
+    for i in range(6):  # rows of the cache, one per token
+        ax.add_patch(Rectangle((x0 + 2.5, 0.3 + 0.12 * i), 0.45, 0.09, facecolor=c_mla,
+                               alpha=0.3 + 0.1 * i, edgecolor="none"))
+    _arrow(ax, (x0 + 2.4, 0.3), (x0 + 2.4, 1.02), c_mla)
+    return fig
+
+
+def chunk_split(n_chunks: int = 4, chunk: int = 4) -> Figure:
+    """A sequence cut into chunks of C tokens: parallel work inside a chunk, a state between."""
+    fig, ax = _canvas(3.0)
+    tok, state_w = 0.24, 0.42
+    chunk_w = chunk * tok
+    span = n_chunks * chunk_w + (n_chunks + 1) * state_w
+    x = (WIDTH_IN - span) / 2
+    y_tok, y_state = 1.95, 0.95
+    colour, state_c = PALETTE[0], PALETTE[1]
+    for c in range(n_chunks + 1):
+        _box(ax, x, y_state, state_w, 0.42, state_c, f"$S_{{{c * chunk}}}$", fill=0.5)
+        if c == n_chunks:
+            break
+        cx = x + state_w
+        for t in range(chunk):  # the chunk's tokens
+            _box(ax, cx + t * tok, y_tok, tok, tok, colour, fill=0.25)
+        ax.text(cx + chunk_w / 2, y_tok + tok + 0.08, f"chunk {c + 1}", ha="center",
+                va="bottom", fontsize=NOTE_PT)
+        # the causal mask inside the chunk: a lower triangle, all of it computed at once
+        top, bottom = y_tok - 0.1, y_tok - 0.55
+        ax.add_patch(Polygon([(cx + 0.12, top), (cx + 0.12, bottom), (cx + chunk_w - 0.12, bottom)],
+                             facecolor=colour, alpha=0.35, edgecolor=colour))
+        # the state goes through the chunk and comes out updated once, at its end
+        _arrow(ax, (cx, y_state + 0.21), (cx + chunk_w, y_state + 0.21), state_c)
+        _arrow(ax, (cx + chunk_w / 2, bottom - 0.02), (cx + chunk_w / 2, y_state + 0.23), colour)
+        x += state_w + chunk_w
+    ax.text(WIDTH_IN / 2, 2.75, f"T = {n_chunks * chunk} tokens in {n_chunks} chunks of "
+            f"C = {chunk}", ha="center", va="center", fontsize=TEXT_PT, weight="bold")
+    ax.text(0.15, 0.62,
+            "triangle: the chunk's C outputs at once, by matrix products over its\n"
+            "tokens and the state carried in (parallel work); blue arrow: the chunk's\n"
+            f"one state update; orange: the state carried on, T / C = {n_chunks} sequential steps",
+            va="top", fontsize=NOTE_PT)
+    return fig
+
+
+def mla_path() -> Figure:
+    """MLA's data path at one token, with Sophia's sizes: h → the cached latent and shared key
+    part → per-head keys and values, rebuilt from the latent and never cached."""
+    mla = SOPHIA.mla
+    fig, ax = _canvas(3.5)
+    blue, orange, green = PALETTE[0], PALETTE[1], PALETTE[2]
+    _box(ax, 0.1, 1.35, 0.9, 0.7, GREY, f"$h_t$\n{SOPHIA.d_model}", fill=0.2)
+    # the cache: latent c and the shared decoupled key part
+    ax.add_patch(Rectangle((1.7, 0.55), 1.5, 2.35, facecolor="none", edgecolor=orange,
+                           linewidth=1.6, linestyle=(0, (4, 3))))
+    ax.text(2.45, 3.0, f"cached: {mla.cache_dim} a token", ha="center", va="bottom",
+            fontsize=TEXT_PT, weight="bold")
+    _box(ax, 1.85, 1.75, 1.2, 0.85, orange, f"latent $c^{{KV}}_t$\n{mla.kv_lora_rank}",
+         fill=0.5)
+    _box(ax, 1.85, 0.75, 1.2, 0.7, orange, f"shared $k^R_t$\n{mla.qk_rope_head_dim}",
+         fill=0.5)
+    _arrow(ax, (1.0, 1.85), (1.85, 2.17))
+    _arrow(ax, (1.0, 1.55), (1.85, 1.1))
+    ax.text(1.3, 2.2, "$W^{DKV}$", ha="center", va="bottom", fontsize=NOTE_PT)
+    ax.text(1.25, 1.1, "$W^{KR}$", ha="center", va="top", fontsize=NOTE_PT)
+    # per-head keys and values, rebuilt from c when attending
+    _box(ax, 3.85, 2.1, 1.4, 0.8, blue,
+         f"keys $k^C_{{t,i}}$\n{mla.n_heads} heads × {mla.qk_nope_head_dim}", size=NOTE_PT)
+    _box(ax, 3.85, 1.0, 1.4, 0.8, green,
+         f"values $v^C_{{t,i}}$\n{mla.n_heads} heads × {mla.v_head_dim}", size=NOTE_PT)
+    _arrow(ax, (3.05, 2.4), (3.85, 2.5))
+    _arrow(ax, (3.05, 1.95), (3.85, 1.4))
+    ax.text(3.45, 2.5, "$W^{UK}_i$", ha="center", va="bottom", fontsize=NOTE_PT)
+    ax.text(3.6, 1.72, "$W^{UV}_i$", ha="left", va="bottom", fontsize=NOTE_PT)
+    _box(ax, 5.45, 1.9, 0.85, 0.8, blue, "head key\n$[k^C_{t,i}; k^R_t]$", size=NOTE_PT)
+    _arrow(ax, (5.25, 2.5), (5.45, 2.4))
+    _arrow(ax, (3.05, 0.95), (5.87, 1.9), connectionstyle="arc3,rad=0.3")
+    ax.text(3.85, 3.0, "rebuilt per head, never cached", ha="left", va="bottom",
+            fontsize=NOTE_PT)
+    sophia_rope = "rotated too" if mla.rope else "left unrotated, NoPE"
+    ax.text(0.1, 0.05, "$k^R_t$: one key part shared by all heads,\n"
+            f"rotated by RoPE in DeepSeek-V3; Sophia's is {sophia_rope}",
+            fontsize=NOTE_PT, va="bottom")
+    return fig
+
+
+def transformer_block() -> Figure:
+    """One pre-norm residual block: x ← x + Mixer(RMSNorm(x)), then x ← x + MLP(RMSNorm(x))."""
+    fig, ax = _canvas(1.85)
+    stream_y, branch_y, box_h = 1.3, 0.12, 0.6
+    mid = branch_y + box_h / 2
+    ax.plot([0.45, 6.02], [stream_y, stream_y], color="black", linewidth=1.6)
+    ax.text(0.3, stream_y, "x", ha="right", va="center", fontsize=TEXT_PT)
+    _arrow(ax, (6.02, stream_y), (6.35, stream_y))
+    ax.text(WIDTH_IN / 2, 1.8, "the residual stream x: each step adds to it, none replaces it",
+            ha="center", va="top", fontsize=NOTE_PT)
+    mixer = " or ".join(KIND_NAMES[k] for k in dict.fromkeys(SOPHIA.layer_pattern))
+    for x0, label, colour in ((0.55, f"mixer\n({mixer})", KIND_COLOURS["kda"]),
+                              (3.35, "MLP\n(SwiGLU)", PALETTE[2])):
+        ax.plot([x0 + 0.15, x0 + 0.15], [stream_y, mid], color="black", linewidth=1.3)
+        _arrow(ax, (x0 + 0.15, mid), (x0 + 0.35, mid))
+        _box(ax, x0 + 0.35, branch_y, 0.92, box_h, GREY, "RMSNorm", fill=0.2, size=NOTE_PT)
+        _arrow(ax, (x0 + 1.27, mid), (x0 + 1.4, mid))
+        _box(ax, x0 + 1.4, branch_y, 1.12, box_h, colour, label, size=NOTE_PT)
+        plus = x0 + 2.67
+        ax.plot([x0 + 2.52, plus], [mid, mid], color="black", linewidth=1.3)
+        _arrow(ax, (plus, mid), (plus, stream_y - 0.13))
+        ax.add_patch(Circle((plus, stream_y), 0.13, facecolor="white", edgecolor="black",
+                            linewidth=1.3, zorder=3))
+        ax.text(plus, stream_y, "+", ha="center", va="center", fontsize=TEXT_PT, zorder=4)
+    return fig
+
+
+DIAGRAMS: dict[str, Callable[[], Figure]] = {
+    "sophia_stack": sophia_stack,
+    "chunk_split": chunk_split,
+    "mla_path": mla_path,
+    "transformer_block": transformer_block,
+}
+
+
+def write_svg(fig: Figure, path: Path) -> None:
+    """Save ``fig`` as a deterministic SVG at ``path``."""
+    with matplotlib.rc_context(_SVG_RC):
+        fig.savefig(path, format="svg", metadata={"Date": None})
+
+
+def main(out_dir: Path = IMAGES) -> list[Path]:
+    """Draw every diagram into ``out_dir``; return the paths written."""
+    out_dir.mkdir(exist_ok=True)
+    written = []
+    for name, draw in DIAGRAMS.items():
+        path = out_dir / f"{name}.svg"
+        write_svg(draw(), path)
+        written.append(path)
+    return written
+
+
+if __name__ == "__main__":
+    for p in main(Path(sys.argv[1]) if len(sys.argv) > 1 else IMAGES):
+        print(p)
