@@ -154,8 +154,7 @@ def registry() -> dict[str, Entry]:
         "L5 rope offset": Entry(l05.draw_rope_offset, grid={"shift": list(l05.ROPE_SHIFTS),
                                                             "offset": list(l05.ROPE_OFFSETS)}),
         "L5 rope frequencies": Entry(l05.draw_rope_frequencies,
-                                     grid={"base": list(l05.ROPE_BASES),
-                                           "head_dim": list(l05.ROPE_HEAD_DIMS)}),
+                                     grid={"base": list(l05.ROPE_BASES)}),
         "L6 recompute": Entry(l06.draw_recompute, kwargs={"n_steps": 8}),
         "L6 step times": Entry(l06.draw_step_times, kwargs={
             "contexts": [64, 128, 256, 512, 1024, 2048],

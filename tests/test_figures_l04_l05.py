@@ -171,6 +171,27 @@ def test_rope_score_depends_on_the_offset_only():
     assert (reference[1:] - reference[0]).abs().max() > 1  # the offset does change it
 
 
+def test_rope_self_score_is_the_mean_of_the_cos_map_and_starts_at_one():
+    offsets = heads.rope_log_offsets()
+    for base in (100.0, 500000.0):
+        torch.testing.assert_close(heads.rope_self_score(offsets, 96, base),
+                                   heads.rope_cos_map(offsets, 96, base).mean(0))
+    assert float(heads.rope_self_score(torch.tensor([0.0]), 96, 10000.0)[0]) == pytest.approx(1)
+    # a whole offset: brute force over cos of the angles
+    assert heads.rope_reach(8, 100.0) == next(
+        m for m in range(1, 10_000)
+        if (100.0 ** (-torch.arange(0, 8, 2) / 8) * m).cos().mean() < 0.5)
+
+
+def test_rope_reach_grows_with_the_base():
+    reaches = [heads.rope_reach(96, base) for base in l05.ROPE_BASES]
+    assert reaches == sorted(reaches) and reaches[0] < reaches[-1]
+    with pytest.raises(ValueError, match="max_offset"):
+        heads.rope_reach(96, 10000.0, level=-0.99, max_offset=64)
+    with pytest.raises(ValueError, match="level"):
+        heads.rope_reach(96, 10000.0, level=2.0)
+
+
 # ---------------------------------------------------------------- figures
 
 
@@ -194,9 +215,9 @@ def draw(function, **values):
     (l05.draw_rope_offset, {"shift": 0, "offset": 4}),
     (l05.draw_rope_offset, {"shift": l05.ROPE_SHIFTS[0], "offset": l05.ROPE_OFFSETS[0]}),
     (l05.draw_rope_offset, {"shift": l05.ROPE_SHIFTS[-1], "offset": l05.ROPE_OFFSETS[-1]}),
-    (l05.draw_rope_frequencies, {"base": 10000.0, "head_dim": 96}),
-    (l05.draw_rope_frequencies, {"base": l05.ROPE_BASES[0], "head_dim": l05.ROPE_HEAD_DIMS[0]}),
-    (l05.draw_rope_frequencies, {"base": l05.ROPE_BASES[-1], "head_dim": l05.ROPE_HEAD_DIMS[-1]}),
+    (l05.draw_rope_frequencies, {"base": 10000.0}),
+    (l05.draw_rope_frequencies, {"base": l05.ROPE_BASES[0]}),
+    (l05.draw_rope_frequencies, {"base": l05.ROPE_BASES[-1]}),
 ])
 def test_figures_draw(function, values):
     draw(function, **values)
@@ -207,8 +228,7 @@ def test_figures_draw(function, values):
     (l04.draw_head_maps, {"n_heads": 5}, "n_heads"),
     (l05.draw_rope_offset, {"shift": 7, "offset": 4}, "shift"),
     (l05.draw_rope_offset, {"shift": 0, "offset": 3}, "offset"),
-    (l05.draw_rope_frequencies, {"base": 5.0, "head_dim": 96}, "base"),
-    (l05.draw_rope_frequencies, {"base": 10000.0, "head_dim": 95}, "head_dim"),
+    (l05.draw_rope_frequencies, {"base": 5.0}, "base"),
 ])
 def test_figures_reject_bad_values(function, values, name):
     with pytest.raises(ValueError, match=name):

@@ -13,6 +13,7 @@ from ..attention import (
     MultiHeadAttention,
     apply_rope,
     head_attention_weights,
+    rope_angles,
     softmax_attention,
 )
 
@@ -156,3 +157,38 @@ def rope_scores(q: torch.Tensor, k: torch.Tensor, query_positions: torch.Tensor,
     q_rot = apply_rope(q.expand(1, 1, t, -1), query_positions.to(torch.float64), base)
     k_rot = apply_rope(k[None, None, None], torch.tensor([float(key_position)]), base)
     return (q_rot[0, 0] @ k_rot[0, 0, 0])
+
+
+def rope_log_offsets(max_offset: int = 2**17, per_octave: int = 8) -> torch.Tensor:
+    """Offsets m − n = 1, 2^(1/per_octave), … up to ``max_offset``, geometric (float64): a log
+    axis that gives short and long distances the same room."""
+    n = round(math.log2(max_offset) * per_octave) + 1
+    return torch.logspace(0, math.log2(max_offset), n, base=2, dtype=torch.float64)
+
+
+def rope_cos_map(offsets: torch.Tensor, dim: int, base: float) -> torch.Tensor:
+    """cos((m − n)·θ_i) for each pair i (rows) and offset (columns), θ_i = base^(−2i/dim).
+
+    offsets ``[N]`` -> ``[dim/2, N]``: 1 where a pair has not yet turned, ±1 at random where it
+    has turned many times.
+    """
+    return rope_angles(offsets, dim, base).cos().T
+
+
+def rope_self_score(offsets: torch.Tensor, dim: int, base: float) -> torch.Tensor:
+    """⟨RoPE(u, m), RoPE(u, n)⟩ / dim for the all-ones u (the same content at two positions),
+    against the offset m − n: 1 at offset 0, and the mean over pairs of cos((m − n)·θ_i),
+    i.e. the column mean of ``rope_cos_map``. offsets ``[N]`` -> ``[N]``."""
+    ones = torch.ones(dim, dtype=torch.float64)
+    return rope_scores(ones, ones, offsets, 0, base) / dim
+
+
+def rope_reach(dim: int, base: float, level: float = 0.5, max_offset: int = 2**17) -> int:
+    """The first whole offset m − n at which ``rope_self_score`` drops below ``level``."""
+    level = check_float_in("level", level, -1.0, 1.0)
+    offsets = torch.arange(1, max_offset + 1, dtype=torch.float64)
+    below = (rope_self_score(offsets, dim, base) < level).nonzero()
+    if not len(below):
+        raise ValueError(f"max_offset: the score stays ≥ {level} up to {max_offset}; "
+                         "expected a larger max_offset")
+    return int(offsets[below[0, 0]])
