@@ -140,13 +140,13 @@ def test_one_wide_head_sees_the_sum_of_the_head_scores():
     torch.testing.assert_close(scores_two, (q1 @ k1.transpose(-1, -2))[:, 0])
 
 
-def test_random_head_weights_are_valid_for_every_slider_value():
-    for h in l04.HEAD_COUNTS:
-        w = heads.random_head_weights(h)
-        assert w.shape == (h, len(heads.HEADS_SENTENCE), len(heads.HEADS_SENTENCE))
-        torch.testing.assert_close(w.sum(-1), torch.ones(h, w.shape[1], dtype=w.dtype))
-    with pytest.raises(ValueError, match="n_heads"):
-        heads.random_head_weights(5)
+def test_gqa_bytes_per_token_scale_with_the_key_value_heads():
+    assert l04.KV_HEAD_COUNTS[0] == 1 and l04.KV_HEAD_COUNTS[-1] == l04.GQA_HEADS
+    for h in l04.KV_HEAD_COUNTS:
+        assert l04.GQA_HEADS % h == 0
+        assert l04.gqa_bytes_per_token(h) == 2 * h * l04.GQA_HEAD_DIM * 2  # K and V, bf16
+    # MQA keeps 1/H of multi-head attention's cache
+    assert l04.gqa_bytes_per_token(l04.GQA_HEADS) == l04.GQA_HEADS * l04.gqa_bytes_per_token(1)
 
 
 def test_attention_without_positions_is_permutation_equivariant_but_causal_is_not():
@@ -206,9 +206,9 @@ def draw(function, **values):
 @pytest.mark.parametrize(("function", "values"), [
     (l04.draw_constructed_heads, {}),
     (l04.draw_constructed_heads, {"sharpness": 0.0}),
-    (l04.draw_head_maps, {"n_heads": 4}),
-    (l04.draw_head_maps, {"n_heads": l04.HEAD_COUNTS[0]}),
-    (l04.draw_head_maps, {"n_heads": l04.HEAD_COUNTS[-1]}),
+    (l04.draw_kv_heads, {"n_kv_heads": 4}),
+    (l04.draw_kv_heads, {"n_kv_heads": l04.KV_HEAD_COUNTS[0]}),
+    (l04.draw_kv_heads, {"n_kv_heads": l04.KV_HEAD_COUNTS[-1]}),
     (l05.draw_permutation, {}),
     (l05.draw_permutation, {"causal": True}),
     (l05.draw_causal_mask, {}),
@@ -225,7 +225,7 @@ def test_figures_draw(function, values):
 
 @pytest.mark.parametrize(("function", "values", "name"), [
     (l04.draw_constructed_heads, {"sharpness": -1.0}, "sharpness"),
-    (l04.draw_head_maps, {"n_heads": 5}, "n_heads"),
+    (l04.draw_kv_heads, {"n_kv_heads": 3}, "n_kv_heads"),
     (l05.draw_rope_offset, {"shift": 7, "offset": 4}, "shift"),
     (l05.draw_rope_offset, {"shift": 0, "offset": 3}, "offset"),
     (l05.draw_rope_frequencies, {"base": 5.0}, "base"),

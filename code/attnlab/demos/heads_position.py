@@ -1,5 +1,5 @@
-"""The small layers of Lessons 4 and 5, with hand-set or seeded weights: two built heads, an
-untrained layer cut into H heads, attention without positions, RoPE scores."""
+"""The small layers of Lessons 4 and 5, with hand-set or seeded weights: two built heads,
+attention without positions, RoPE scores."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from .._checks import check_choice, check_float_in
 from ..attention import (
     MultiHeadAttention,
     apply_rope,
-    head_attention_weights,
     rope_angles,
     softmax_attention,
 )
@@ -23,10 +22,6 @@ HEADS_SENTENCE: tuple[str, ...] = tuple("the cat saw the dog and the dog saw the
 
 #: The sentence of Lesson 5: the same words as "the man bit the dog", in another order.
 ORDER_SENTENCE: tuple[str, ...] = tuple("the dog bit the man".split())
-
-
-#: Lesson 4's slider layer width: divisible by every head count on its slider.
-HEADS_D_MODEL = 48
 
 
 def _vocab(words: tuple[str, ...]) -> list[str]:
@@ -79,37 +74,6 @@ def constructed_two_head_layer(
         layer.w_v.weight.copy_(w_v)
         layer.w_o.weight.copy_(torch.eye(2 * d, dtype=torch.float64))
     return layer, x
-
-
-@cache
-def _random_layer_weights(d_model: int = HEADS_D_MODEL, gain: float = 2.0, seed: int = 0):
-    """Seeded W_Q, W_K (entries N(0, gain²/d_model)) and a word table for HEADS_SENTENCE."""
-    g = torch.Generator().manual_seed(seed)
-    std = gain / math.sqrt(d_model)
-    w_q = torch.randn(d_model, d_model, generator=g, dtype=torch.float64) * std
-    w_k = torch.randn(d_model, d_model, generator=g, dtype=torch.float64) * std
-    vocab = _vocab(HEADS_SENTENCE)
-    table = torch.randn(len(vocab), d_model, generator=g, dtype=torch.float64)
-    x = table[[vocab.index(w) for w in HEADS_SENTENCE]][None]
-    return w_q, w_k, x
-
-
-def random_head_weights(n_heads: int, d_model: int = HEADS_D_MODEL) -> torch.Tensor:
-    """Per-head attention weights ``[H, T, T]`` of an UNTRAINED layer on HEADS_SENTENCE.
-
-    W_Q and W_K are the same seeded random matrices for every head count: only the way they are
-    cut into heads (column blocks of width d_model / H) changes.
-    """
-    if isinstance(n_heads, bool) or not isinstance(n_heads, int) or n_heads < 1 \
-            or d_model % n_heads:
-        raise ValueError(f"n_heads: expected a positive divisor of d_model={d_model}, "
-                         f"got {n_heads!r}")
-    w_q, w_k, x = _random_layer_weights(d_model)
-    layer = MultiHeadAttention(d_model, n_heads, d_model // n_heads, rope=False).double()
-    with torch.no_grad():
-        layer.w_q.weight.copy_(w_q)
-        layer.w_k.weight.copy_(w_k)
-        return head_attention_weights(layer, x)[0]
 
 
 @cache
