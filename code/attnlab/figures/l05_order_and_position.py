@@ -183,7 +183,7 @@ def draw_rope_frequencies(fig: Figure, base: float = 10000.0) -> None:
                   ms=8, zorder=5)
     ax_score.set_ylim(-0.3, 1.05)
     ax_score.yaxis.set_major_locator(FixedLocator([0, 0.5, 1]))
-    style_axes(ax_score, "offset m − n (tokens)", "score of u with itself / d")
+    style_axes(ax_score, "offset m − n (tokens)", "score with itself / d")
     ax_score.set_title(f"below ½ from offset {reach:,}", y=1.0)
     text_legend(ax_score, [("base b", "black")] + [
         (_power_of_ten(other), PALETTE[index]) for index, other in enumerate(ROPE_BASES)],
