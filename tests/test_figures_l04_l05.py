@@ -140,13 +140,13 @@ def test_one_wide_head_sees_the_sum_of_the_head_scores():
     torch.testing.assert_close(scores_two, (q1 @ k1.transpose(-1, -2))[:, 0])
 
 
-def test_random_head_weights_are_valid_for_every_slider_value():
-    for h in l04.HEAD_COUNTS:
-        w = heads.random_head_weights(h)
-        assert w.shape == (h, len(heads.HEADS_SENTENCE), len(heads.HEADS_SENTENCE))
-        torch.testing.assert_close(w.sum(-1), torch.ones(h, w.shape[1], dtype=w.dtype))
-    with pytest.raises(ValueError, match="n_heads"):
-        heads.random_head_weights(5)
+def test_gqa_bytes_per_token_scale_with_the_key_value_heads():
+    assert l04.KV_HEAD_COUNTS[0] == 1 and l04.KV_HEAD_COUNTS[-1] == l04.GQA_HEADS
+    for h in l04.KV_HEAD_COUNTS:
+        assert l04.GQA_HEADS % h == 0
+        assert l04.gqa_bytes_per_token(h) == 2 * h * l04.GQA_HEAD_DIM * 2  # K and V, bf16
+    # MQA keeps 1/H of multi-head attention's cache
+    assert l04.gqa_bytes_per_token(l04.GQA_HEADS) == l04.GQA_HEADS * l04.gqa_bytes_per_token(1)
 
 
 def test_attention_without_positions_is_permutation_equivariant_but_causal_is_not():
@@ -171,6 +171,27 @@ def test_rope_score_depends_on_the_offset_only():
     assert (reference[1:] - reference[0]).abs().max() > 1  # the offset does change it
 
 
+def test_rope_self_score_is_the_mean_of_the_cos_map_and_starts_at_one():
+    offsets = heads.rope_log_offsets()
+    for base in (100.0, 500000.0):
+        torch.testing.assert_close(heads.rope_self_score(offsets, 96, base),
+                                   heads.rope_cos_map(offsets, 96, base).mean(0))
+    assert float(heads.rope_self_score(torch.tensor([0.0]), 96, 10000.0)[0]) == pytest.approx(1)
+    # a whole offset: brute force over cos of the angles
+    assert heads.rope_reach(8, 100.0) == next(
+        m for m in range(1, 10_000)
+        if (100.0 ** (-torch.arange(0, 8, 2) / 8) * m).cos().mean() < 0.5)
+
+
+def test_rope_reach_grows_with_the_base():
+    reaches = [heads.rope_reach(96, base) for base in l05.ROPE_BASES]
+    assert reaches == sorted(reaches) and reaches[0] < reaches[-1]
+    with pytest.raises(ValueError, match="max_offset"):
+        heads.rope_reach(96, 10000.0, level=-0.99, max_offset=64)
+    with pytest.raises(ValueError, match="level"):
+        heads.rope_reach(96, 10000.0, level=2.0)
+
+
 # ---------------------------------------------------------------- figures
 
 
@@ -185,18 +206,18 @@ def draw(function, **values):
 @pytest.mark.parametrize(("function", "values"), [
     (l04.draw_constructed_heads, {}),
     (l04.draw_constructed_heads, {"sharpness": 0.0}),
-    (l04.draw_head_maps, {"n_heads": 4}),
-    (l04.draw_head_maps, {"n_heads": l04.HEAD_COUNTS[0]}),
-    (l04.draw_head_maps, {"n_heads": l04.HEAD_COUNTS[-1]}),
+    (l04.draw_kv_heads, {"n_kv_heads": 4}),
+    (l04.draw_kv_heads, {"n_kv_heads": l04.KV_HEAD_COUNTS[0]}),
+    (l04.draw_kv_heads, {"n_kv_heads": l04.KV_HEAD_COUNTS[-1]}),
     (l05.draw_permutation, {}),
     (l05.draw_permutation, {"causal": True}),
     (l05.draw_causal_mask, {}),
     (l05.draw_rope_offset, {"shift": 0, "offset": 4}),
     (l05.draw_rope_offset, {"shift": l05.ROPE_SHIFTS[0], "offset": l05.ROPE_OFFSETS[0]}),
     (l05.draw_rope_offset, {"shift": l05.ROPE_SHIFTS[-1], "offset": l05.ROPE_OFFSETS[-1]}),
-    (l05.draw_rope_frequencies, {"base": 10000.0, "head_dim": 96}),
-    (l05.draw_rope_frequencies, {"base": l05.ROPE_BASES[0], "head_dim": l05.ROPE_HEAD_DIMS[0]}),
-    (l05.draw_rope_frequencies, {"base": l05.ROPE_BASES[-1], "head_dim": l05.ROPE_HEAD_DIMS[-1]}),
+    (l05.draw_rope_frequencies, {"base": 10000.0}),
+    (l05.draw_rope_frequencies, {"base": l05.ROPE_BASES[0]}),
+    (l05.draw_rope_frequencies, {"base": l05.ROPE_BASES[-1]}),
 ])
 def test_figures_draw(function, values):
     draw(function, **values)
@@ -204,11 +225,10 @@ def test_figures_draw(function, values):
 
 @pytest.mark.parametrize(("function", "values", "name"), [
     (l04.draw_constructed_heads, {"sharpness": -1.0}, "sharpness"),
-    (l04.draw_head_maps, {"n_heads": 5}, "n_heads"),
+    (l04.draw_kv_heads, {"n_kv_heads": 3}, "n_kv_heads"),
     (l05.draw_rope_offset, {"shift": 7, "offset": 4}, "shift"),
     (l05.draw_rope_offset, {"shift": 0, "offset": 3}, "offset"),
-    (l05.draw_rope_frequencies, {"base": 5.0, "head_dim": 96}, "base"),
-    (l05.draw_rope_frequencies, {"base": 10000.0, "head_dim": 95}, "head_dim"),
+    (l05.draw_rope_frequencies, {"base": 5.0}, "base"),
 ])
 def test_figures_reject_bad_values(function, values, name):
     with pytest.raises(ValueError, match=name):

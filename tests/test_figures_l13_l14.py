@@ -265,6 +265,16 @@ def test_draw_chunk_split_draws_the_cost_model_and_the_blocks(chunk_size):
     assert figure_png(fig).startswith(b"\x89PNG")
 
 
+def test_every_chunk_size_of_the_slider_changes_the_picture():
+    pictures = []
+    for size in l13.CHUNK_SIZES:
+        fig = new_figure(9, 3.8)
+        l13.draw_chunk_split(fig, chunk_size=size)
+        pictures.append(fig.axes[0].get_images()[0].get_array())
+    for before, after in enumerate(range(1, len(pictures))):
+        assert (pictures[before] != pictures[after]).any(), l13.CHUNK_SIZES[after]
+
+
 @pytest.mark.parametrize("bad", [0, -4, 3.5, "64"])
 def test_draw_chunk_split_rejects_bad_chunk_size(bad):
     with pytest.raises(ValueError, match="chunk_size"):

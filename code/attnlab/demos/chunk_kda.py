@@ -22,7 +22,8 @@ def toy_chunk(length: int, head_dim: int, value_dim: int | None = None, seed: in
     return k, v, beta
 
 
-CHUNK_PICTURE_LENGTH = 64
+#: Tokens of Lesson 13's chunk picture: as long as its largest chunk size, so every C changes it.
+CHUNK_PICTURE_LENGTH = 128
 
 
 RETENTION_STEPS = 64

@@ -1,5 +1,5 @@
-"""The small layers of Lessons 4 and 5, with hand-set or seeded weights: two built heads, an
-untrained layer cut into H heads, attention without positions, RoPE scores."""
+"""The small layers of Lessons 4 and 5, with hand-set or seeded weights: two built heads,
+attention without positions, RoPE scores."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from .._checks import check_choice, check_float_in
 from ..attention import (
     MultiHeadAttention,
     apply_rope,
-    head_attention_weights,
+    rope_angles,
     softmax_attention,
 )
 
@@ -22,10 +22,6 @@ HEADS_SENTENCE: tuple[str, ...] = tuple("the cat saw the dog and the dog saw the
 
 #: The sentence of Lesson 5: the same words as "the man bit the dog", in another order.
 ORDER_SENTENCE: tuple[str, ...] = tuple("the dog bit the man".split())
-
-
-#: Lesson 4's slider layer width: divisible by every head count on its slider.
-HEADS_D_MODEL = 48
 
 
 def _vocab(words: tuple[str, ...]) -> list[str]:
@@ -81,37 +77,6 @@ def constructed_two_head_layer(
 
 
 @cache
-def _random_layer_weights(d_model: int = HEADS_D_MODEL, gain: float = 2.0, seed: int = 0):
-    """Seeded W_Q, W_K (entries N(0, gain²/d_model)) and a word table for HEADS_SENTENCE."""
-    g = torch.Generator().manual_seed(seed)
-    std = gain / math.sqrt(d_model)
-    w_q = torch.randn(d_model, d_model, generator=g, dtype=torch.float64) * std
-    w_k = torch.randn(d_model, d_model, generator=g, dtype=torch.float64) * std
-    vocab = _vocab(HEADS_SENTENCE)
-    table = torch.randn(len(vocab), d_model, generator=g, dtype=torch.float64)
-    x = table[[vocab.index(w) for w in HEADS_SENTENCE]][None]
-    return w_q, w_k, x
-
-
-def random_head_weights(n_heads: int, d_model: int = HEADS_D_MODEL) -> torch.Tensor:
-    """Per-head attention weights ``[H, T, T]`` of an UNTRAINED layer on HEADS_SENTENCE.
-
-    W_Q and W_K are the same seeded random matrices for every head count: only the way they are
-    cut into heads (column blocks of width d_model / H) changes.
-    """
-    if isinstance(n_heads, bool) or not isinstance(n_heads, int) or n_heads < 1 \
-            or d_model % n_heads:
-        raise ValueError(f"n_heads: expected a positive divisor of d_model={d_model}, "
-                         f"got {n_heads!r}")
-    w_q, w_k, x = _random_layer_weights(d_model)
-    layer = MultiHeadAttention(d_model, n_heads, d_model // n_heads, rope=False).double()
-    with torch.no_grad():
-        layer.w_q.weight.copy_(w_q)
-        layer.w_k.weight.copy_(w_k)
-        return head_attention_weights(layer, x)[0]
-
-
-@cache
 def order_setup(d: int = 6, seed: int = 1):
     """Seeded word vectors for ORDER_SENTENCE's words and random W_Q, W_K, W_V (d × d)."""
     g = torch.Generator().manual_seed(seed)
@@ -156,3 +121,38 @@ def rope_scores(q: torch.Tensor, k: torch.Tensor, query_positions: torch.Tensor,
     q_rot = apply_rope(q.expand(1, 1, t, -1), query_positions.to(torch.float64), base)
     k_rot = apply_rope(k[None, None, None], torch.tensor([float(key_position)]), base)
     return (q_rot[0, 0] @ k_rot[0, 0, 0])
+
+
+def rope_log_offsets(max_offset: int = 2**17, per_octave: int = 8) -> torch.Tensor:
+    """Offsets m − n = 1, 2^(1/per_octave), … up to ``max_offset``, geometric (float64): a log
+    axis that gives short and long distances the same room."""
+    n = round(math.log2(max_offset) * per_octave) + 1
+    return torch.logspace(0, math.log2(max_offset), n, base=2, dtype=torch.float64)
+
+
+def rope_cos_map(offsets: torch.Tensor, dim: int, base: float) -> torch.Tensor:
+    """cos((m − n)·θ_i) for each pair i (rows) and offset (columns), θ_i = base^(−2i/dim).
+
+    offsets ``[N]`` -> ``[dim/2, N]``: 1 where a pair has not yet turned, ±1 at random where it
+    has turned many times.
+    """
+    return rope_angles(offsets, dim, base).cos().T
+
+
+def rope_self_score(offsets: torch.Tensor, dim: int, base: float) -> torch.Tensor:
+    """⟨RoPE(u, m), RoPE(u, n)⟩ / dim for the all-ones u (the same content at two positions),
+    against the offset m − n: 1 at offset 0, and the mean over pairs of cos((m − n)·θ_i),
+    i.e. the column mean of ``rope_cos_map``. offsets ``[N]`` -> ``[N]``."""
+    ones = torch.ones(dim, dtype=torch.float64)
+    return rope_scores(ones, ones, offsets, 0, base) / dim
+
+
+def rope_reach(dim: int, base: float, level: float = 0.5, max_offset: int = 2**17) -> int:
+    """The first whole offset m − n at which ``rope_self_score`` drops below ``level``."""
+    level = check_float_in("level", level, -1.0, 1.0)
+    offsets = torch.arange(1, max_offset + 1, dtype=torch.float64)
+    below = (rope_self_score(offsets, dim, base) < level).nonzero()
+    if not len(below):
+        raise ValueError(f"max_offset: the score stays ≥ {level} up to {max_offset}; "
+                         "expected a larger max_offset")
+    return int(offsets[below[0, 0]])

@@ -1,29 +1,18 @@
-"""Figures of Lesson 4 (multi-head attention): the hand-built heads and the head-count slider.
+"""Figures of Lesson 4 (multi-head attention): the hand-built heads and GQA's key/value heads.
 The layers behind them are built in :mod:`attnlab.demos.heads_position`."""
 
 from __future__ import annotations
 
-import math
-
-import matplotlib
 import torch
 from matplotlib.figure import Figure
+from matplotlib.patches import Rectangle
 
 from .._checks import check_choice
-from ..attention import (
-    head_attention_weights,
-    mha_flops,
-    mha_parameter_counts,
-)
-from ..demos.heads_position import (
-    HEADS_D_MODEL,
-    HEADS_SENTENCE,
-    constructed_two_head_layer,
-    random_head_weights,
-)
-from ..plotting import SEQUENTIAL_CMAP, SMALL_TEXT_PT, heatmap
-
-HEAD_COUNTS: tuple[int, ...] = (1, 2, 3, 4, 6, 8, 12, 16)
+from ..attention import head_attention_weights
+from ..configs import SOPHIA
+from ..demos.heads_position import HEADS_SENTENCE, constructed_two_head_layer
+from ..kv_cache import kv_cache_bytes
+from ..plotting import GREY, PALETTE, SMALL_TEXT_PT, fast_bars, heatmap, style_axes
 
 
 def draw_constructed_heads(fig: Figure, sharpness: float = 8.0) -> None:
@@ -46,38 +35,49 @@ def draw_constructed_heads(fig: Figure, sharpness: float = 8.0) -> None:
     fig.colorbar(image, ax=list(axes), label="attention weight", shrink=0.8)
 
 
-def draw_head_maps(fig: Figure, n_heads: int = 4) -> None:
-    """Small multiples: one attention map per head of the untrained layer, for H heads.
+#: Sophia's head layout: the query heads that GQA lets share key/value heads.
+GQA_HEADS = SOPHIA.n_heads
+GQA_HEAD_DIM = SOPHIA.head_dim
 
-    The maps are tiled into one image (one axes), which renders much faster than H axes.
+#: The slider's key/value head counts: every divisor of the query heads (1 = MQA, all = MHA).
+KV_HEAD_COUNTS: tuple[int, ...] = tuple(h for h in range(1, GQA_HEADS + 1) if GQA_HEADS % h == 0)
+
+
+def gqa_bytes_per_token(n_kv_heads: int) -> int:
+    """Bytes of keys and values one token leaves in ONE layer's cache, in bf16, for Sophia's
+    head width with ``n_kv_heads`` key/value heads: 2 · H_kv · d_h · 2 bytes."""
+    return kv_cache_bytes(1, n_kv_heads, GQA_HEAD_DIM, 1, 2)
+
+
+def draw_kv_heads(fig: Figure, n_kv_heads: int = 4) -> None:
+    """Left: which key/value head each of Sophia's query heads reads with H_kv shared K/V heads
+    (groups of H / H_kv). Right: the cache bytes per token per layer for every H_kv, chosen bold.
     """
-    check_choice("n_heads", n_heads, HEAD_COUNTS)
-    d_model, t = HEADS_D_MODEL, len(HEADS_SENTENCE)
-    weights = random_head_weights(n_heads, d_model)
-    ncols = {1: 1, 2: 2, 3: 3, 4: 2, 6: 3, 8: 4, 12: 4, 16: 4}[n_heads]  # near-square tiling
-    nrows = math.ceil(n_heads / ncols)
-    gap = 2
-    mosaic = torch.full((nrows * (t + gap) - gap, ncols * (t + gap) - gap), float("nan"),
-                        dtype=torch.float64)
-    ax = fig.subplots()
-    for h in range(n_heads):
-        r, c = divmod(h, ncols)
-        mosaic[r * (t + gap): r * (t + gap) + t, c * (t + gap): c * (t + gap) + t] = weights[h]
-        label = f"head {h + 1}" if n_heads <= 8 else f"{h + 1}"
-        ax.text(c * (t + gap) + (t - 1) / 2, r * (t + gap) - 0.7, label, ha="center",
-                va="bottom", fontsize=SMALL_TEXT_PT)
-    cmap = matplotlib.colormaps[SEQUENTIAL_CMAP].with_extremes(bad="white")
-    image = ax.imshow(mosaic.numpy(), cmap=cmap, vmin=0, vmax=1, interpolation="nearest")
-    ax.set_xticks([])
-    ax.set_yticks([])
-    ax.grid(False)
-    for spine in ax.spines.values():
-        spine.set_visible(False)
-    ax.set_ylim(mosaic.shape[0] - 0.5, -1.8)
-    params = mha_parameter_counts(d_model, n_heads)["total"]
-    flops = mha_flops(t, d_model, n_heads)["total"]
-    ax.set_title(f"H = {n_heads} head{'s' if n_heads > 1 else ''} of width d_h = "
-                 f"{d_model // n_heads} (d_model = {d_model})\nW_Q, W_K, W_V, W_O: {params:,} "
-                 f"parameters · {flops:,} FLOPs at T = {t}", fontsize=SMALL_TEXT_PT, pad=16)
-    fig.colorbar(image, ax=ax, location="bottom", shrink=0.5, aspect=40, pad=0.02,
-                 label=f"attention weight (each map: query rows × key columns, T = {t})")
+    check_choice("n_kv_heads", n_kv_heads, KV_HEAD_COUNTS)
+    group = GQA_HEADS // n_kv_heads
+    ax_groups, ax_bytes = fig.subplots(1, 2, width_ratios=[1.3, 1])
+    shades = (PALETTE[0], PALETTE[4])  # neighbouring groups alternate
+    for h in range(GQA_HEADS):
+        ax_groups.add_patch(Rectangle((h + 0.08, 1.2), 0.84, 0.8,
+                                      facecolor=shades[(h // group) % 2], edgecolor="none"))
+    for g in range(n_kv_heads):
+        ax_groups.add_patch(Rectangle((g * group + 0.08, 0), group - 0.16, 0.8,
+                                      facecolor=shades[g % 2], edgecolor="black", lw=0.6))
+    ax_groups.text(GQA_HEADS / 2, 2.15, f"{GQA_HEADS} query heads", ha="center", va="bottom")
+    ax_groups.text(GQA_HEADS / 2, -0.15, f"{n_kv_heads} key/value head"
+                   f"{'s' if n_kv_heads > 1 else ''}, cached", ha="center", va="top")
+    ax_groups.set_xlim(0, GQA_HEADS)
+    ax_groups.set_ylim(-1.0, 3.0)
+    ax_groups.set_axis_off()
+    name = {1: "MQA", GQA_HEADS: "multi-head"}.get(n_kv_heads, "GQA")
+    ax_groups.set_title(f"{name}: {group} query head{'s' if group > 1 else ''} per K/V head",
+                        y=1.0)
+    sizes = [gqa_bytes_per_token(h) for h in KV_HEAD_COUNTS]
+    chosen = KV_HEAD_COUNTS.index(n_kv_heads)
+    fast_bars(ax_bytes, sizes, [PALETTE[0] if i == chosen else GREY for i in range(len(sizes))])
+    ax_bytes.set_ylim(0, max(sizes) * 1.18)
+    ax_bytes.text(chosen, sizes[chosen] + max(sizes) * 0.03, f"{sizes[chosen]:,}",
+                  ha="center", va="bottom", fontsize=SMALL_TEXT_PT)
+    ax_bytes.set_xticks(range(len(sizes)), [str(h) for h in KV_HEAD_COUNTS])
+    style_axes(ax_bytes, "key/value heads H_kv", "bytes per token per layer")
+    ax_bytes.set_title(f"bf16, d_h = {GQA_HEAD_DIM}", y=1.0)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import torch
+from matplotlib.colors import Normalize
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 from matplotlib.ticker import FixedLocator, MaxNLocator, NullLocator
@@ -16,15 +17,20 @@ from ..attention import (
     rope_angles,
     stable_softmax,
 )
+from ..configs import SOPHIA
 from ..demos.heads_position import (
     ORDER_SENTENCE,
     ROPE_DIM,
     order_attention,
     order_setup,
+    rope_cos_map,
     rope_demo_vectors,
+    rope_log_offsets,
+    rope_reach,
     rope_scores,
+    rope_self_score,
 )
-from ..plotting import PALETTE, SMALL_TEXT_PT, heatmap, style_axes
+from ..plotting import PALETTE, SMALL_TEXT_PT, fast_colour_bar, heatmap, style_axes, text_legend
 
 
 def draw_permutation(fig: Figure, causal: bool = False) -> None:
@@ -131,44 +137,73 @@ def draw_rope_offset(fig: Figure, shift: int = 0, offset: int = 4) -> None:
     ax_curve.set_title(f"m = {m}, n = {n}: score {score:.4f}", y=1.0)
 
 
-def _log_ticks(ax, ticks: list[float]) -> None:
-    """A few fixed major ticks and no minor ticks on a log y axis (cheap to lay out)."""
-    ax.yaxis.set_major_locator(FixedLocator(ticks))
-    ax.yaxis.set_minor_locator(NullLocator())
-    superscript = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")  # plain text: no mathtext to parse
-    ax.set_yticklabels([f"10{str(round(math.log10(v))).translate(superscript)}" for v in ticks])
+ROPE_BASES: tuple[float, ...] = (100.0, 1000.0, 10000.0, 100000.0, 500000.0)
 
 
-ROPE_BASES: tuple[float, ...] = (100.0, 10000.0, 500000.0)
+#: The map's head width: Sophia's (Lesson 5's "Sophia's numbers").
+ROPE_MAP_DIM = SOPHIA.head_dim
 
 
-ROPE_HEAD_DIMS: tuple[int, ...] = (64, 96, 128)
+#: The right panel's reference level: "still looks like itself" above it.
+ROPE_REACH_LEVEL = 0.5
 
 
-def draw_rope_frequencies(fig: Figure, base: float = 10000.0, head_dim: int = 96) -> None:
-    """θ_i = base^(−2i/d) by pair index (left) and the wavelength 2π/θ_i in tokens (right)."""
+def draw_rope_frequencies(fig: Figure, base: float = 10000.0) -> None:
+    """Left: cos((m − n)·θ_i) over offsets (log axis) × pairs i, θ_i = base^(−2i/d), d = 96.
+    Right: its column mean, the RoPE score of one content vector with itself at offset m − n,
+    for every base (the chosen one bold), with the first offset where it drops below ½."""
     check_choice("base", base, ROPE_BASES)
-    check_choice("head_dim", head_dim, ROPE_HEAD_DIMS)
-    theta = rope_angles(torch.tensor([1.0]), head_dim, base)[0]
-    pairs = torch.arange(head_dim // 2)
-    wavelength = 2 * math.pi / theta
-    ax_theta, ax_wave = fig.subplots(1, 2)
-    pair_ticks = range(0, head_dim // 2 + 1, 16)  # a tick every 16 pairs: 3 to 5 per axis
-    ax_theta.semilogy(pairs.numpy(), theta.numpy(), ".", color=PALETTE[0])
-    ax_theta.set_ylim(1e-7, 2)
-    _log_ticks(ax_theta, [1e-6, 1e-4, 1e-2, 1])
-    ax_theta.set_xticks(pair_ticks)
-    style_axes(ax_theta, "pair index i", "angle per token θ_i (rad, log)")
-    # y=1.0 fixes each title's place: matplotlib otherwise measures the tick labels to place it
-    ax_theta.set_title(f"θ_i = base^(−2i/d), base {base:,.0f}, d = {head_dim}", y=1.0)
-    ax_wave.semilogy(pairs.numpy(), wavelength.numpy(), ".", color=PALETTE[5])
-    ax_wave.axhline(4096, color="black", lw=0.8, ls="--")
-    ax_wave.text(0, 4096 * 1.4, "4,096 tokens", fontsize=SMALL_TEXT_PT)
-    ax_wave.set_ylim(1, 2e7)
-    _log_ticks(ax_wave, [1, 1e2, 1e4, 1e6])
-    ax_wave.set_xticks(pair_ticks)
-    style_axes(ax_wave, "pair index i", "wavelength 2π/θ_i (tokens, log)")
-    ax_wave.set_title(f"{head_dim // 2} pairs: one full turn every …", y=1.0)
-    ax_wave.text(head_dim // 2 - 1, float(wavelength[-1]) * 2.5,
-                 f"{float(wavelength[-1]):,.0f} tokens", ha="right",
-                 fontsize=SMALL_TEXT_PT, color=PALETTE[5])
+    offsets = rope_log_offsets()
+    pairs = ROPE_MAP_DIM // 2
+    ax_map, ax_score = fig.subplots(1, 2, sharex=True)
+    edges = torch.cat([offsets[:1] / 2 ** 0.0625, (offsets[1:] * offsets[:-1]).sqrt(),
+                       offsets[-1:] * 2 ** 0.0625])
+    ax_map.pcolormesh(edges.numpy(), torch.arange(pairs + 1).numpy() - 0.5,
+                      rope_cos_map(offsets, ROPE_MAP_DIM, base).numpy(), cmap="PuOr",
+                      vmin=-1, vmax=1, rasterized=True)
+    turn = rope_angles(torch.tensor([1.0]), ROPE_MAP_DIM, base)[0]  # offset 1/θ_i: one radian
+    ax_map.plot((1 / turn).numpy(), torch.arange(pairs).numpy(), color="black", lw=1.2, ls="--")
+    ax_map.set_xscale("log")
+    ax_map.set_xlim(float(edges[0]), float(edges[-1]))
+    ax_map.set_ylim(-0.5, pairs - 0.5)
+    ax_map.set_yticks(range(0, pairs + 1, 16))
+    _log_ticks(ax_map.xaxis, [1, 1e2, 1e4])
+    style_axes(ax_map, "offset m − n (tokens)", "pair i (slower ↑)")
+    ax_map.grid(False)
+    fast_colour_bar(ax_map, "PuOr", Normalize(-1, 1), [-1, 0, 1], "cos")
+    ax_map.set_title(f"cos((m − n)θ_i), b = {base:,.0f}", y=1.0)
+    for index, other in enumerate(ROPE_BASES):
+        chosen = other == base
+        ax_score.plot(offsets.numpy(), rope_self_score(offsets, ROPE_MAP_DIM, other).numpy(),
+                      color=PALETTE[index], lw=2.2 if chosen else 0.9,
+                      alpha=1.0 if chosen else 0.45, zorder=3 if chosen else 2)
+    reach = rope_reach(ROPE_MAP_DIM, base, ROPE_REACH_LEVEL)
+    ax_score.axhline(ROPE_REACH_LEVEL, color="black", lw=0.6, ls="--")
+    ax_score.plot([reach], [ROPE_REACH_LEVEL], "o", color=PALETTE[ROPE_BASES.index(base)],
+                  ms=8, zorder=5)
+    ax_score.set_ylim(-0.3, 1.05)
+    ax_score.yaxis.set_major_locator(FixedLocator([0, 0.5, 1]))
+    style_axes(ax_score, "offset m − n (tokens)", "score with itself / d")
+    ax_score.set_title(f"below ½ from offset {reach:,}", y=1.0)
+    text_legend(ax_score, [("base b", "black")] + [
+        (_power_of_ten(other), PALETTE[index]) for index, other in enumerate(ROPE_BASES)],
+        x=0.03, y=0.5)
+
+
+def _power_of_ten(value: float) -> str:
+    """500000 → "5·10⁵", 1000 → "10³": a short plain-text label (no mathtext to parse)."""
+    exponent = math.floor(math.log10(value))
+    mantissa = round(value / 10**exponent)
+    power = f"10{_SUPERSCRIPT_DIGITS[exponent]}"
+    return power if mantissa == 1 else f"{mantissa}·{power}"
+
+
+_SUPERSCRIPT_DIGITS = "⁰¹²³⁴⁵⁶⁷⁸⁹"
+
+
+def _log_ticks(axis, ticks: list[float]) -> None:
+    """A few fixed major ticks and no minor ticks on a log axis (cheap to lay out)."""
+    axis.set_major_locator(FixedLocator(ticks))
+    axis.set_minor_locator(NullLocator())
+    superscript = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")  # plain text: no mathtext to parse
+    axis.set_ticklabels([f"10{str(round(math.log10(v))).translate(superscript)}" for v in ticks])

@@ -80,7 +80,7 @@ _STATE_GREY = "#DDDDDD"
 
 #: Where the colour scale of the matrix picture sits in its empty upper triangle: columns
 #: (left, right) and rows (top, bottom) of the CHUNK_PICTURE_LENGTH × CHUNK_PICTURE_LENGTH grid.
-_SCALE_COLUMNS = (0.5 * CHUNK_PICTURE_LENGTH, CHUNK_PICTURE_LENGTH - 2.5)
+_SCALE_COLUMNS = (0.5 * CHUNK_PICTURE_LENGTH, 0.93 * CHUNK_PICTURE_LENGTH)
 
 
 _SCALE_ROWS = (0.14 * CHUNK_PICTURE_LENGTH, 0.19 * CHUNK_PICTURE_LENGTH)
@@ -112,12 +112,13 @@ def _scale_in_upper_triangle(ax) -> None:
     """The colour scale of the chunk picture, drawn in its empty upper-right triangle: a
     gradient from 0 to _SCALE_MAX with its two ends under it and its name above."""
     (left, right), (top, bottom) = _SCALE_COLUMNS, _SCALE_ROWS
+    gap = 0.01 * CHUNK_PICTURE_LENGTH  # between the gradient and its texts
     ax.imshow(np.linspace(0, 1, 64)[None, :], cmap=SEQUENTIAL_CMAP, vmin=0, vmax=1,
               extent=(left, right, bottom, top), aspect="auto", interpolation="bilinear")
     for value in (0, _SCALE_MAX):
-        ax.text(left + (right - left) * value / _SCALE_MAX, bottom + 0.5, f"{value:g}",
+        ax.text(left + (right - left) * value / _SCALE_MAX, bottom + gap, f"{value:g}",
                 ha="center", va="top", fontsize=SMALL_TEXT_PT)
-    ax.text((left + right) / 2, top - 0.7, "|β_i k_iᵀ k_j| inside a chunk", ha="center",
+    ax.text((left + right) / 2, top - gap, "|β_i k_iᵀ k_j| inside a chunk", ha="center",
             va="bottom", fontsize=SMALL_TEXT_PT)
 
 
