@@ -147,11 +147,21 @@ def rope_self_score(offsets: torch.Tensor, dim: int, base: float) -> torch.Tenso
     return rope_scores(ones, ones, offsets, 0, base) / dim
 
 
+@cache
+def rope_self_score_curve(dim: int, base: float) -> torch.Tensor:
+    """``rope_self_score`` over ``rope_log_offsets()``, computed once per (dim, base)."""
+    return rope_self_score(rope_log_offsets(), dim, base)
+
+
+@cache
 def rope_reach(dim: int, base: float, level: float = 0.5, max_offset: int = 2**17) -> int:
-    """The first whole offset m − n at which ``rope_self_score`` drops below ``level``."""
+    """The first whole offset m − n at which ``rope_self_score`` drops below ``level``
+    (computed once per argument set: slider frames ask again and again)."""
     level = check_float_in("level", level, -1.0, 1.0)
     offsets = torch.arange(1, max_offset + 1, dtype=torch.float64)
-    below = (rope_self_score(offsets, dim, base) < level).nonzero()
+    # the self-score is the column mean of the cos map (``rope_self_score`` says why; a test
+    # checks it): that form needs no rotated vectors
+    below = (rope_cos_map(offsets, dim, base).mean(dim=0) < level).nonzero()
     if not len(below):
         raise ValueError(f"max_offset: the score stays ≥ {level} up to {max_offset}; "
                          "expected a larger max_offset")
