@@ -73,3 +73,22 @@ def test_figure_html_is_sized_in_css_px_with_a_2x_png():
     assert image.size == (1228, 614) and image.mode == "P"  # 2x density, 8-bit palette
     with pytest.raises(ValueError, match="alt"):
         plotting.figure_html(fig, " ")
+
+
+def test_palette_pngs_keep_the_course_colours_next_to_a_heat_map():
+    """A heat map's gradient takes most of an adaptive palette; the thin lines and the legend
+    in the course's colours beside it (Lesson 5's RoPE panel) must keep exactly those colours
+    (adaptive median cut alone drew the blue legend entry in teal)."""
+    import io
+
+    from attnlab.figures.l05_order_and_position import ROPE_BASES, draw_rope_frequencies
+    from attnlab.plotting import PALETTE, figure_png, new_figure
+    from PIL import Image
+
+    fig = new_figure(6.4, 3.6)
+    draw_rope_frequencies(fig, 10000.0)
+    image = Image.open(io.BytesIO(figure_png(fig, density=2))).convert("RGB")
+    present = {colour for _, colour in image.getcolors(256 * 256)}
+    for colour in PALETTE[:len(ROPE_BASES)]:
+        rgb = tuple(int(colour[i:i + 2], 16) for i in (1, 3, 5))
+        assert rgb in present, f"{colour} was not kept exactly"

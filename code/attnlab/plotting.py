@@ -366,26 +366,47 @@ def text_css_px(fig: Figure, fontsize_pt: float, column_css: float = COLUMN_CSS_
     return fontsize_pt * display_width_css(fig, column_css) / fig.get_figwidth() / 72
 
 
+#: Colours a palette PNG must keep exactly: the course palette, its grey, white and text greys.
+#: Adaptive quantisation alone gives most entries to the largest areas (a heat map's gradient)
+#: and can shift a thin line's or a legend's colour to a neighbour (blue drawn as teal).
+EXACT_COLOURS: tuple[str, ...] = (*PALETTE, GREY, "#FFFFFF", "#262626", "#4D4D4D", "#CCCCCC")
+
+
+def _palette_png(png: bytes) -> bytes:
+    """``png`` as an 8-bit palette PNG: ``EXACT_COLOURS`` reserved, the rest of the 256 entries
+    chosen from the image (median cut), every pixel mapped to its nearest entry, no dithering."""
+    from PIL import Image
+
+    image = Image.open(io.BytesIO(png)).convert("RGB")
+    exact = [tuple(int(c[i:i + 2], 16) for i in (1, 3, 5)) for c in EXACT_COLOURS]
+    if (found := image.getcolors(256)) is not None:  # few colours: keep every one of them
+        chosen = [colour for _, colour in found]
+    else:
+        adaptive = image.quantize(colors=256 - len(exact), method=Image.Quantize.MEDIANCUT,
+                                  dither=Image.Dither.NONE).getpalette()[:3 * (256 - len(exact))]
+        chosen = exact + [tuple(adaptive[i:i + 3]) for i in range(0, len(adaptive), 3)]
+    palette = Image.new("P", (1, 1))
+    flat = [value for colour in chosen for value in colour]
+    palette.putpalette(flat + flat[:3] * (256 - len(chosen)))
+    small = image.quantize(palette=palette, dither=Image.Dither.NONE)
+    out = io.BytesIO()
+    small.save(out, format="png", optimize=True)
+    return out.getvalue()
+
+
 def figure_png(fig: Figure, density: float = PIXEL_DENSITY, palette: bool | None = None) -> bytes:
     """Render ``fig`` to PNG bytes at ``density`` pixels per CSS px (``CSS_DPI × density`` dots
     per inch). With ``palette`` (default: when ``density`` ≥ 2, i.e. for the website) the PNG is
-    8-bit, 256 colours: about a third of the bytes, and the figures' flat colours and grey text
-    survive (lossless when the figure holds at most 256 colours). Rendering is the slow part of
-    a slider update: live panels use density 1."""
+    8-bit, 256 colours: about a third of the bytes, with the course's colours kept exactly
+    (``_palette_png``; lossless when the figure holds at most 256 colours). Rendering is the
+    slow part of a slider update: live panels use density 1."""
     buffer = io.BytesIO()
     with course_style():  # text settings apply when the figure is drawn
         # zlib level 1: ~40% less encoding time than the default 6, for ~5% more bytes
         fig.savefig(buffer, format="png", dpi=CSS_DPI * density,
                     pil_kwargs={"compress_level": 1})
     if palette if palette is not None else density >= 2:
-        from PIL import Image
-
-        image = Image.open(io.BytesIO(buffer.getvalue())).convert("RGB")
-        colours = image.getcolors(256)
-        small = image.quantize(colors=256, method=Image.Quantize.MEDIANCUT if colours is None
-                               else Image.Quantize.FASTOCTREE, dither=Image.Dither.NONE)
-        buffer = io.BytesIO()
-        small.save(buffer, format="png", optimize=True)
+        buffer = io.BytesIO(_palette_png(buffer.getvalue()))
     return buffer.getvalue()
 
 
