@@ -185,7 +185,8 @@ def mla_path() -> Figure:
     ax.text(3.6, 1.72, "$W^{UV}_i$", ha="left", va="bottom", fontsize=NOTE_PT)
     _box(ax, 5.45, 1.9, 0.85, 0.8, blue, "head key\n$[k^C_{t,i}; k^R_t]$", size=NOTE_PT)
     _arrow(ax, (5.25, 2.5), (5.45, 2.4))
-    _arrow(ax, (3.05, 0.95), (5.87, 1.9), connectionstyle="arc3,rad=0.3")
+    # under the values box, then up into the head key: the arrow crosses no text
+    _arrow(ax, (3.05, 0.9), (6.1, 1.9), connectionstyle="angle,angleA=0,angleB=90,rad=0")
     ax.text(3.85, 3.0, "rebuilt per head, never cached", ha="left", va="bottom",
             fontsize=NOTE_PT)
     sophia_rope = "rotated too" if mla.rope else "left unrotated, NoPE"
