@@ -56,17 +56,6 @@ def check_tensor(
     return sizes
 
 
-def check_same_dtype_device(reference: torch.Tensor, **tensors: torch.Tensor | None) -> None:
-    """Check that every given tensor has the dtype and device of ``reference`` (q)."""
-    for name, t in tensors.items():
-        if t is None:
-            continue
-        if t.dtype != reference.dtype:
-            raise ValueError(f"{name}: expected dtype {reference.dtype} (like q), got {t.dtype}")
-        if t.device != reference.device:
-            raise ValueError(f"{name}: expected device {reference.device} (like q), got {t.device}")
-
-
 def check_range(name: str, x: torch.Tensor, low: float | None, high: float | None) -> None:
     """Check ``low <= x <= high`` elementwise (either bound may be None); NaN is rejected too."""
     if torch.isnan(x).any():

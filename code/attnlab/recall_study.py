@@ -226,12 +226,6 @@ def ranking(summary: dict[tuple[str, int], CellSummary], n_pairs: int) -> list[C
     return sorted(cells, key=lambda c: -c.mean)
 
 
-def beats_on_every_seed(a: CellSummary, b: CellSummary) -> bool:
-    """True when ``a`` was more accurate than ``b`` on every seed both ran."""
-    _, low, _ = paired_gap(a, b)
-    return low > 0
-
-
 # --------------------------------------------------------------------------- sentences
 def percent(x: float) -> str:
     """0.9873 -> "98.7 %"."""
@@ -271,13 +265,6 @@ def failure_text(cell: CellSummary) -> str:
     if copies_from_context(cell):
         return (f"{numbers}: it copies from the context, but not always the right pair")
     return f"{numbers}: most of its misses are not values of this context"
-
-
-def ordering_text(summary: dict[tuple[str, int], CellSummary], n_pairs: int,
-                  name: dict[str, str]) -> str:
-    """The mixers at ``n_pairs`` from most to least accurate, with mean and seed range."""
-    return "; ".join(f"{name.get(c.mixer, c.mixer)} {spread(c)}"
-                     for c in ranking(summary, n_pairs))
 
 
 def live_comparison(live: dict[str, float], summary: dict[tuple[str, int], CellSummary],
