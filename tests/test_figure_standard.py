@@ -24,10 +24,12 @@ from typing import Any
 
 import matplotlib.text
 import pytest
+import torch
 from attnlab import plotting
 from attnlab.architectures import PRESETS
 from attnlab.configs import SOPHIA, SOPHIA_NANO
 from attnlab.demos import state_memory, toy_attention
+from attnlab.learned_head import PROBE_SENTENCE
 from attnlab.plotting import course_style, new_figure
 from attnlab.widgets import Control, SliderPanel
 from matplotlib.figure import Figure
@@ -111,6 +113,10 @@ def registry() -> dict[str, Entry]:
         fig_module(p) for p in ("l01", "l02", "l03", "l04", "l05", "l06", "l07", "l08", "l09",
                                 "l10", "l11", "l12", "l13", "l14", "l15", "l16_", "l19"))
     l16b = fig_module("l16b")
+    l05b = fig_module("l05b")
+    probe = PROBE_SENTENCE
+    causal = torch.rand(len(probe), len(probe)).tril()
+    stand_in = causal / causal.sum(-1, keepdim=True)  # rows of a causal head, summing to 1
     models = list(PRESETS)
     contexts = [4096, 131072, 2**20]
     m = _measured_times()
@@ -156,6 +162,11 @@ def registry() -> dict[str, Entry]:
                                                             "offset": list(l05.ROPE_OFFSETS)}),
         "L5 rope frequencies": Entry(l05.draw_rope_frequencies,
                                      grid={"base": list(l05.ROPE_BASES)}),
+        "L5b built and learned": Entry(l05b.draw_built_and_learned, kwargs={
+            "learned": stand_in, "words": probe, "name": "layer 2, head 2"}),
+        "L5b head at step": Entry(
+            lambda fig, step: l05b.draw_head_at_step(fig, stand_in, probe, step, 0.99),
+            grid={"step": [0, 10, 150, 300]}, covers=("draw_head_at_step",)),
         "L6 recompute": Entry(l06.draw_recompute, kwargs={"n_steps": 8}),
         "L6 step times": Entry(l06.draw_step_times, kwargs={
             "contexts": [64, 128, 256, 512, 1024, 2048],

@@ -242,3 +242,36 @@ def test_kda_gate_on_the_value_axis_is_caught():
 
     result = sc.check_kda_step(wrong_axis)
     assert not result.ok and "rows (Dk)" in result.message
+
+
+# --- the pre-norm block (Lesson 5b) --------------------------------------------------------------
+
+@pytest.mark.parametrize("mistake", ["post_norm", "no_mixer_residual", "no_mlp_residual",
+                                     "normed_residual", "parallel", "norms_swapped",
+                                     "mlp_first"])
+def test_block_checker_names_each_mistake(mistake):
+    from attnlab._selfcheck_mistakes import block_mistakes
+
+    def wrong(x, mixer, mlp, mixer_norm, mlp_norm):
+        return block_mistakes(x, mixer, mlp, mixer_norm, mlp_norm)[mistake][0]()
+
+    result = sc.check_prenorm_block(wrong)
+    assert not result.ok and result.mistake == mistake, result
+
+
+def test_block_checker_passes_the_model_block():
+    """The model's own block, its parts handed in, passes."""
+    from attnlab.configs import ModelConfig
+    from attnlab.model import HybridBlock
+
+    config = ModelConfig(name="t", vocab_size=5, d_model=8, layer_pattern=("attn",),
+                         n_heads=2, head_dim=4, mlp_hidden=16)
+    block = HybridBlock("attn", config)
+
+    def with_parts(x, mixer, mlp, mixer_norm, mlp_norm):
+        block.mixer_norm.forward, block.mlp_norm.forward = mixer_norm, mlp_norm
+        block.mixer.forward = lambda h, cache=None, use_cache=False: (mixer(h), None)
+        block.mlp.forward = mlp
+        return block(x)[0]
+
+    assert sc.check_prenorm_block(with_parts)

@@ -197,6 +197,17 @@ def mla_path() -> Figure:
 
 
 def transformer_block() -> Figure:
+    """Sophia's block (Lesson 16): the mixer is KDA or MLA."""
+    mixer = " or ".join(KIND_NAMES[k] for k in dict.fromkeys(SOPHIA.layer_pattern))
+    return _prenorm_block(f"mixer\n({mixer})", KIND_COLOURS["kda"])
+
+
+def attention_block() -> Figure:
+    """The transformer block of Lesson 5b: the mixer is softmax attention."""
+    return _prenorm_block("softmax\nattention", KIND_COLOURS["attn"])
+
+
+def _prenorm_block(mixer_label: str, mixer_colour: str) -> Figure:
     """One pre-norm residual block: x ← x + Mixer(RMSNorm(x)), then x ← x + MLP(RMSNorm(x))."""
     fig, ax = _canvas(1.85)
     stream_y, branch_y, box_h = 1.3, 0.12, 0.6
@@ -206,8 +217,7 @@ def transformer_block() -> Figure:
     _arrow(ax, (6.02, stream_y), (6.35, stream_y))
     ax.text(WIDTH_IN / 2, 1.8, "the residual stream x: each step adds to it, none replaces it",
             ha="center", va="top", fontsize=NOTE_PT)
-    mixer = " or ".join(KIND_NAMES[k] for k in dict.fromkeys(SOPHIA.layer_pattern))
-    for x0, label, colour in ((0.55, f"mixer\n({mixer})", KIND_COLOURS["kda"]),
+    for x0, label, colour in ((0.55, mixer_label, mixer_colour),
                               (3.35, "MLP\n(SwiGLU)", PALETTE[2])):
         ax.plot([x0 + 0.15, x0 + 0.15], [stream_y, mid], color="black", linewidth=1.3)
         _arrow(ax, (x0 + 0.15, mid), (x0 + 0.35, mid))
@@ -228,6 +238,7 @@ DIAGRAMS: dict[str, Callable[[], Figure]] = {
     "chunk_split": chunk_split,
     "mla_path": mla_path,
     "transformer_block": transformer_block,
+    "attention_block": attention_block,
 }
 
 

@@ -158,3 +158,62 @@ def step_mistakes(kind: str, q, k, v, beta, g, state) -> dict:
         return simulate(q, k, v, beta, alpha[..., None], state, kind=kind, mistake=mistake)[0]
 
     return {m: (lambda m=m: output(m), STEP_MISTAKES[m]) for m in KIND_MISTAKES[kind]}
+
+
+def block_mistakes(x, mixer, mlp, mixer_norm, mlp_norm) -> dict:
+    """The usual ways to wire a pre-norm block wrong (x ``[B, T, d]``)."""
+
+    def post_norm():
+        h = mixer_norm(x + mixer(x))
+        return mlp_norm(h + mlp(h))
+
+    def no_mixer_residual():
+        h = mixer(mixer_norm(x))
+        return h + mlp(mlp_norm(h))
+
+    def no_mlp_residual():
+        h = x + mixer(mixer_norm(x))
+        return mlp(mlp_norm(h))
+
+    def normed_residual():
+        n = mixer_norm(x)
+        h = n + mixer(n)
+        m = mlp_norm(h)
+        return m + mlp(m)
+
+    def parallel():
+        return x + mixer(mixer_norm(x)) + mlp(mlp_norm(x))
+
+    def norms_swapped():
+        h = x + mixer(mlp_norm(x))
+        return h + mlp(mixer_norm(h))
+
+    def mlp_first():
+        h = x + mlp(mlp_norm(x))
+        return h + mixer(mixer_norm(h))
+
+    return {
+        "post_norm": (post_norm,
+                      "you normalise after adding (post-norm, the 2017 layout): "
+                      "normalise the input of each branch, x + Mixer(RMSNorm(x)), "
+                      "and leave the sum itself unnormalised."),
+        "no_mixer_residual": (no_mixer_residual,
+                              "the attention branch replaces x instead of adding to "
+                              "it: x ← x + Mixer(RMSNorm(x)) keeps the stream."),
+        "no_mlp_residual": (no_mlp_residual,
+                            "the MLP branch replaces the stream instead of adding to "
+                            "it: x ← x + MLP(RMSNorm(x))."),
+        "normed_residual": (normed_residual,
+                            "you add the branch to the normalised x: the residual must "
+                            "carry x itself, x + Mixer(RMSNorm(x))."),
+        "parallel": (parallel,
+                     "the MLP reads the block's input, not the stream after "
+                     "attention (that is the parallel block of GPT-J and PaLM): "
+                     "add the mixer's output first, then run the MLP on the sum."),
+        "norms_swapped": (norms_swapped,
+                          "the two norms are swapped: mixer_norm goes before the "
+                          "mixer, mlp_norm before the MLP (each has its own gain)."),
+        "mlp_first": (mlp_first,
+                      "the MLP runs before the mixer: attention comes first in "
+                      "the block, then the MLP."),
+    }

@@ -35,7 +35,7 @@ import torch
 from torch import nn
 
 from ._checks import check_choice
-from .attention import MultiHeadAttention
+from .attention import MultiHeadAttention, head_attention_weights
 from .blocks import HeadRMSNorm, SwiGLU
 from .configs import LAYER_KINDS, ModelConfig
 from .layers import RECURRENT_LAYERS
@@ -283,3 +283,29 @@ def stepwise_logits(model: HybridLM, input_ids: torch.Tensor, prefill: int = 1) 
         logits, cache = model(input_ids[:, i:i + 1], cache=cache)
         out.append(logits)
     return torch.cat(out, dim=1), cache
+
+
+def attention_maps(
+    model: HybridLM, input_ids: torch.Tensor
+) -> dict[int, torch.Tensor]:
+    """The attention weights of every softmax-attention layer of ``model``.
+
+    Runs the blocks as ``model(input_ids)`` does and, at each ``"attn"``
+    layer i, computes A = softmax(s · q kᵀ + log M) of every head on that
+    layer's normed input (:func:`attnlab.attention.head_attention_weights`).
+    input_ids ``[B, T]`` → ``{i: weights [B, H, T, T]}`` (rows sum to 1).
+    """
+    if not isinstance(model, HybridLM):
+        raise ValueError(
+            f"model: expected a HybridLM, got {type(model).__name__}"
+        )
+    model._check_input_ids(input_ids)
+    maps = {}
+    with torch.no_grad():
+        x = model.embed(input_ids)
+        for i, block in enumerate(model.blocks):
+            if isinstance(block.mixer, MultiHeadAttention):
+                normed = block.mixer_norm(x)
+                maps[i] = head_attention_weights(block.mixer, normed)
+            x, _ = block(x)
+    return maps

@@ -16,6 +16,8 @@ Signatures your function must have (the package's conventions: tensors ``[B, H, 
 - ``check_decode_step(fn)``: ``fn(q_t, k_t, v_t, cache) -> o_t`` with q_t, k_t ``[B, H, 1, Dk]``,
   v_t ``[B, H, 1, Dv]`` and ``cache`` a :class:`~attnlab.kv_cache.KVCache` of the past tokens;
   append the new token to the cache, return o_t ``[B, H, 1, Dv]``.
+- ``check_prenorm_block(fn)``: ``fn(x, mixer, mlp, mixer_norm, mlp_norm) -> y``, one
+  pre-norm residual block; x ``[B, T, d]`` and each argument a function ``[B, T, d] -> [B, T, d]``.
 - ``check_linear_attention_step(fn)``: ``fn(q, k, v, *, state) -> (o, new_state)``;
   q, k ``[B, H, Dk]``, v ``[B, H, Dv]``, state ``[B, H, Dk, Dv]``: S ← S + k vᵀ, o = Sᵀ q.
 - ``check_delta_step(fn)``: ``fn(q, k, v, *, beta, state)`` with beta ``[B, H]``.
@@ -36,9 +38,11 @@ import torch
 from . import attention
 from ._selfcheck_mistakes import (
     attention_mistakes,
+    block_mistakes,
     decode_mistakes,
     step_mistakes,
 )
+from .blocks import HeadRMSNorm
 from .delta import delta_rule_recurrent, gated_delta_rule_recurrent
 from .kda import kda_recurrent
 from .kv_cache import KVCache
@@ -254,6 +258,52 @@ def check_decode_step(fn: Callable) -> CheckResult:
     return _run("cached decode step", lambda: _check_decode(fn))
 
 
+# --- one pre-norm residual block ---------------------------------------------------------------
+
+def _block_parts(gen: torch.Generator, d: int) -> tuple[Callable, ...]:
+    """A mixer, an MLP and two RMSNorms with random weights, as plain functions."""
+    w_mix, w_in, w_out = (_randn(gen, d, d, std=d ** -0.5) for _ in range(3))
+    norms = [HeadRMSNorm(d) for _ in range(2)]
+    with torch.no_grad():
+        for norm in norms:
+            norm.weight.copy_(0.5 + torch.rand(d, generator=gen))
+
+    def mixer(h: torch.Tensor) -> torch.Tensor:  # mixes positions, as attention does
+        return torch.tanh(h @ w_mix).cumsum(dim=1)
+
+    def mlp(h: torch.Tensor) -> torch.Tensor:
+        return torch.relu(h @ w_in) @ w_out
+
+    def mixer_norm(h: torch.Tensor) -> torch.Tensor:
+        return norms[0](h).detach()
+
+    def mlp_norm(h: torch.Tensor) -> torch.Tensor:
+        return norms[1](h).detach()
+
+    return mixer, mlp, mixer_norm, mlp_norm
+
+
+def _check_block(fn: Callable) -> list[str]:
+    gen = torch.Generator().manual_seed(2)
+    cases = [("random inputs, T = 5", 2, 5, 1.0), ("T = 1", 1, 1, 1.0),
+             ("a large stream (|x| ≈ 30)", 1, 4, 30.0)]
+    for label, b, t, std in cases:
+        x = _randn(gen, b, t, 8, std=std)
+        parts = _block_parts(gen, 8)
+        ref = reference_prenorm_block(x, *parts)
+        out = _tensor(_call(fn, label, x.clone(), *parts), "the output", tuple(ref.shape),
+                      "[B, T, d]")
+        if not _close(out, ref):
+            _diagnose(out, ref, label, block_mistakes(x, *parts),
+                      "Compare with h = x + Mixer(RMSNorm₁(x)); y = h + MLP(RMSNorm₂(h)).")
+    return [case[0] for case in cases]
+
+
+def check_prenorm_block(fn: Callable) -> CheckResult:
+    """Check ``fn(x, mixer, mlp, mixer_norm, mlp_norm) -> y``: one pre-norm residual block."""
+    return _run("pre-norm residual block", lambda: _check_block(fn))
+
+
 # --- recurrent steps: linear attention, delta rule, gated delta rule, KDA --------------------
 
 _HINTS = {"kda": " The gate g [B, H, Dk] decays the state's rows (Dk): "
@@ -402,3 +452,9 @@ def reference_decode_step(q_t, k_t, v_t, cache: KVCache):
 def reference_attention(q, k, v, *, causal: bool = False):
     """The package's softmax attention, returning only o."""
     return attention.softmax_attention(q, k, v, causal=causal)[0]
+
+
+def reference_prenorm_block(x, mixer, mlp, mixer_norm, mlp_norm):
+    """The block of :class:`attnlab.model.HybridBlock`, with its parts passed in."""
+    h = x + mixer(mixer_norm(x))
+    return h + mlp(mlp_norm(h))

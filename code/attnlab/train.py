@@ -279,6 +279,7 @@ def train(
     clip_norm: float = 1.0,
     progress: bool | None = None,
     description: str = "train",
+    on_step: Callable[[int], None] | None = None,
 ) -> TrainHistory:
     """Train ``model`` on fresh batches ``make_batch(generator)`` and return its history.
 
@@ -292,6 +293,8 @@ def train(
     model must map ``input_ids [B, L]`` to logits ``[B, L, V]`` (or to ``(logits, cache)``).
     ``progress`` shows a progress bar; None shows one only when running live in Jupyter, not
     while the book is built (a frozen bar on the website would tell a reader nothing).
+    ``on_step(step)`` is called after every optimiser step (step = 1 … steps), e.g. to keep
+    snapshots of what the model computes as it learns.
     """
     check_positive_int("steps", steps)
     check_positive_int("eval_every", eval_every)
@@ -322,6 +325,8 @@ def train(
             schedule.step()
             losses.append(loss.item())
             history.step_losses.append(losses[-1])
+            if on_step is not None:
+                on_step(step)
             bar.update()
             if step % eval_every == 0 or step == steps:
                 acc = accuracy(model, *eval_set)
@@ -348,6 +353,7 @@ def train_language_model(
     weight_decay: float = 0.1,
     seed: int = 0,
     progress: bool | None = None,
+    on_step: Callable[[int], None] | None = None,
 ) -> list[float]:
     """Next-token training on one long stream of token ids; returns the loss of every step.
 
@@ -357,7 +363,7 @@ def train_language_model(
     with :func:`train` (AdamW with betas 0.9, 0.95, the usual choice for language models; the
     recall experiment keeps ``train``'s 0.98). Shapes: token_ids ``[N]`` (int64), model
     ``[B, L] -> logits [B, L, V]`` (or a ``(logits, cache)`` pair, as ``HybridLM`` returns).
-    The model is left in eval mode.
+    ``on_step`` is passed on to :func:`train`. The model is left in eval mode.
     """
     if not isinstance(token_ids, torch.Tensor) or token_ids.dim() != 1 or (
             token_ids.dtype != torch.long):
@@ -382,7 +388,7 @@ def train_language_model(
 
     history = train(model, windows, steps=steps, lr=lr, eval_every=steps, target_accuracy=None,
                     seed=seed, weight_decay=weight_decay, betas=(0.9, 0.95), progress=progress,
-                    description="training")
+                    description="training", on_step=on_step)
     model.eval()
     return history.step_losses
 
