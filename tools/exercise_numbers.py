@@ -53,11 +53,24 @@ def per_lesson_numbers(book_numbers: dict[str, tuple], lesson: str | None
 
 
 def number_exercises_per_lesson(app: Sphinx, env: BuildEnvironment) -> list[str]:
-    """Replace each page's book-wide exercise numbers by its per-lesson numbers."""
+    """Replace each page's book-wide exercise numbers by its per-lesson numbers, keeping the
+    book-wide ones for ``restore_book_numbers`` (the next build's comparison)."""
+    env.exercise_book_numbers = {}
     for docname, numbers in env.toc_fignumbers.items():
         if FIGTYPE in numbers:
+            env.exercise_book_numbers[docname] = numbers[FIGTYPE]
             title = env.titles[docname].astext() if docname in env.titles else ""
             numbers[FIGTYPE] = per_lesson_numbers(numbers[FIGTYPE], lesson_number(title))
+    return []
+
+
+def restore_book_numbers(app: Sphinx, env: BuildEnvironment) -> list[str]:
+    """Put back the last build's book-wide numbers before Sphinx assigns new ones: Sphinx rewrites
+    every page whose numbers differ from the last build's, and without this every page with
+    exercises would differ (per-lesson against book-wide) in every build."""
+    for docname, numbers in getattr(env, "exercise_book_numbers", {}).items():
+        if FIGTYPE in env.toc_fignumbers.get(docname, {}):
+            env.toc_fignumbers[docname][FIGTYPE] = numbers
     return []
 
 
@@ -81,7 +94,8 @@ class MarkdownLinksToExercisesAsNumref(SphinxPostTransform):
 
 
 def setup(app: Sphinx) -> dict:
-    # after the toctree collector (priority 500) has assigned the book-wide numbers
+    # around the toctree collector (priority 500), which assigns the book-wide numbers
+    app.connect("env-get-updated", restore_book_numbers, priority=100)
     app.connect("env-get-updated", number_exercises_per_lesson, priority=900)
     app.add_post_transform(MarkdownLinksToExercisesAsNumref)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
