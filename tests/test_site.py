@@ -266,3 +266,113 @@ def test_the_footer_names_the_licences_and_the_date_of_the_last_change(rel):
     if committed and changed.returncode == 0:  # the page's source is committed as built
         fmt = CONFIG["sphinx"]["config"]["html_last_updated_fmt"]
         assert found.group(1) == datetime.fromisoformat(committed).strftime(fmt)
+
+
+# Exercises numbered per lesson (tools/exercise_numbers.py): "Exercise N.k" on the page whose
+# title is "Lesson N · …", its solution "Solution to Exercise N.k", and every link to it, anywhere
+# in the book, showing that number.
+
+class _Exercises(HTMLParser):
+    """A page's h1, its exercise and solution headings ({id, kind, text, href}) and every link
+    ({href, text}), in page order."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.h1 = ""
+        self.headings: list[dict] = []
+        self.links: list[dict] = []
+        self._box: tuple[str, str] | None = None  # (kind, id) of the admonition we are in
+        self._open: list[tuple[str, dict]] = []  # (tag, record) whose text is being collected
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        classes = (a.get("class") or "").split()
+        if tag == "div" and "admonition" in classes:
+            kind = next((k for k in ("exercise", "solution") if k in classes), None)
+            self._box = (kind, a.get("id", "")) if kind else None
+        elif tag == "h1" and not self.h1:
+            self._open.append(("h1", {"text": ""}))
+        elif tag == "p" and "admonition-title" in classes and self._box:
+            record = {"kind": self._box[0], "id": self._box[1], "text": "", "href": None}
+            self.headings.append(record)
+            self._open.append(("p", record))
+        elif tag == "a" and a.get("href"):
+            link = {"href": a["href"], "text": ""}
+            self.links.append(link)
+            if self._open and self._open[-1][0] == "p":
+                self._open[-1][1]["href"] = a["href"]
+            self._open.append(("a", link))
+
+    def handle_endtag(self, tag):
+        if self._open and self._open[-1][0] == tag:
+            tag_, record = self._open.pop()
+            if tag_ == "h1":
+                self.h1 = record["text"].strip()
+
+    def handle_data(self, data):
+        for _, record in self._open:
+            record["text"] += data
+
+
+@functools.cache
+def _exercises(rel: str) -> _Exercises:
+    parser = _Exercises()
+    parser.feed((HTML / rel).read_text(encoding="utf-8"))
+    return parser
+
+
+def _shown_exercise(text: str) -> str | None:
+    """'13.2' from 'Solution to Exercise 13.2' (the number a text shows), None if it shows none."""
+    found = re.search(r"Exercise\s+(\d+[a-z]?(?:\.\d+)?)", text)
+    return found.group(1) if found else None
+
+
+def _exercise_numbers() -> dict[tuple[str, str], str]:
+    """(page, anchor) → the number shown in the heading, for every exercise and solution."""
+    numbers = {}
+    for rel in PAGES:
+        page = _exercises(rel)
+        of_exercise = {h["id"]: _shown_exercise(h["text"]) for h in page.headings
+                       if h["kind"] == "exercise"}
+        numbers |= {(rel, anchor): number for anchor, number in of_exercise.items()}
+        numbers |= {(rel, h["id"]): of_exercise.get(urldefrag(h["href"] or "")[1])
+                    for h in page.headings if h["kind"] == "solution"}
+    return numbers
+
+
+@pytest.mark.parametrize("rel", LESSONS)
+def test_exercises_are_numbered_within_their_lesson(rel):
+    page = _exercises(rel)
+    lesson = re.match(r"Lesson (\d+[a-z]?) ·", page.h1)
+    assert lesson, f"title {page.h1!r} has no lesson number"
+    exercises = [h for h in page.headings if h["kind"] == "exercise"]
+    shown = [_shown_exercise(h["text"]) for h in exercises]
+    assert shown == [f"{lesson[1]}.{k}" for k in range(1, len(exercises) + 1)], \
+        f"exercises numbered {shown}"
+    number_of = {h["id"]: n for h, n in zip(exercises, shown, strict=True)}
+    for solution in (h for h in page.headings if h["kind"] == "solution"):
+        href = solution["href"] or ""
+        assert href.startswith("#") and href[1:] in number_of, \
+            f"solution {solution['id']} links {href!r}, not an exercise of this page"
+        assert _shown_exercise(solution["text"]) == number_of[href[1:]], \
+            f"{solution['text']!r} does not name {number_of[href[1:]]}"
+
+
+def test_every_link_to_an_exercise_shows_its_number():
+    """{ref}, {numref} and Markdown links to an exercise (or its solution), from any page."""
+    numbers = _exercise_numbers()
+    assert numbers, "no exercise found in the book"
+    wrong, seen = [], 0
+    for rel in PAGES:
+        for link in _exercises(rel).links:
+            url, anchor = urldefrag(urljoin(f"http://site/{rel}", link["href"]))
+            target = (unquote(urlparse(url).path.lstrip("/")), anchor)
+            if not url.startswith("http://site/") or target not in numbers:
+                continue
+            seen += 1
+            shown = _shown_exercise(link["text"])
+            if shown is not None and shown != numbers[target]:
+                wrong.append(f"{rel}: {link['text'].strip()!r} links {target}, "
+                             f"which is Exercise {numbers[target]}")
+    assert seen, "no link to an exercise found (every solution links its exercise)"
+    assert not wrong, "\n".join(wrong[:20])
