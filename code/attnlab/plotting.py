@@ -133,14 +133,17 @@ def context_label(tokens: int) -> str:
 
 
 def place_labels(ax: Axes, xs: Sequence[float], ys: Sequence[float], labels: Sequence[str],
-                 fontsize: float | None = None, distances: Sequence[float] = (7, 14, 24, 36, 50)
-                 ) -> None:
+                 fontsize: float | None = None, distances: Sequence[float] = (7, 14, 24, 36, 50),
+                 leader_beyond: float | None = None) -> None:
     """Label the points (``xs``, ``ys``) of ``ax`` so that no two labels overlap: each label tries
     eight directions around its point at growing ``distances`` (points) and keeps the first
     place where its measured box overlaps no label placed before and stays inside the axes
-    (else the nearest place). The axes must already have their final position and limits (use
-    :func:`fixed_axes` and set the limits first)."""
+    (else the nearest place). A label placed farther than ``leader_beyond`` points from its
+    point gets a thin grey leader line to it, so a crowded plot still says which label is whose.
+    The axes must already have their final position and limits (use :func:`fixed_axes` and set
+    the limits first)."""
     fontsize = SMALL_TEXT_PT if fontsize is None else fontsize
+    leader = {"arrowstyle": "-", "color": GREY, "lw": 0.7, "shrinkA": 0, "shrinkB": 3}
     renderer = ax.figure.canvas.get_renderer()
     inside = ax.get_window_extent(renderer)
     placed: list = []
@@ -158,6 +161,10 @@ def place_labels(ax: Axes, xs: Sequence[float], ys: Sequence[float], labels: Seq
                         and box.y1 <= inside.y1 and not any(box.overlaps(p) for p in placed))
                 if fits:
                     placed.append(box)
+                    if leader_beyond is not None and distance > leader_beyond:
+                        text.remove()
+                        ax.annotate(label, (x, y), xytext=(dx, dy), textcoords="offset points",
+                                    ha=ha, va="center", fontsize=fontsize, arrowprops=leader)
                     break
                 if first is None:
                     first = (dx, dy, ha)

@@ -134,7 +134,8 @@ def draw_clusters_emerging(fig: Figure, n_sentences: int) -> None:
     ax.set_xlim(float(low[0]), float(high[0]))
     ax.set_ylim(float(low[1]), float(high[1]))
     place_labels(ax, xy[:, 0].tolist(), xy[:, 1].tolist(), words,
-                 distances=(7, 14, 24, 36, 50, 66))  # early tables crowd words together
+                 distances=(7, 14, 24, 36, 50, 66),  # early tables crowd words together
+                 leader_beyond=7)
     handles = [Line2D([], [], color=PALETTE[i], marker="o", ms=5, linestyle="none", label=group)
                for i, group in enumerate(WORD_GROUPS)]  # lighter than empty scatters
     fig.legend(handles=handles, loc="lower center", ncols=5, fontsize=SMALL_TEXT_PT,
