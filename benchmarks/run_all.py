@@ -1,9 +1,11 @@
 """`make bench`: measure the notebooks, their sliders and the kernels; print one table and write it
-to benchmarks/results/latest.md, which the book's "Speed and memory" page includes."""
+to benchmarks/results/latest.md, which the book's "Speed and memory" page includes, and the same
+measurements to benchmarks/results/latest.json, which the "Run it yourself" page reads."""
 
 from __future__ import annotations
 
 import datetime
+import json
 import os
 import platform
 from pathlib import Path
@@ -14,6 +16,7 @@ import torch
 from attnlab.timing import best_seconds
 
 RESULTS = Path(__file__).resolve().parent / "results" / "latest.md"
+RESULTS_JSON = RESULTS.with_suffix(".json")
 BUDGET_S, BUDGET_MIB, BUDGET_MEDIAN_MS, BUDGET_P95_MS = 30, 1500 / 1.048576, 150, 250
 BUDGET_ALL_S, BUDGET_SPEEDUP = 180, 20
 
@@ -91,9 +94,10 @@ def main() -> None:
     k_rows = kernels.main()
     calib_after = loop_ms()
     when = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    measured = (f"Measured {when} on {platform.machine()}, {os.cpu_count()} CPU cores, "
+                f"torch {torch.__version__}")
     text = "\n".join([
-        f"*Measured {when} on {platform.machine()}, {os.cpu_count()} CPU cores, "
-        f"torch {torch.__version__}.*", "",
+        f"*{measured}.*", "",
         f"This machine's speed varies with its neighbours: a fixed pure-Python loop took "
         f"{calib_before:.0f} ms before and {calib_after:.0f} ms after these runs (about 150 ms "
         f"when the machine is quiet; slower means every time below is inflated by that factor).",
@@ -117,6 +121,13 @@ def main() -> None:
         *kernel_table(k_rows), ""])
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(text)
+    RESULTS_JSON.write_text(json.dumps({
+        "measured": measured,
+        "calibration_loop_ms": {"before": calib_before, "after": calib_after},
+        "notebooks": nb_rows,
+        "total_seconds": sum(r["seconds"] for r in nb_rows),
+        "kernels": k_rows,
+    }, indent=1, ensure_ascii=False) + "\n")
     print(text)
 
 

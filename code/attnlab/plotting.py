@@ -162,9 +162,9 @@ def place_labels(ax: Axes, xs: Sequence[float], ys: Sequence[float], labels: Seq
                 if fits:
                     placed.append(box)
                     if leader_beyond is not None and distance > leader_beyond:
-                        text.remove()
-                        ax.annotate(label, (x, y), xytext=(dx, dy), textcoords="offset points",
-                                    ha=ha, va="center", fontsize=fontsize, arrowprops=leader)
+                        # the line is its own (text-less) artist: the label's box stays the text's
+                        ax.annotate("", (x, y), xytext=(dx, dy), textcoords="offset points",
+                                    arrowprops=leader)
                     break
                 if first is None:
                     first = (dx, dy, ha)
