@@ -71,10 +71,16 @@ def check_kernel_inputs(
     sizes = check_qkv(q, k, v, initial_state=initial_state)
     for name, size in sizes.items():
         if size == 0:
-            raise ValueError(f"q: expected non-empty axes, got {name}=0 (q {tuple(q.shape)})")
-    check_tensor("beta", beta, ("B", "H", "T"), sizes, dtype=q.dtype, device=q.device)
+            raise ValueError(
+                f"q: expected non-empty axes, got {name}=0 (q {tuple(q.shape)})"
+            )
+    check_tensor(
+        "beta", beta, ("B", "H", "T"), sizes, dtype=q.dtype, device=q.device
+    )
     if not isinstance(allow_unstable, bool):
-        raise ValueError(f"allow_unstable: expected True or False, got {allow_unstable!r}")
+        raise ValueError(
+            f"allow_unstable: expected True or False, got {allow_unstable!r}"
+        )
     if allow_unstable:
         check_range("beta", beta, 0.0, None)
     else:
@@ -96,16 +102,24 @@ def check_beta(beta: torch.Tensor, k: torch.Tensor) -> None:
     check_range("beta", beta, 0.0, None)
     if beta.numel() == 0:
         return
-    strength = beta * torch.linalg.vector_norm(k.detach(), dim=-1).square()  # β ‖k‖²
+    strength = (
+        beta * torch.linalg.vector_norm(k.detach(), dim=-1).square()
+    )  # β ‖k‖²
     worst = strength.max()
     if worst > 2 * (1 + 64 * torch.finfo(k.dtype).eps):
-        raise ValueError(f"beta, k: expected β‖k‖² <= 2 for every token (the delta rule's "
-                         f"transition I − β k kᵀ has the eigenvalue 1 − β‖k‖², which must stay "
-                         f"in [−1, 1]), got β‖k‖² up to {worst.item():.4g}; normalise the keys "
-                         f"(‖k‖ = 1 allows β in [0, 2]) or lower beta")
+        raise ValueError(
+            f"beta, k: expected β‖k‖² <= 2 for every token (the delta rule's "
+            f"transition I − β k kᵀ has the eigenvalue 1 − β‖k‖², which must stay "
+            f"in [−1, 1]), got β‖k‖² up to {worst.item():.4g}; normalise the keys "
+            f"(‖k‖ = 1 allows β in [0, 2]) or lower beta"
+        )
 
 
-def start_state(initial_state: torch.Tensor | None, sizes: dict[str, int], like: torch.Tensor):
+def start_state(
+    initial_state: torch.Tensor | None,
+    sizes: dict[str, int],
+    like: torch.Tensor,
+):
     """S_0: the given initial state, or zeros ``[B, H, Dk, Dv]``."""
     if initial_state is not None:
         return initial_state
@@ -118,14 +132,20 @@ def read_state(state: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
 
 
 def delta_write(
-    state: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, beta: torch.Tensor
+    state: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    *,
+    beta: torch.Tensor,
 ) -> torch.Tensor:
     """S + β k (v − Sᵀk)ᵀ: move what S stores under key k a fraction β of the way to v.
 
     state [B, H, Dk, Dv], k [B, H, Dk], v [B, H, Dv], beta [B, H] -> [B, H, Dk, Dv].
     """
     error = v - read_state(state, k)
-    return state + beta[..., None, None] * k[..., :, None] * error[..., None, :]
+    return (
+        state + beta[..., None, None] * k[..., :, None] * error[..., None, :]
+    )
 
 
 # ----------------------------------------------------------------------------------------------
@@ -153,15 +173,23 @@ def delta_rule_recurrent(
     ``allow_unstable=True`` skips the β‖k‖² ≤ 2 check, to watch the state grow without bound
     when it fails (Lesson 11's demonstration); no layer or other kernel offers it.
     """
-    sizes = check_kernel_inputs(q, k, v, beta=beta, initial_state=initial_state,
-                                 allow_unstable=allow_unstable)
+    sizes = check_kernel_inputs(
+        q,
+        k,
+        v,
+        beta=beta,
+        initial_state=initial_state,
+        allow_unstable=allow_unstable,
+    )
     q = q * resolve_scale(scale, sizes["Dk"])
     state = start_state(initial_state, sizes, q)
     outputs = []
     for t in range(sizes["T"]):
         state = delta_write(state, k[:, :, t], v[:, :, t], beta=beta[:, :, t])
         outputs.append(read_state(state, q[:, :, t]))
-    return torch.stack(outputs, dim=2), (state if output_final_state else None)
+    return torch.stack(outputs, dim=2), (
+        state if output_final_state else None
+    )
 
 
 def delta_rule_parallel(
@@ -212,11 +240,19 @@ def delta_rule_chunk(
     Same arguments as :func:`delta_rule_recurrent`, plus ``chunk_size`` (any T is accepted:
     the last chunk is padded).
     """
-    sizes = check_kernel_inputs(q, k, v, beta=beta, initial_state=initial_state)
+    sizes = check_kernel_inputs(
+        q, k, v, beta=beta, initial_state=initial_state
+    )
     chunk_size = check_positive_int("chunk_size", chunk_size)
     q = q * resolve_scale(scale, sizes["Dk"])
-    o, state = engine.delta_rule_chunks(q, k, v, beta=beta, state=start_state(initial_state,
-                                        sizes, q), chunk_size=chunk_size)
+    o, state = engine.delta_rule_chunks(
+        q,
+        k,
+        v,
+        beta=beta,
+        state=start_state(initial_state, sizes, q),
+        chunk_size=chunk_size,
+    )
     return o, (state if output_final_state else None)
 
 
@@ -245,19 +281,31 @@ def delta_rule_chunk_reference(
     chunk's earlier writes folded into S_{t−1} by the solve. The last chunk may be shorter
     (any T). Same arguments as :func:`delta_rule_recurrent`, plus ``chunk_size``.
     """
-    sizes = check_kernel_inputs(q, k, v, beta=beta, initial_state=initial_state)
+    sizes = check_kernel_inputs(
+        q, k, v, beta=beta, initial_state=initial_state
+    )
     chunk_size = check_positive_int("chunk_size", chunk_size)
     q = q * resolve_scale(scale, sizes["Dk"])
     state = start_state(initial_state, sizes, q)
     outputs = []
     for start in range(0, sizes["T"], chunk_size):
-        chunk = slice(start, start + chunk_size)  # the last chunk may be shorter
-        q_n, k_n, v_n = q[:, :, chunk], k[:, :, chunk], v[:, :, chunk]  # [B, H, C, D]
+        chunk = slice(
+            start, start + chunk_size
+        )  # the last chunk may be shorter
+        q_n, k_n, v_n = (
+            q[:, :, chunk],
+            k[:, :, chunk],
+            v[:, :, chunk],
+        )  # [B, H, C, D]
         beta_n = beta[:, :, chunk, None]  # [B, H, C, 1]
         eye = torch.eye(k_n.shape[2], dtype=q.dtype, device=q.device)
         lower = eye + (beta_n * (k_n @ k_n.transpose(-1, -2))).tril(-1)  # L
-        w = torch.linalg.solve_triangular(lower, beta_n * k_n, upper=False, unitriangular=True)
-        u = torch.linalg.solve_triangular(lower, beta_n * v_n, upper=False, unitriangular=True)
+        w = torch.linalg.solve_triangular(
+            lower, beta_n * k_n, upper=False, unitriangular=True
+        )
+        u = torch.linalg.solve_triangular(
+            lower, beta_n * v_n, upper=False, unitriangular=True
+        )
         v_new = u - w @ state  # U − W S  [B, H, C, Dv]
         inside = (q_n @ k_n.transpose(-1, -2)).tril()  # Q Kᵀ ⊙ M
         outputs.append(q_n @ state + inside @ v_new)  # O_[n]
@@ -268,7 +316,9 @@ def delta_rule_chunk_reference(
 def _check_chunk(k: torch.Tensor, beta: torch.Tensor) -> dict[str, int]:
     """k [B, H, C, Dk] (finite) and beta [B, H, C] (like k, :func:`check_beta`); the sizes."""
     sizes = check_tensor("k", k, ("B", "H", "C", "Dk"))
-    check_tensor("beta", beta, ("B", "H", "C"), sizes, dtype=k.dtype, device=k.device)
+    check_tensor(
+        "beta", beta, ("B", "H", "C"), sizes, dtype=k.dtype, device=k.device
+    )
     check_finite("k", k)
     check_beta(beta, k)
     return sizes
@@ -292,14 +342,20 @@ def ut_transform(
     Returns (W [B, H, C, Dk], U [B, H, C, Dv]).
     """
     sizes = _check_chunk(k, beta)
-    check_tensor("v", v, ("B", "H", "C", "Dv"), sizes, dtype=k.dtype, device=k.device)
+    check_tensor(
+        "v", v, ("B", "H", "C", "Dv"), sizes, dtype=k.dtype, device=k.device
+    )
     check_finite("v", v)
     lower = ut_lower(k @ k.transpose(-1, -2), beta)
-    return (solve_unit_lower(lower, beta[..., None] * k),
-            solve_unit_lower(lower, beta[..., None] * v))
+    return (
+        solve_unit_lower(lower, beta[..., None] * k),
+        solve_unit_lower(lower, beta[..., None] * v),
+    )
 
 
-def transition_product(k: torch.Tensor, *, beta: torch.Tensor) -> torch.Tensor:
+def transition_product(
+    k: torch.Tensor, *, beta: torch.Tensor
+) -> torch.Tensor:
     """The delta rule's C transition matrices multiplied out, the latest on the left:
 
         P_C = (I − β_C k_C k_Cᵀ) ⋯ (I − β_1 k_1 k_1ᵀ),   so that S_C = P_C S_0 + (the writes)
@@ -312,7 +368,12 @@ def transition_product(k: torch.Tensor, *, beta: torch.Tensor) -> torch.Tensor:
     product = eye.expand(sizes["B"], sizes["H"], -1, -1)
     for t in range(sizes["C"]):
         k_t = k[:, :, t]
-        factor = eye - beta[:, :, t, None, None] * k_t[..., :, None] * k_t[..., None, :]
+        factor = (
+            eye
+            - beta[:, :, t, None, None]
+            * k_t[..., :, None]
+            * k_t[..., None, :]
+        )
         product = factor @ product
     return product
 
@@ -343,7 +404,13 @@ def gated_delta_rule_recurrent(
     initial_state [B, H, Dk, Dv]. Returns o [B, H, T, Dv] and S_T (or None).
     """
     sizes = check_kernel_inputs(
-        q, k, v, beta=beta, g=g, gate_dims=SCALAR_GATE_DIMS, initial_state=initial_state
+        q,
+        k,
+        v,
+        beta=beta,
+        g=g,
+        gate_dims=SCALAR_GATE_DIMS,
+        initial_state=initial_state,
     )
     q = q * resolve_scale(scale, sizes["Dk"])
     state = start_state(initial_state, sizes, q)
@@ -352,7 +419,9 @@ def gated_delta_rule_recurrent(
         state = g[:, :, t].exp()[..., None, None] * state
         state = delta_write(state, k[:, :, t], v[:, :, t], beta=beta[:, :, t])
         outputs.append(read_state(state, q[:, :, t]))
-    return torch.stack(outputs, dim=2), (state if output_final_state else None)
+    return torch.stack(outputs, dim=2), (
+        state if output_final_state else None
+    )
 
 
 def gated_delta_rule_chunk(
@@ -383,13 +452,25 @@ def gated_delta_rule_chunk(
     Same arguments as :func:`gated_delta_rule_recurrent`, plus ``chunk_size`` (any T).
     """
     sizes = check_kernel_inputs(
-        q, k, v, beta=beta, g=g, gate_dims=SCALAR_GATE_DIMS, initial_state=initial_state
+        q,
+        k,
+        v,
+        beta=beta,
+        g=g,
+        gate_dims=SCALAR_GATE_DIMS,
+        initial_state=initial_state,
     )
     chunk_size = check_positive_int("chunk_size", chunk_size)
     q = q * resolve_scale(scale, sizes["Dk"])
     o, state = engine.decayed_delta_rule_chunks(
-        q, k, v, g=g, beta=beta, state=start_state(initial_state, sizes, q),
-        chunk_size=chunk_size)
+        q,
+        k,
+        v,
+        g=g,
+        beta=beta,
+        state=start_state(initial_state, sizes, q),
+        chunk_size=chunk_size,
+    )
     return o, (state if output_final_state else None)
 
 
@@ -423,30 +504,58 @@ def gated_delta_rule_chunk_reference(
     last chunk may be shorter. Same arguments as :func:`gated_delta_rule_recurrent`.
     """
     sizes = check_kernel_inputs(
-        q, k, v, beta=beta, g=g, gate_dims=SCALAR_GATE_DIMS, initial_state=initial_state
+        q,
+        k,
+        v,
+        beta=beta,
+        g=g,
+        gate_dims=SCALAR_GATE_DIMS,
+        initial_state=initial_state,
     )
     chunk_size = check_positive_int("chunk_size", chunk_size)
     q = q * resolve_scale(scale, sizes["Dk"])
     state = start_state(initial_state, sizes, q)
     outputs = []
     for start in range(0, sizes["T"], chunk_size):
-        chunk = slice(start, start + chunk_size)  # the last chunk may be shorter
-        q_n, k_n, v_n = q[:, :, chunk], k[:, :, chunk], v[:, :, chunk]  # [B, H, C, D]
+        chunk = slice(
+            start, start + chunk_size
+        )  # the last chunk may be shorter
+        q_n, k_n, v_n = (
+            q[:, :, chunk],
+            k[:, :, chunk],
+            v[:, :, chunk],
+        )  # [B, H, C, D]
         beta_n = beta[:, :, chunk, None]  # [B, H, C, 1]
         log_decay = g[:, :, chunk].cumsum(dim=-1)  # b  [B, H, C]
         log_last = log_decay[..., -1:, None]  # b_C  [B, H, 1, 1]
         size = k_n.shape[2]
-        causal = torch.ones(size, size, dtype=torch.bool, device=q.device).tril()
-        gamma = (log_decay[..., :, None] - log_decay[..., None, :]).masked_fill(
-            ~causal, -math.inf).exp()  # Γ  [B, H, C, C], 0 for j > i
+        causal = torch.ones(
+            size, size, dtype=torch.bool, device=q.device
+        ).tril()
+        gamma = (
+            (log_decay[..., :, None] - log_decay[..., None, :])
+            .masked_fill(~causal, -math.inf)
+            .exp()
+        )  # Γ  [B, H, C, C], 0 for j > i
         lower = torch.eye(size, dtype=q.dtype, device=q.device) + (
-            beta_n * (k_n @ k_n.transpose(-1, -2) * gamma)).tril(-1)  # L
+            beta_n * (k_n @ k_n.transpose(-1, -2) * gamma)
+        ).tril(-1)  # L
         from_start = log_decay[..., None].exp()  # e^b  [B, H, C, 1]
-        w = torch.linalg.solve_triangular(lower, beta_n * k_n * from_start, upper=False,
-                                          unitriangular=True)
-        u = torch.linalg.solve_triangular(lower, beta_n * v_n, upper=False, unitriangular=True)
+        w = torch.linalg.solve_triangular(
+            lower, beta_n * k_n * from_start, upper=False, unitriangular=True
+        )
+        u = torch.linalg.solve_triangular(
+            lower, beta_n * v_n, upper=False, unitriangular=True
+        )
         v_new = u - w @ state  # U − W S
-        outputs.append((q_n * from_start) @ state + (q_n @ k_n.transpose(-1, -2) * gamma) @ v_new)
-        to_end = (log_last - log_decay[..., None]).exp()  # e^(b_C − b)  [B, H, C, 1]
-        state = log_last.exp() * state + (k_n * to_end).transpose(-1, -2) @ v_new  # S_[n+1]
+        outputs.append(
+            (q_n * from_start) @ state
+            + (q_n @ k_n.transpose(-1, -2) * gamma) @ v_new
+        )
+        to_end = (
+            log_last - log_decay[..., None]
+        ).exp()  # e^(b_C − b)  [B, H, C, 1]
+        state = (
+            log_last.exp() * state + (k_n * to_end).transpose(-1, -2) @ v_new
+        )  # S_[n+1]
     return torch.cat(outputs, dim=2), (state if output_final_state else None)
