@@ -132,8 +132,9 @@ def gdn_layer(
     value_dim: int,
     conv_size: int,
 ) -> LayerMemory:
-    """Gated DeltaNet with grouped heads: one d_k × d_v state per value head; one convolution
-    over the concatenated q, k (H_k · d_k each) and v (H_v · d_v)."""
+    """Gated DeltaNet with grouped heads: one d_k × d_v state per value head;
+    one convolution over the concatenated q, k (H_k · d_k each) and v
+    (H_v · d_v)."""
     channels = 2 * n_key_heads * key_dim + n_value_heads * value_dim
     return LayerMemory(
         "gdn",

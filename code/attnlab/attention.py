@@ -50,7 +50,8 @@ def _check_qkv(
 def naive_softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
     """softmax(x)_i = exp(x_i) / Σ_j exp(x_j), taken literally.
 
-    Overflows: exp(1000) is inf in float32 and float64, so the result is inf/inf = nan.
+    Overflows: exp(1000) is inf in float32 and float64, so the result is
+    inf/inf = nan.
     """
     e = torch.exp(x)
     return e / e.sum(dim, keepdim=True)
@@ -59,9 +60,10 @@ def naive_softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
 def stable_softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
     """softmax(x)_i = exp(x_i - m) / Σ_j exp(x_j - m) with m = max_j x_j.
 
-    Subtracting the row max changes nothing mathematically (it cancels) but keeps every
-    exponent <= 0, so nothing overflows. Entries equal to -inf (masked) get weight 0, and so
-    does every entry of a row that is masked entirely (it has nothing to attend to).
+    Subtracting the row max changes nothing mathematically (it cancels) but
+    keeps every exponent <= 0, so nothing overflows. Entries equal to -inf
+    (masked) get weight 0, and so does every entry of a row that is masked
+    entirely (it has nothing to attend to).
     """
     if not isinstance(x, torch.Tensor) or not x.is_floating_point():
         raise ValueError(
@@ -96,8 +98,8 @@ def attention_scores(
 ) -> torch.Tensor:
     """Scaled dot products S = s · Q Kᵀ, i.e. S_ij = s · q_i · k_j.
 
-    q ``[B, H, Tq, Dk]``, k ``[B, H, Tk, Dk]`` -> S ``[B, H, Tq, Tk]``; ``scale=None`` means
-    s = 1/sqrt(Dk).
+    q ``[B, H, Tq, Dk]``, k ``[B, H, Tk, Dk]`` -> S ``[B, H, Tq, Tk]``;
+    ``scale=None`` means s = 1/sqrt(Dk).
     """
     sizes = check_tensor("q", q, ("B", "H", "Tq", "Dk"))
     check_tensor(
@@ -112,9 +114,9 @@ def causal_mask(
 ) -> torch.Tensor:
     """M_ij = True where query i may attend to key j, i.e. j <= Tk - Tq + i.
 
-    Query i sits at absolute position Tk - Tq + i: with Tq = Tk this is the usual lower
-    triangle; with Tq < Tk (decoding after a prefix) the queries are the last Tq positions.
-    Returns a bool tensor ``[Tq, Tk]``.
+    Query i sits at absolute position Tk - Tq + i: with Tq = Tk this is the
+    usual lower triangle; with Tq < Tk (decoding after a prefix) the queries
+    are the last Tq positions. Returns a bool tensor ``[Tq, Tk]``.
     """
     check_positive_int("t_q", t_q)
     check_positive_int("t_k", t_k)
@@ -130,14 +132,17 @@ def causal_mask(
 def attention_dot_products(
     t_q: int, t_k: int | None = None, *, causal: bool = True
 ) -> int:
-    """How many query–key dot products q_i · k_j one head of softmax attention needs.
+    """How many query–key dot products q_i · k_j one head of softmax
+    attention needs.
 
-    Full (bidirectional) attention scores every pair: Tq · Tk, i.e. T² for self-attention.
-    Causal attention scores only the pairs the mask allows (j <= Tk - Tq + i, see
-    ``causal_mask``): Σ_i (Tk - Tq + i + 1) = Tq · (Tk - Tq) + Tq (Tq + 1) / 2, which is
-    T (T + 1) / 2 for self-attention (Tq = Tk = T) and Tk for one decoding step (Tq = 1).
-    ``t_k=None`` means Tk = Tq. Each dot product costs Dk multiply-adds. (A dense kernel often
-    computes all Tq · Tk scores and then masks; this counts the ones that are needed.)
+    Full (bidirectional) attention scores every pair: Tq · Tk, i.e. T² for
+    self-attention. Causal attention scores only the pairs the mask allows
+    (j <= Tk - Tq + i, see ``causal_mask``):
+    Σ_i (Tk - Tq + i + 1) = Tq · (Tk - Tq) + Tq (Tq + 1) / 2,
+    which is T (T + 1) / 2 for self-attention (Tq = Tk = T) and Tk for one
+    decoding step (Tq = 1). ``t_k=None`` means Tk = Tq. Each dot product
+    costs Dk multiply-adds. (A dense kernel often computes all Tq · Tk scores
+    and then masks; this counts the ones that are needed.)
     """
     check_positive_int("t_q", t_q)
     t_k = t_q if t_k is None else check_positive_int("t_k", t_k)
@@ -205,12 +210,14 @@ def softmax_attention(
     scale: float | None = None,
     return_weights: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """O = softmax(s · Q Kᵀ + log M) V, with the causal mask M when ``causal``.
+    """O = softmax(s · Q Kᵀ + log M) V, with the causal mask M when
+    ``causal``.
 
-    q ``[B, H, Tq, Dk]``, k ``[B, H, Tk, Dk]``, v ``[B, H, Tk, Dv]`` -> o ``[B, H, Tq, Dv]``.
-    With Tq < Tk the queries are the last Tq positions (see ``causal_mask``).
-    Returns ``(o, None)`` like every sequence kernel, or ``(o, weights)`` with the attention
-    weights ``[B, H, Tq, Tk]`` when ``return_weights=True``.
+    q ``[B, H, Tq, Dk]``, k ``[B, H, Tk, Dk]``, v ``[B, H, Tk, Dv]`` -> o
+    ``[B, H, Tq, Dv]``. With Tq < Tk the queries are the last Tq positions
+    (see ``causal_mask``). Returns ``(o, None)`` like every sequence kernel,
+    or ``(o, weights)`` with the attention weights ``[B, H, Tq, Tk]`` when
+    ``return_weights=True``.
     """
     _check_qkv(q, k, v)
     scores = attention_scores(q, k, scale=scale)
@@ -230,17 +237,20 @@ def softmax_attention_online(
     scale: float | None = None,
     block_size: int = 64,
 ) -> tuple[torch.Tensor, None]:
-    """Softmax attention one key block at a time, FlashAttention's online softmax.
+    """Softmax attention one key block at a time, FlashAttention's
+    online softmax.
 
-    For each key block j with scores S_j (masked like ``softmax_attention``), keep a running
-    row max m, denominator ℓ and accumulator A:
+    For each key block j with scores S_j (masked like ``softmax_attention``),
+    keep a running row max m, denominator ℓ and accumulator A:
 
         m' = max(m, rowmax S_j),   P = exp(S_j - m'),
-        ℓ' = exp(m - m') ℓ + P 1,  A' = exp(m - m') A + P V_j,   and at the end  O = A / ℓ.
+        ℓ' = exp(m - m') ℓ + P 1,  A' = exp(m - m') A + P V_j,
 
-    The full ``[Tq, Tk]`` score matrix never exists. All queries are processed together (a GPU
-    kernel also tiles the queries). Same shapes and result as ``softmax_attention``; returns
-    ``(o, None)``.
+    and at the end O = A / ℓ.
+
+    The full ``[Tq, Tk]`` score matrix never exists. All queries are processed
+    together (a GPU kernel also tiles the queries). Same shapes and result as
+    ``softmax_attention``; returns ``(o, None)``.
     """
     sizes = _check_qkv(q, k, v)
     check_positive_int("block_size", block_size)
@@ -264,8 +274,8 @@ def softmax_attention_online(
 
 
 def repeat_kv_heads(x: torch.Tensor, n_rep: int) -> torch.Tensor:
-    """GQA: ``[B, H_kv, T, D]`` -> ``[B, H_kv·n_rep, T, D]``; query head h reads kv head
-    h // n_rep."""
+    """GQA: ``[B, H_kv, T, D]`` -> ``[B, H_kv·n_rep, T, D]``; query head h
+    reads kv head h // n_rep."""
     check_tensor("x", x, ("B", "H_kv", "T", "D"))
     check_positive_int("n_rep", n_rep)
     return x.repeat_interleave(n_rep, dim=1)
@@ -331,19 +341,22 @@ def mha_flops(
     head_dim: int | None = None,
     n_kv_heads: int | None = None,
 ) -> dict[str, int]:
-    """Floating-point operations of one multi-head attention layer on T tokens of one sequence,
-    counting only the matrix products, a multiply-add as 2 FLOPs:
+    """Floating-point operations of one multi-head attention layer on T tokens
+    of one sequence, counting only the matrix products, a multiply-add as 2
+    FLOPs:
 
-        projections  2·T·d_model·(H + 2·H_kv)·D     q, k, v = x W_Q, x W_K, x W_V
-        scores       2·H·T·T·D                      Q Kᵀ per head, all T² pairs (a dense kernel
-                                                    computes the masked half too)
-        mix          2·H·T·T·D                      weights @ V per head
-        output       2·T·H·D·d_model                merged heads @ W_O
+        projections  2·T·d_model·(H + 2·H_kv)·D  q, k, v = x W_Q, x W_K, x W_V
+        scores       2·H·T·T·D                   Q Kᵀ per head, all T² pairs
+                                                 (a dense kernel computes the
+                                                 masked half too)
+        mix          2·H·T·T·D                   weights @ V per head
+        output       2·T·H·D·d_model             merged heads @ W_O
 
-    With D = d_model / H and H_kv = H the total is 8·T·d_model² + 4·T²·d_model for every H.
-    Not counted: scaling, masking and softmax, about H·T² element-wise operations each — these
-    (and the score tensor ``[B, H, T, T]``) do grow with H.
-    Returns ``{"projections", "scores", "mix", "output", "total"}``.
+    With D = d_model / H and H_kv = H the total is 8·T·d_model² + 4·T²·d_model
+    for every H. Not counted: scaling, masking and softmax, about H·T²
+    element-wise operations each — these (and the score tensor
+    ``[B, H, T, T]``) do grow with H. Returns
+    ``{"projections", "scores", "mix", "output", "total"}``.
     """
     check_positive_int("seq_len", seq_len)
     d, n_kv = _head_sizes(d_model, n_heads, head_dim, n_kv_heads)
@@ -381,10 +394,12 @@ def _check_positions(positions: object, length: int | None = None) -> None:
 def rope_angles(
     positions: torch.Tensor, dim: int, base: float = 10000.0
 ) -> torch.Tensor:
-    """θ[m, i] = m · base^(-2i/dim) for each position m and pair i = 0 … dim/2 - 1.
+    """θ[m, i] = m · base^(-2i/dim) for each position m and pair
+    i = 0 … dim/2 - 1.
 
-    positions ``[T]`` (integers or floats) -> angles ``[T, dim/2]`` in float64 (exact enough
-    for positions in the millions; ``apply_rope`` casts cos and sin to the input dtype).
+    positions ``[T]`` (integers or floats) -> angles ``[T, dim/2]`` in float64
+    (exact enough for positions in the millions; ``apply_rope`` casts cos and
+    sin to the input dtype).
     """
     check_positive_int("dim", dim)
     if dim % 2:
@@ -402,21 +417,24 @@ def rope_angles(
 def apply_rope(
     x: torch.Tensor, positions: torch.Tensor, base: float = 10000.0
 ) -> torch.Tensor:
-    """Rotary position embedding: rotate each pair (x[2i], x[2i+1]) by the angle θ[m, i].
+    """Rotary position embedding: rotate each pair (x[2i], x[2i+1]) by the
+    angle θ[m, i].
 
         x'[2i]   = x[2i] cos θ - x[2i+1] sin θ
         x'[2i+1] = x[2i] sin θ + x[2i+1] cos θ
 
-    Convention: *interleaved* pairs, as in the RoFormer paper and the reference code of Llama
-    and DeepSeek-V3 (complex numbers x[2i] + i·x[2i+1] times e^{iθ}); GPT-NeoX and Hugging Face
-    code pair x[i] with x[i + D/2] instead, which is the same up to reordering the rows of W_q
-    and W_k. Rotations keep norms, and ⟨RoPE(q, m), RoPE(k, n)⟩ depends on m - n only.
+    Convention: *interleaved* pairs, as in the RoFormer paper and the
+    reference code of Llama and DeepSeek-V3 (complex numbers x[2i] + i·x[2i+1]
+    times e^{iθ}); GPT-NeoX and Hugging Face code pair x[i] with x[i + D/2]
+    instead, which is the same up to reordering the rows of W_q and W_k.
+    Rotations keep norms, and ⟨RoPE(q, m), RoPE(k, n)⟩ depends on m - n only.
     x ``[B, H, T, D]`` (D even), positions ``[T]`` -> ``[B, H, T, D]``.
     """
     sizes = check_tensor("x", x, ("B", "H", "T", "D"))
     if sizes["D"] % 2:
         raise ValueError(
-            f"x: RoPE rotates pairs, expected an even head dim D, got {sizes['D']}"
+            "x: RoPE rotates pairs, expected an even head dim D, "
+            f"got {sizes['D']}"
         )
     _check_positions(positions, sizes["T"])
     angles = rope_angles(positions.to(x.device), sizes["D"], base)
@@ -479,12 +497,14 @@ class MultiHeadAttention(nn.Module):
         cache: KVCache | None = None,
         use_cache: bool = False,
     ) -> tuple[torch.Tensor, KVCache | None]:
-        """Attend over the cached prefix and x; the cache (if any, or new if ``use_cache``) grows
-        by T tokens in place and is returned, so passing it back continues the sequence."""
+        """Attend over the cached prefix and x; the cache (if any, or new if
+        ``use_cache``) grows by T tokens in place and is returned, so passing
+        it back continues the sequence."""
         _, t = check_layer_input(x, self.d_model, self.w_o.weight)
         if cache is not None and not isinstance(cache, KVCache):
             raise ValueError(
-                f"cache: expected a KVCache or None, got {type(cache).__name__}"
+                "cache: expected a KVCache or None, "
+                f"got {type(cache).__name__}"
             )
         start = 0 if cache is None else cache.length
         positions = torch.arange(start, start + t, device=x.device)

@@ -119,13 +119,15 @@ class SwiGLU(nn.Module):
 
 
 def split_heads(x: torch.Tensor, n_heads: int) -> torch.Tensor:
-    """``[B, T, H·D]`` -> ``[B, H, T, D]``: cut the feature axis into H heads of size D."""
+    """``[B, T, H·D]`` -> ``[B, H, T, D]``: cut the feature axis into H heads
+    of size D."""
     check_tensor("x", x, ("B", "T", "H*D"))
     check_positive_int("n_heads", n_heads)
     b, t, width = x.shape
     if width % n_heads:
         raise ValueError(
-            f"n_heads: expected a divisor of the feature size {width}, got {n_heads}"
+            f"n_heads: expected a divisor of the feature size {width}, "
+            f"got {n_heads}"
         )
     return x.view(b, t, n_heads, width // n_heads).transpose(1, 2)
 
@@ -234,7 +236,8 @@ class KVCache:
     def append(
         self, k_new: torch.Tensor, v_new: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """K ← [K; k_new], V ← [V; v_new] along time (in place); returns the full (K, V).
+        """K ← [K; k_new], V ← [V; v_new] along time (in place); returns the
+        full (K, V).
 
         k_new ``[B, H_kv, T_new, D]``, v_new ``[B, H_kv, T_new, Dv]``.
         """

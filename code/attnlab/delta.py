@@ -138,9 +138,11 @@ def delta_write(
     *,
     beta: torch.Tensor,
 ) -> torch.Tensor:
-    """S + β k (v − Sᵀk)ᵀ: move what S stores under key k a fraction β of the way to v.
+    """S + β k (v − Sᵀk)ᵀ: move what S stores under key k a fraction β of the
+    way to v.
 
-    state [B, H, Dk, Dv], k [B, H, Dk], v [B, H, Dv], beta [B, H] -> [B, H, Dk, Dv].
+    state [B, H, Dk, Dv], k [B, H, Dk], v [B, H, Dv], beta [B, H] ->
+    [B, H, Dk, Dv].
     """
     error = v - read_state(state, k)
     return (
@@ -166,12 +168,14 @@ def delta_rule_recurrent(
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """The delta rule, one token at a time (the definition).
 
-        S_t = S_{t-1} + β_t k_t (v_t − S_{t-1}ᵀ k_t)ᵀ        o_t = S_tᵀ (scale · q_t)
+        S_t = S_{t-1} + β_t k_t (v_t − S_{t-1}ᵀ k_t)ᵀ
+        o_t = S_tᵀ (scale · q_t)
 
-    q, k [B, H, T, Dk]; v [B, H, T, Dv]; beta [B, H, T] ≥ 0 with β‖k‖² ≤ 2 (:func:`check_beta`);
-    initial_state S_0 [B, H, Dk, Dv] (zeros if None). Returns o [B, H, T, Dv] and S_T (or None).
-    ``allow_unstable=True`` skips the β‖k‖² ≤ 2 check, to watch the state grow without bound
-    when it fails (Lesson 11's demonstration); no layer or other kernel offers it.
+    q, k [B, H, T, Dk]; v [B, H, T, Dv]; beta [B, H, T] ≥ 0 with β‖k‖² ≤ 2
+    (:func:`check_beta`); initial_state S_0 [B, H, Dk, Dv] (zeros if None).
+    Returns o [B, H, T, Dv] and S_T (or None). ``allow_unstable=True`` skips
+    the β‖k‖² ≤ 2 check, to watch the state grow without bound when it fails
+    (Lesson 11's demonstration); no layer or other kernel offers it.
     """
     sizes = check_kernel_inputs(
         q,
@@ -267,19 +271,24 @@ def delta_rule_chunk_reference(
     output_final_state: bool = False,
     chunk_size: int = 64,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """The delta rule chunk by chunk, written out: the WY / UT form of Yang et al. 2024,
-    "Parallelizing Linear Transformers with the Delta Rule over Sequence Length", its chunkwise
-    form (the Notation appendix, §4). In chunk n, with S = S_[n] the state entering it:
+    """The delta rule chunk by chunk, written out: the WY / UT form of Yang et
+    al. 2024, "Parallelizing Linear Transformers with the Delta Rule over
+    Sequence Length", its chunkwise form (the Notation appendix, §4). In chunk
+    n, with S = S_[n] the state entering it:
 
-        L = I + StrictTril(diag(β) K Kᵀ)         unit lower triangular, C × C
-        W = L⁻¹ diag(β) K,   U = L⁻¹ diag(β) V     the UT transform: triangular solves
-        V_new = U − W S                           what the chunk's writes add, given S
-        O_[n] = Q S + (Q Kᵀ ⊙ M) V_new              read S, plus the chunk's own writes
+        L = I + StrictTril(diag(β) K Kᵀ)      unit lower triangular, C × C
+        W = L⁻¹ diag(β) K,  U = L⁻¹ diag(β) V  the UT transform: triangular
+                                               solves
+        V_new = U − W S                        what the chunk's writes add,
+                                               given S
+        O_[n] = Q S + (Q Kᵀ ⊙ M) V_new         read S, plus the chunk's own
+                                               writes
         S_[n+1] = S + Kᵀ V_new
 
-    Row by row, u_t − w_t S = β_t (v_t − S_{t−1}ᵀ k_t): the error the token corrects, with the
-    chunk's earlier writes folded into S_{t−1} by the solve. The last chunk may be shorter
-    (any T). Same arguments as :func:`delta_rule_recurrent`, plus ``chunk_size``.
+    Row by row, u_t − w_t S = β_t (v_t − S_{t−1}ᵀ k_t): the error the token
+    corrects, with the chunk's earlier writes folded into S_{t−1} by the
+    solve. The last chunk may be shorter (any T). Same arguments as
+    :func:`delta_rule_recurrent`, plus ``chunk_size``.
     """
     sizes = check_kernel_inputs(
         q, k, v, beta=beta, initial_state=initial_state
@@ -327,19 +336,21 @@ def _check_chunk(k: torch.Tensor, beta: torch.Tensor) -> dict[str, int]:
 def ut_transform(
     k: torch.Tensor, v: torch.Tensor, *, beta: torch.Tensor
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """The WY / UT form of one chunk of the delta rule (the Notation appendix, §4): W and U.
+    """The WY / UT form of one chunk of the delta rule (the Notation
+    appendix, §4): W and U.
 
-        𝒯 = (I + StrictTril(diag(β) K Kᵀ))⁻¹      (the UT transform: one triangular solve)
+        𝒯 = (I + StrictTril(diag(β) K Kᵀ))⁻¹   (the UT transform: one
+                                               triangular solve)
         W = 𝒯 diag(β) K,   row by row  w_t = β_t (k_t − Σ_{i<t} w_i k_iᵀ k_t)
         U = 𝒯 diag(β) V,   row by row  u_t = β_t (v_t − Σ_{i<t} u_i k_iᵀ k_t)
 
     With them the chunk's C factors collapse into one low-rank correction,
     Π_{i=C..1} (I − β_i k_i k_iᵀ) = I − Kᵀ W = I − Σ_i k_i w_iᵀ (compare
     :func:`transition_product`), and the state after the chunk is
-    S_C = (I − Kᵀ W) S_0 + Kᵀ U = S_0 + Kᵀ (U − W S_0) (just Kᵀ U when S_0 = 0).
-    The whole input is one chunk: k [B, H, C, Dk]; v [B, H, C, Dv]; beta [B, H, C]
-    (:func:`check_beta`).
-    Returns (W [B, H, C, Dk], U [B, H, C, Dv]).
+    S_C = (I − Kᵀ W) S_0 + Kᵀ U = S_0 + Kᵀ (U − W S_0) (just Kᵀ U when
+    S_0 = 0). The whole input is one chunk: k [B, H, C, Dk]; v [B, H, C, Dv];
+    beta [B, H, C] (:func:`check_beta`). Returns (W [B, H, C, Dk], U
+    [B, H, C, Dv]).
     """
     sizes = _check_chunk(k, beta)
     check_tensor(
@@ -396,12 +407,14 @@ def gated_delta_rule_recurrent(
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """The gated delta rule, one token at a time (the definition).
 
-        S_t = α_t (I − β_t k_t k_tᵀ) S_{t-1} + β_t k_t v_tᵀ,   α_t = exp(g_t)   o_t = S_tᵀ q_t
+        S_t = α_t (I − β_t k_t k_tᵀ) S_{t-1} + β_t k_t v_tᵀ,   α_t = exp(g_t)
+        o_t = S_tᵀ q_t
 
-    computed as "decay, then write": S' = α_t S_{t-1}; S_t = S' + β_t k_t (v_t − S'ᵀ k_t)ᵀ
-    (the same thing, because a scalar α commutes with everything).
-    q, k [B, H, T, Dk]; v [B, H, T, Dv]; g [B, H, T] ≤ 0; beta [B, H, T] (:func:`check_beta`);
-    initial_state [B, H, Dk, Dv]. Returns o [B, H, T, Dv] and S_T (or None).
+    computed as "decay, then write": S' = α_t S_{t-1}; S_t = S' + β_t k_t
+    (v_t − S'ᵀ k_t)ᵀ (the same thing, because a scalar α commutes with
+    everything). q, k [B, H, T, Dk]; v [B, H, T, Dv]; g [B, H, T] ≤ 0; beta
+    [B, H, T] (:func:`check_beta`); initial_state [B, H, Dk, Dv]. Returns o
+    [B, H, T, Dv] and S_T (or None).
     """
     sizes = check_kernel_inputs(
         q,

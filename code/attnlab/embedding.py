@@ -70,16 +70,19 @@ def split_words(text: str) -> list[str]:
 
 
 def embedding_lookup(ids: torch.Tensor, table: torch.Tensor) -> torch.Tensor:
-    """x_t = E[id_t].  ids ``[...]`` (int64), table ``[V, d]`` -> ``[..., d]``."""
+    """x_t = E[id_t].  ids ``[...]`` (int64), table ``[V, d]`` ->
+    ``[..., d]``."""
     _check_ids(ids, table)
     return table[ids]
 
 
 def one_hot_embedding(ids: torch.Tensor, table: torch.Tensor) -> torch.Tensor:
-    """x_t = onehot(id_t)ᵀ E — the same numbers as a lookup, computed as a matrix product.
+    """x_t = onehot(id_t)ᵀ E — the same numbers as a lookup, computed as a
+    matrix product.
 
-    ids ``[...]``, table ``[V, d]`` -> ``[..., d]``.  Costs ``V·d`` multiply-adds per token where
-    the lookup costs none: that is why frameworks index rather than multiply.
+    ids ``[...]``, table ``[V, d]`` -> ``[..., d]``.  Costs ``V·d``
+    multiply-adds per token where the lookup costs none: that is why
+    frameworks index rather than multiply.
     """
     _check_ids(ids, table)
     one_hot = torch.nn.functional.one_hot(ids, num_classes=table.shape[0]).to(

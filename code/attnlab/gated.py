@@ -95,11 +95,13 @@ def gla_recurrent(
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Gated linear attention token by token, the definition:
 
-        S_t = Diag(α_t) S_{t-1} + k_t v_tᵀ,     α_t = exp(g_t),     o_t = S_tᵀ (s q_t)
+        S_t = Diag(α_t) S_{t-1} + k_t v_tᵀ,   α_t = exp(g_t),
+        o_t = S_tᵀ (s q_t)
 
-    q, k ``[B, H, T, Dk]``, v ``[B, H, T, Dv]``, g ``[B, H, T, Dk]`` (GLA: one decay per key
-    channel) or ``[B, H, T]`` (one per head: Mamba-2/SSD; a constant ``g = log γ`` is RetNet),
-    ``g <= 0``; state ``[B, H, Dk, Dv]``. Returns ``(o [B, H, T, Dv], S_T or None)``.
+    q, k ``[B, H, T, Dk]``, v ``[B, H, T, Dv]``, g ``[B, H, T, Dk]`` (GLA: one
+    decay per key channel) or ``[B, H, T]`` (one per head: Mamba-2/SSD; a
+    constant ``g = log γ`` is RetNet), ``g <= 0``; state ``[B, H, Dk, Dv]``.
+    Returns ``(o [B, H, T, Dv], S_T or None)``.
     """
     sizes = check_qkv(q, k, v, initial_state=initial_state)
     g = check_gate(g, sizes, q)

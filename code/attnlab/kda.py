@@ -52,11 +52,13 @@ def kda_update(
     beta: torch.Tensor,
     state: torch.Tensor,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """One KDA token, the definition (q already scaled; no checks: :func:`kda_step` checks):
+    """One KDA token, the definition (q already scaled; no checks:
+    :func:`kda_step` checks):
 
-        S' = Diag(exp(g)) S        S_new = S' + β k (v − S'ᵀ k)ᵀ        o = S_newᵀ q
+        S' = Diag(exp(g)) S    S_new = S' + β k (v − S'ᵀ k)ᵀ    o = S_newᵀ q
 
-    q, k, g [B, H, Dk]; v [B, H, Dv]; beta [B, H]; state [B, H, Dk, Dv] -> (o [B, H, Dv], S_new).
+    q, k, g [B, H, Dk]; v [B, H, Dv]; beta [B, H]; state [B, H, Dk, Dv]
+    -> (o [B, H, Dv], S_new).
     """
     decayed = g.exp()[..., :, None] * state
     state = delta_write(decayed, k, v, beta=beta)
@@ -209,22 +211,25 @@ def kda_chunk_reference(
     output_final_state: bool = False,
     chunk_size: int = 64,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """KDA chunk by chunk, written out (Kimi Linear eqs. 6–9, with the index erratum fixed;
-    the Notation appendix, §6). In chunk n, B_i = g_1 + … + g_i ∈ R^Dk sums the log-gates
-    from the chunk's start to position i, so the decay from a write at j to position i is
-    γ_(j,i] = exp(B_i − B_j), over the half-open interval (j, i]: α_j acted on the state
-    before token j wrote. With S = S_[n] the state entering the chunk:
+    """KDA chunk by chunk, written out (Kimi Linear eqs. 6–9, with the index
+    erratum fixed; the Notation appendix, §6). In chunk n, B_i = g_1 + … + g_i
+    ∈ R^Dk sums the log-gates from the chunk's start to position i, so the
+    decay from a write at j to position i is γ_(j,i] = exp(B_i − B_j), over
+    the half-open interval (j, i]: α_j acted on the state before token j
+    wrote. With S = S_[n] the state entering the chunk:
 
-        A_qk[i, j] = q_iᵀ Diag(γ_(j,i]) k_j  (j ≤ i),   A_kk[i, j] = k_iᵀ Diag(γ_(j,i]) k_j  (j < i)
+        A_qk[i, j] = q_iᵀ Diag(γ_(j,i]) k_j  (j ≤ i),
+        A_kk[i, j] = k_iᵀ Diag(γ_(j,i]) k_j  (j < i)
         L = I + StrictTril(diag(β) A_kk)
-        W = L⁻¹ diag(β) (e^B ⊙ K),   U = L⁻¹ diag(β) V                (triangular solves)
+        W = L⁻¹ diag(β) (e^B ⊙ K),   U = L⁻¹ diag(β) V   (triangular solves)
         O_[n] = (e^B ⊙ Q) S + A_qk (U − W S)
         S_[n+1] = Diag(e^(B_C)) S + (e^(B_C − B) ⊙ K)ᵀ (U − W S)
 
-    One decay per channel: A_qk is not one product Q Kᵀ times a C × C matrix, so it is summed
-    here over a [C, C, Dk] tensor of decays. Every exponent is ≤ 0 (j > i is masked before
-    ``exp``), so any gate stays finite; the last chunk may be shorter. Same arguments as
-    :func:`kda_recurrent`, plus ``chunk_size``.
+    One decay per channel: A_qk is not one product Q Kᵀ times a C × C matrix,
+    so it is summed here over a [C, C, Dk] tensor of decays. Every exponent
+    is ≤ 0 (j > i is masked before ``exp``), so any gate stays finite; the
+    last chunk may be shorter. Same arguments as :func:`kda_recurrent`, plus
+    ``chunk_size``.
     """
     sizes = check_kernel_inputs(
         q,
@@ -434,18 +439,19 @@ def kda_wy_transitions(
     beta: torch.Tensor,
     include_start: bool = False,
 ) -> torch.Tensor:
-    """P^1 … P^C from the WY representation of the Kimi Linear report (KL eqs. 3–5):
+    """P^1 … P^C from the WY representation of the Kimi Linear report (KL eqs.
+    3–5):
 
         P^r = Diag(γ^r) − Σ_{i≤r} Diag(γ^{i→r}) k_i w_iᵀ
         w_r = β_r ( Diag(γ^r) k_r − Σ_{i<r} w_i (k_iᵀ Diag(γ^{i→r}) k_r) )
 
     with γ^r = Π_{s=1..r} α_s. The decay from token i to r must exclude i,
-    γ^{i→r} = Π_{s=i+1..r} α_s = exp(B_r − B_i) (B the cumulative sum of g): this is what FLA
-    implements as exp(g_last − g_i), and then the result equals :func:`kda_transition_products`.
-    ``include_start=True`` reads γ^{i→r} with the report's own §2.1 definition,
-    Π_{s=i..r} α_s, which already fails at r = 1 (the Notation appendix, §6 and §10: the
-    index erratum).
-    k, g [B, H, C, Dk]; beta [B, H, C]. Returns [B, H, C, Dk, Dk].
+    γ^{i→r} = Π_{s=i+1..r} α_s = exp(B_r − B_i) (B the cumulative sum of g):
+    this is what FLA implements as exp(g_last − g_i), and then the result
+    equals :func:`kda_transition_products`. ``include_start=True`` reads
+    γ^{i→r} with the report's own §2.1 definition, Π_{s=i..r} α_s, which
+    already fails at r = 1 (the Notation appendix, §6 and §10: the index
+    erratum). k, g [B, H, C, Dk]; beta [B, H, C]. Returns [B, H, C, Dk, Dk].
     """
     sizes = _check_transition_inputs(k, g, beta)
     if not isinstance(include_start, bool):
@@ -488,15 +494,17 @@ def time_kda_step(
     checked: bool = False,
     seed: int = 0,
 ) -> tuple[float, int]:
-    """Median seconds of one KDA decoding step (batch 1, float32), and the state's bytes.
+    """Median seconds of one KDA decoding step (batch 1, float32), and the
+    state's bytes.
 
-    Random q, v, L2-normalised k, β ∈ (0, 1), log-gates g ∈ (−0.1, 0] and a random state
-    S ``[1, n_heads, head_dim, head_dim]``: the step does the same work for any context, since
-    the state is all it reads. The timed path is the step itself (``kda_update``, q pre-scaled),
-    with no argument checks; ``checked=True`` times :func:`kda_step` instead, checks included.
-    Returns ``(seconds, state_bytes)``: the median of ``repeats`` calls after one warm-up
-    (``timing.median_seconds``), and H · Dk · Dv · 4 bytes. Depends on the machine and on
-    ``torch.get_num_threads()``.
+    Random q, v, L2-normalised k, β ∈ (0, 1), log-gates g ∈ (−0.1, 0] and a
+    random state S ``[1, n_heads, head_dim, head_dim]``: the step does the
+    same work for any context, since the state is all it reads. The timed path
+    is the step itself (``kda_update``, q pre-scaled), with no argument
+    checks; ``checked=True`` times :func:`kda_step` instead, checks included.
+    Returns ``(seconds, state_bytes)``: the median of ``repeats`` calls after
+    one warm-up (``timing.median_seconds``), and H · Dk · Dv · 4 bytes.
+    Depends on the machine and on ``torch.get_num_threads()``.
     """
     for name, value in [
         ("n_heads", n_heads),

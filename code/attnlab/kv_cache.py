@@ -29,11 +29,13 @@ def kv_cache_bytes(
     context: int,
     bytes_per_element: float,
 ) -> int:
-    """KV cache size of one sequence in whole bytes: 2 (K and V) · L · ⌈H_kv · D · T · b⌉.
+    """KV cache size of one sequence in whole bytes:
+    2 (K and V) · L · ⌈H_kv · D · T · b⌉.
 
-    ``bytes_per_element`` b may be a fraction of a byte with a whole number of bits, such as 0.5
-    for a 4-bit cache; each layer's K and V tensor is then rounded up to whole bytes (the unit
-    memory is handed out in), which matters only for an odd H_kv · D · T.
+    ``bytes_per_element`` b may be a fraction of a byte with a whole number of
+    bits, such as 0.5 for a 4-bit cache; each layer's K and V tensor is then
+    rounded up to whole bytes (the unit memory is handed out in), which
+    matters only for an odd H_kv · D · T.
     """
     for name, value in [
         ("n_layers", n_layers),
@@ -54,8 +56,9 @@ def kv_cache_bytes(
         or bits != int(bits)
     ):
         raise ValueError(
-            f"bytes_per_element: expected a positive number of bytes with a whole "
-            f"number of bits (1, 2, 0.5, ...), got {bytes_per_element!r}"
+            "bytes_per_element: expected a positive number of bytes with a "
+            "whole number of bits (1, 2, 0.5, ...), "
+            f"got {bytes_per_element!r}"
         )
     per_tensor = -(-n_kv_heads * head_dim * context * int(bits) // 8)
     return 2 * n_layers * per_tensor
@@ -82,18 +85,20 @@ def decode_with_cache(
     *,
     scale: float | None = None,
 ) -> torch.Tensor:
-    """Causal attention token by token with a KV cache: append (k_t, v_t), then
-    o_t = V_{1:t}ᵀ softmax(s · K_{1:t} q_t). One new row of scores per step: O(t) work.
+    """Causal attention token by token with a KV cache: append (k_t, v_t),
+    then o_t = V_{1:t}ᵀ softmax(s · K_{1:t} q_t). One new row of scores per
+    step: O(t) work.
 
-    q, k ``[B, H, T, Dk]``, v ``[B, H, T, Dv]`` -> o ``[B, H, T, Dv]``, equal to
-    ``softmax_attention(q, k, v, causal=True)``.
+    q, k ``[B, H, T, Dk]``, v ``[B, H, T, Dv]`` -> o ``[B, H, T, Dv]``, equal
+    to ``softmax_attention(q, k, v, causal=True)``.
     """
     _check_sequence(q, k, v)
     cache = KVCache(k[:, :, :0], v[:, :, :0])
     outputs = []
     for t in range(q.shape[2]):
         keys, values = cache.append(k[:, :, t : t + 1], v[:, :, t : t + 1])
-        # The cache holds only the past and the present token, so no mask is needed.
+        # The cache holds only the past and the present token, so no mask is
+        # needed.
         o_t, _ = attention.softmax_attention(
             q[:, :, t : t + 1], keys, values, causal=False, scale=scale
         )
@@ -273,20 +278,23 @@ def time_cached_attention_step(
     checked: bool = False,
     seed: int = 0,
 ) -> tuple[list[float], list[int]]:
-    """Median seconds of one cached attention read at each position in ``contexts``, and the
-    cache bytes there.
+    """Median seconds of one cached attention read at each position in
+    ``contexts``, and the cache bytes there.
 
         o_t = V_{1:t}ᵀ softmax(s · K_{1:t} q_t),   t in ``contexts``
 
-    One buffer of random numbers per K and V (float32, batch 1, room for ``max(contexts)``
-    tokens) is filled once, and each context reads its start as a contiguous cache
-    ``[1, n_heads, t, head_dim]`` (the read costs the same for any values; a strided slice of
-    one ``[1, H, max, D]`` tensor would make matmul copy it first, timing the copy instead).
-    Only the read is timed (:func:`cached_attention_read`, q_t ``[1, H, 1, D]``), with no
-    argument checks on the timed path; ``checked=True`` times ``attention.softmax_attention``
-    instead, checks included, to show what they cost. Each entry is the median of ``repeats``
-    calls after one warm-up (``timing.median_seconds``). Returns ``(seconds, cache_bytes)``,
-    cache bytes 2 · H · t · D · 4. Depends on the machine and ``torch.get_num_threads()``.
+    One buffer of random numbers per K and V (float32, batch 1, room for
+    ``max(contexts)`` tokens) is filled once, and each context reads its start
+    as a contiguous cache ``[1, n_heads, t, head_dim]`` (the read costs the
+    same for any values; a strided slice of one ``[1, H, max, D]`` tensor
+    would make matmul copy it first, timing the copy instead). Only the read
+    is timed (:func:`cached_attention_read`, q_t ``[1, H, 1, D]``), with no
+    argument checks on the timed path; ``checked=True`` times
+    ``attention.softmax_attention`` instead, checks included, to show what
+    they cost. Each entry is the median of ``repeats`` calls after one warm-up
+    (``timing.median_seconds``). Returns ``(seconds, cache_bytes)``, cache
+    bytes 2 · H · t · D · 4. Depends on the machine and
+    ``torch.get_num_threads()``.
     """
     if isinstance(contexts, int) or not contexts:
         raise ValueError(

@@ -180,7 +180,8 @@ class RecurrentMixerLayer(nn.Module):
         cache: RecurrentCache | None = None,
         use_cache: bool = False,
     ) -> tuple[torch.Tensor, RecurrentCache | None]:
-        """Mix x over time; pass the returned cache back with the next tokens to continue."""
+        """Mix x over time; pass the returned cache back with the next tokens
+        to continue."""
         b, t = check_layer_input(x, self.d_model, self.out.weight)
         sizes = dict(
             B=b, T=t, H=self.n_heads, Dk=self.head_dim, Dv=self.head_dim
@@ -411,16 +412,20 @@ class DeltaNetLayer(DeltaLayer):
 
 
 class GatedDeltaNetLayer(DeltaLayer):
-    """Gated DeltaNet (the Notation appendix, §5): the delta rule with a scalar decay per head.
+    """Gated DeltaNet (the Notation appendix, §5): the delta rule with a
+    scalar decay per head.
 
-        g = −exp(A_log) · softplus(x W_a + dt_bias)                     [B, H, T]
-        y = merge_heads(sigmoid(x W_g) ⊙ RMSNorm_head(gated_delta_rule(q, k, v, g, β))) W_o
+        g = −exp(A_log) · softplus(x W_a + dt_bias)             [B, H, T]
+        y = merge_heads(sigmoid(x W_g)
+                        ⊙ RMSNorm_head(gated_delta_rule(q, k, v, g, β))) W_o
 
-    Output gate: a sigmoid, not the swish of FLA's GDN layer, because Kimi Linear found sigmoid
-    better (KL Table 1) and used it for its GDN-H baseline (KL §5.2); GDN and KDA then differ
-    only in the decay. A = exp(A_log) ~ U(1, 16) and softplus(dt_bias) log-uniform in
-    [1e-3, 1e-1] (``init_softplus_decay``): at x = 0 the decay α = exp(−A·Δ) is in [0.2, 0.999],
-    mostly close to 1, so the layer starts out remembering.
+    Output gate: a sigmoid, not the swish of FLA's GDN layer, because Kimi
+    Linear found sigmoid better (KL Table 1) and used it for its GDN-H
+    baseline (KL §5.2); GDN and KDA then differ only in the decay.
+    A = exp(A_log) ~ U(1, 16) and softplus(dt_bias) log-uniform in
+    [1e-3, 1e-1] (``init_softplus_decay``): at x = 0 the decay α = exp(−A·Δ)
+    is in [0.2, 0.999], mostly close to 1, so the layer starts out
+    remembering.
     """
 
     def __init__(
@@ -441,7 +446,8 @@ class GatedDeltaNetLayer(DeltaLayer):
         self.g_proj = nn.Linear(d_model, n_heads * head_dim, bias=False)
 
     def log_gate(self, x: torch.Tensor) -> torch.Tensor:
-        """g = −exp(A_log) · softplus(x W_a + dt_bias): x ``[B, T, d_model]`` -> ``[B, H, T]``."""
+        """g = −exp(A_log) · softplus(x W_a + dt_bias): x ``[B, T, d_model]``
+        -> ``[B, H, T]``."""
         return softplus_decay_gate(
             self.decay_proj(x), self.A_log, self.dt_bias
         ).transpose(1, 2)
@@ -509,7 +515,8 @@ class KDALayer(DeltaLayer):
         )
 
     def log_gate(self, x: torch.Tensor) -> torch.Tensor:
-        """g = −exp(A_log) ⊙ softplus(x W↓ W↑ + dt_bias): x [B, T, d_model] -> g [B, H, T, Dk]."""
+        """g = −exp(A_log) ⊙ softplus(x W↓ W↑ + dt_bias): x [B, T, d_model] ->
+        g [B, H, T, Dk]."""
         b, t, _ = x.shape
         raw = self.decay_proj(x).view(b, t, self.n_heads, self.head_dim)
         dt_bias = self.dt_bias.view(self.n_heads, self.head_dim)

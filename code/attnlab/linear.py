@@ -40,10 +40,12 @@ LinearState = torch.Tensor | tuple[torch.Tensor, torch.Tensor]
 
 # --------------------------------------------------------------------------- feature maps
 def elu_plus_one(x: torch.Tensor) -> torch.Tensor:
-    """φ(x) = elu(x) + 1 = x + 1 for x > 0, exp(x) otherwise: positive, so φ(q)ᵀφ(k) > 0.
+    """φ(x) = elu(x) + 1 = x + 1 for x > 0, exp(x) otherwise: positive, so
+    φ(q)ᵀφ(k) > 0.
 
-    Computed by cases, because ``F.elu(x) + 1`` rounds to exactly 0 in float32 below x ≈ -17
-    (exp(x) - 1 + 1 loses exp(x)), which would let the normaliser reach 0.
+    Computed by cases, because ``F.elu(x) + 1`` rounds to exactly 0 in float32
+    below x ≈ -17 (exp(x) - 1 + 1 loses exp(x)), which would let the
+    normaliser reach 0.
     """
     return torch.where(x > 0, x + 1, torch.exp(x.clamp(max=0)))
 
@@ -197,15 +199,18 @@ def linear_attention_recurrent(
 ) -> tuple[torch.Tensor, LinearState | None]:
     """Linear attention token by token, the definition:
 
-        S_t = S_{t-1} + k_t v_tᵀ,      o_t = S_tᵀ (s q_t)
-        normalised:  z_t = z_{t-1} + k_t,   o_t = S_tᵀ (s q_t) / (z_tᵀ (s q_t) + eps)
+        S_t = S_{t-1} + k_t v_tᵀ,   o_t = S_tᵀ (s q_t)
+        normalised:  z_t = z_{t-1} + k_t,
+                     o_t = S_tᵀ (s q_t) / (z_tᵀ (s q_t) + eps)
 
-    q, k ``[B, H, T, Dk]``, v ``[B, H, T, Dv]`` -> o ``[B, H, T, Dv]``. The state is
-    ``S [B, H, Dk, Dv]``; with ``normalize=True`` both ``initial_state`` and the returned final
-    state are the pair ``(S, z)`` with ``z [B, H, Dk]``. ``s`` (``scale``, default 1/sqrt(Dk))
-    cancels in the normalised form except against ``eps`` (default ``NORMALIZER_EPS`` = 1e-6,
-    only there to keep the division defined). Normalising assumes positive features (e.g.
-    ``elu_plus_one``) so that the denominator stays away from 0.
+    q, k ``[B, H, T, Dk]``, v ``[B, H, T, Dv]`` -> o ``[B, H, T, Dv]``. The
+    state is ``S [B, H, Dk, Dv]``; with ``normalize=True`` both
+    ``initial_state`` and the returned final state are the pair ``(S, z)``
+    with ``z [B, H, Dk]``. ``s`` (``scale``, default 1/sqrt(Dk)) cancels in
+    the normalised form except against ``eps`` (default
+    ``NORMALIZER_EPS`` = 1e-6, only there to keep the division defined).
+    Normalising assumes positive features (e.g. ``elu_plus_one``) so that the
+    denominator stays away from 0.
     """
     sizes, state, z = _check_linear_inputs(
         q, k, v, initial_state=initial_state, normalize=normalize, eps=eps
@@ -236,14 +241,17 @@ def linear_attention_parallel(
     initial_state: LinearState | None = None,
     output_final_state: bool = False,
 ) -> tuple[torch.Tensor, LinearState | None]:
-    """Linear attention for all positions at once, like softmax attention without the softmax:
+    """Linear attention for all positions at once, like softmax attention
+    without the softmax:
 
-        O = (s Q Kᵀ ⊙ M) V + s Q S_0                                  M: causal mask [T, T]
-        normalised:  O = [(s Q Kᵀ ⊙ M) V + s Q S_0] / [(s Q Kᵀ ⊙ M) 1 + s Q z_0 + eps]
+        O = (s Q Kᵀ ⊙ M) V + s Q S_0              M: causal mask [T, T]
+        normalised:  O = [(s Q Kᵀ ⊙ M) V + s Q S_0]
+                         / [(s Q Kᵀ ⊙ M) 1 + s Q z_0 + eps]
         final state: S_T = S_0 + Kᵀ V,   z_T = z_0 + Kᵀ 1
 
-    Shapes and state format as ``linear_attention_recurrent``. Costs ``O(T² D)`` time and a
-    ``[B, H, T, T]`` score matrix, like softmax attention.
+    Shapes and state format as ``linear_attention_recurrent``. Costs
+    ``O(T² D)`` time and a ``[B, H, T, T]`` score matrix, like softmax
+    attention.
     """
     sizes, state, z = _check_linear_inputs(
         q, k, v, initial_state=initial_state, normalize=normalize, eps=eps
@@ -306,17 +314,20 @@ def linear_attention_chunk_reference(
     output_final_state: bool = False,
     chunk_size: int = 64,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """Linear attention chunk by chunk, written out (the chunkwise form of Yang et al. 2024,
-    "Gated Linear Attention Transformers"; the Notation appendix, §2). For chunk n, with S_[n]
-    the state entering it (S_[0] = S_0):
+    """Linear attention chunk by chunk, written out (the chunkwise form of
+    Yang et al. 2024, "Gated Linear Attention Transformers"; the Notation
+    appendix, §2). For chunk n, with S_[n] the state entering it
+    (S_[0] = S_0):
 
-        O_[n]   = Q_[n] S_[n]  +  (Q_[n] K_[n]ᵀ ⊙ M) V_[n]       (from earlier chunks + inside)
+        O_[n]   = Q_[n] S_[n]  +  (Q_[n] K_[n]ᵀ ⊙ M) V_[n]
+                  (from earlier chunks + inside)
         S_[n+1] = S_[n] + K_[n]ᵀ V_[n]
 
-    M is the causal mask inside the chunk (j ≤ i). Each chunk is C tokens, the last one may be
-    shorter (any T). q, k [B, H, T, Dk]; v [B, H, T, Dv]; initial_state [B, H, Dk, Dv].
-    Returns (o [B, H, T, Dv], S_T or None). No normaliser: ``linear_attention_chunk`` gets it
-    by the same computation with a column of ones appended to V.
+    M is the causal mask inside the chunk (j ≤ i). Each chunk is C tokens, the
+    last one may be shorter (any T). q, k [B, H, T, Dk]; v [B, H, T, Dv];
+    initial_state [B, H, Dk, Dv]. Returns (o [B, H, T, Dv], S_T or None). No
+    normaliser: ``linear_attention_chunk`` gets it by the same computation
+    with a column of ones appended to V.
     """
     sizes, state, _ = _check_linear_inputs(
         q, k, v, initial_state=initial_state, normalize=False, eps=0.0

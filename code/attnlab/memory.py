@@ -160,11 +160,13 @@ class LayerNumbers:
 def layer_numbers(
     kind: str, config: ModelConfig, context: int
 ) -> LayerNumbers:
-    """Numbers kept by one layer of ``kind`` of ``config`` after ``context`` tokens (batch 1).
+    """Numbers kept by one layer of ``kind`` of ``config`` after ``context``
+    tokens (batch 1).
 
     attn:  cache = 2 · n_kv_heads · head_dim · T
     mla:   cache = (kv_lora_rank + qk_rope_head_dim) · T
-    recurrent: state = n_heads · head_dim · head_dim   (+ n_heads · head_dim for z, "linear")
+    recurrent: state = n_heads · head_dim · head_dim
+                       (+ n_heads · head_dim for z, "linear")
                conv  = (conv_size − 1) · 3 · n_heads · head_dim   (q, k and v)
     """
     _check_config(config)
@@ -179,7 +181,8 @@ def layer_numbers(
     if kind == "mla":
         if config.mla is None:
             raise ValueError(
-                f"config: {config.name} has no MLA dimensions (config.mla is None)"
+                f"config: {config.name} has no MLA dimensions "
+                "(config.mla is None)"
             )
         return LayerNumbers(
             cache=config.mla.cache_dim * context, state=0, conv=0

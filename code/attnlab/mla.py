@@ -216,13 +216,14 @@ class MultiHeadLatentAttention(nn.Module):
         c_kv: torch.Tensor,
         k_rope: torch.Tensor,
     ) -> torch.Tensor:
-        """Up-project the latent to per-head keys and values, then ordinary attention:
+        """Up-project the latent to per-head keys and values, then ordinary
+        attention:
 
             k_{j,i} = [W^UK_i c_j ; k^R_j],   v_{j,i} = W^UV_i c_j,
             o_i = softmax(q_i·k_i / sqrt(d_h + d_h^R)) v_i.
 
-        q_nope ``[B, H, Tq, d_h]``, q_rope ``[B, H, Tq, d_h^R]``, c_kv ``[B, Tk, d_c]``,
-        k_rope ``[B, Tk, d_h^R]`` -> o ``[B, H, Tq, d_v]``.
+        q_nope ``[B, H, Tq, d_h]``, q_rope ``[B, H, Tq, d_h^R]``, c_kv
+        ``[B, Tk, d_c]``, k_rope ``[B, Tk, d_h^R]`` -> o ``[B, H, Tq, d_v]``.
         """
         h = self.n_heads
         k_nope = split_heads(self.w_uk(c_kv), h)  # [B, H, Tk, d_h]
@@ -242,12 +243,15 @@ class MultiHeadLatentAttention(nn.Module):
         c_kv: torch.Tensor,
         k_rope: torch.Tensor,
     ) -> torch.Tensor:
-        """Attention in the latent space: fold W^UK into the query, apply W^UV afterwards.
+        """Attention in the latent space: fold W^UK into the query, apply W^UV
+        afterwards.
 
-            q^C_i · (W^UK_i c_j) = (W^UK_iᵀ q^C_i) · c_j,     o_i = W^UV_i Σ_j p_ij c_j.
+            q^C_i · (W^UK_i c_j) = (W^UK_iᵀ q^C_i) · c_j,
+            o_i = W^UV_i Σ_j p_ij c_j.
 
-        Every head attends over the one shared cache [c ; k^R]: MQA with key size d_c + d_h^R
-        and value size d_c. Same shapes and result as ``attend_naive``.
+        Every head attends over the one shared cache [c ; k^R]: MQA with key
+        size d_c + d_h^R and value size d_c. Same shapes and result as
+        ``attend_naive``.
         """
         h, d_c = self.n_heads, self.kv_lora_rank
         w_uk = self.w_uk.weight.view(

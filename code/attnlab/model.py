@@ -308,11 +308,13 @@ def next_token(
 def stepwise_logits(
     model: HybridLM, input_ids: torch.Tensor, prefill: int = 1
 ) -> tuple[torch.Tensor, HybridCache]:
-    """The logits of ``input_ids [B, T]`` computed the way generation computes them: one pass
-    over the first ``prefill`` tokens, then one cached step per remaining token.
+    """The logits of ``input_ids [B, T]`` computed the way generation computes
+    them: one pass over the first ``prefill`` tokens, then one cached step per
+    remaining token.
 
-    Returns ``(logits [B, T, vocab_size], cache)``. Up to floating-point rounding the logits equal
-    ``model(input_ids)[0]``, the parallel pass: comparing the two checks every layer's cache.
+    Returns ``(logits [B, T, vocab_size], cache)``. Up to floating-point
+    rounding the logits equal ``model(input_ids)[0]``, the parallel pass:
+    comparing the two checks every layer's cache.
     """
     if not isinstance(model, HybridLM):
         raise ValueError(

@@ -76,17 +76,20 @@ def answer_analysis(
     targets: torch.Tensor,
     vocab_size: int,
 ) -> dict[str, float]:
-    """What a model answers at the MQAR query positions (``targets != IGNORE``).
+    """What a model answers at the MQAR query positions
+    (``targets != IGNORE``).
 
-    With p = argmax logits at a query position of a sequence whose context holds the values
-    v_1 … v_N, returns the fractions of query positions where
+    With p = argmax logits at a query position of a sequence whose context
+    holds the values v_1 … v_N, returns the fractions of query positions where
 
         right        p is the target value
-        value        p is a value token (any of ``mqar_value_range(vocab_size)``)
-        in_context   p is one of that sequence's v_1 … v_N (right answers included)
+        value        p is a value token
+                     (any of ``mqar_value_range(vocab_size)``)
+        in_context   p is one of that sequence's v_1 … v_N
+                     (right answers included)
 
-    so ``in_context − right`` is how often the model copies the wrong pair's value.
-    inputs, targets ``[B, 4N]`` as from ``attnlab.tasks.mqar_batch``.
+    so ``in_context − right`` is how often the model copies the wrong pair's
+    value. inputs, targets ``[B, 4N]`` as from ``attnlab.tasks.mqar_batch``.
     """
     n_pairs = inputs.shape[1] // 4
     was_training = model.training

@@ -76,27 +76,31 @@ def mqar_batch(
     vocab_size: int = 128,
     generator: torch.Generator,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """A batch of MQAR sequences in the compact layout (see the module docstring).
+    """A batch of MQAR sequences in the compact layout (see the module
+    docstring).
 
-    Returns ``(input_ids, targets)``, both ``int64 [batch_size, 4 * n_pairs]``. ``targets[b, t]``
-    is ``input_ids[b, t + 1]`` (the paired value) at the ``n_pairs`` query positions
-    ``t = 2N, 2N + 2, …, 4N − 2`` and ``IGNORE`` everywhere else. Every key appears once in the
-    context and once as a query, in an independent random order.
+    Returns ``(input_ids, targets)``, both
+    ``int64 [batch_size, 4 * n_pairs]``. ``targets[b, t]`` is
+    ``input_ids[b, t + 1]`` (the paired value) at the ``n_pairs`` query
+    positions ``t = 2N, 2N + 2, …, 4N − 2`` and ``IGNORE`` everywhere else.
+    Every key appears once in the context and once as a query, in an
+    independent random order.
     """
     check_positive_int("batch_size", batch_size)
     check_positive_int("n_pairs", n_pairs)
     check_positive_int("vocab_size", vocab_size)
     if vocab_size < 4:
         raise ValueError(
-            f"vocab_size: expected at least 4 (keys and values), got {vocab_size}"
+            "vocab_size: expected at least 4 (keys and values), "
+            f"got {vocab_size}"
         )
     key_low, key_high = mqar_key_range(vocab_size)
     value_low, value_high = mqar_value_range(vocab_size)
     n_keys = min(key_high - key_low, value_high - value_low)
     if n_pairs > n_keys:
         raise ValueError(
-            f"n_pairs: expected at most {n_keys} distinct keys for vocab_size={vocab_size}, "
-            f"got {n_pairs}"
+            f"n_pairs: expected at most {n_keys} distinct keys "
+            f"for vocab_size={vocab_size}, got {n_pairs}"
         )
     generator = _check_generator(generator)
 
@@ -212,10 +216,11 @@ def write_state(
     write: Literal["add", "delta"],
     beta: float = 1.0,
 ) -> torch.Tensor:
-    """Write the pairs in order into a state ``S [dim, dim]`` starting from ``S = 0``.
+    """Write the pairs in order into a state ``S [dim, dim]`` starting from
+    ``S = 0``.
 
-    ``add``:   S ← S + k vᵀ                  (linear attention; S = Σ k_i v_iᵀ)
-    ``delta``: S ← S + β k (v − Sᵀ k)ᵀ        (the delta rule)
+    ``add``:   S ← S + k vᵀ              (linear attention; S = Σ k_i v_iᵀ)
+    ``delta``: S ← S + β k (v − Sᵀ k)ᵀ    (the delta rule)
 
     Uses the course's recurrent kernels with one batch and one head.
     """
@@ -245,9 +250,10 @@ def recall_error(
 ) -> float:
     """Mean relative error of reading every value back from the written state.
 
-    error = mean_i ‖Sᵀ k_i − v_i‖ / ‖v_i‖, with ``S = write_state(keys, values, write=…)``.
-    ``keys, values [N, dim]``. Zero means perfect recall; additive writes of non-orthogonal keys
-    leave crosstalk, the delta rule overwrites what a key already retrieves.
+    error = mean_i ‖Sᵀ k_i − v_i‖ / ‖v_i‖, with
+    ``S = write_state(keys, values, write=…)``. ``keys, values [N, dim]``.
+    Zero means perfect recall; additive writes of non-orthogonal keys leave
+    crosstalk, the delta rule overwrites what a key already retrieves.
     """
     sizes = check_tensor("keys", keys, ("N", "Dk"))
     check_tensor(

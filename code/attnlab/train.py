@@ -105,11 +105,13 @@ def init_decay_near_one_(
 def make_recall_mixer(
     kind: str, d_model: int, n_heads: int, head_dim: int
 ) -> nn.Module:
-    """The mixer of one layer of the recall toy; ``kind`` is one of ``RECALL_MIXERS``.
+    """The mixer of one layer of the recall toy; ``kind`` is one of
+    ``RECALL_MIXERS``.
 
-    Options chosen for recall: every mixer has a short convolution of width 4; linear attention
-    uses the elu+1 feature map with its normaliser; the gated layers start with decay
-    ``RECALL_DECAY`` (``init_decay_near_one_``); output norms use ``RECALL_NORM_EPS``.
+    Options chosen for recall: every mixer has a short convolution of width 4;
+    linear attention uses the elu+1 feature map with its normaliser; the gated
+    layers start with decay ``RECALL_DECAY`` (``init_decay_near_one_``);
+    output norms use ``RECALL_NORM_EPS``.
     """
     check_choice("kind", kind, RECALL_MIXERS)
     if kind == "attn":
@@ -414,15 +416,18 @@ def train_language_model(
     seed: int = 0,
     progress: bool | None = None,
 ) -> list[float]:
-    """Next-token training on one long stream of token ids; returns the loss of every step.
+    """Next-token training on one long stream of token ids; returns the loss
+    of every step.
 
-    Each step draws ``batch_size`` windows of ``seq_len + 1`` consecutive ids at random offsets
-    (generator seeded by ``seed``) and minimises the mean cross-entropy
+    Each step draws ``batch_size`` windows of ``seq_len + 1`` consecutive ids
+    at random offsets (generator seeded by ``seed``) and minimises the mean
+    cross-entropy
     L = −(1 / (B·L)) Σ_{b,t} log softmax(logits_{b,t})[x_{b,t+1}]
-    with :func:`train` (AdamW with betas 0.9, 0.95, the usual choice for language models; the
-    recall experiment keeps ``train``'s 0.98). Shapes: token_ids ``[N]`` (int64), model
-    ``[B, L] -> logits [B, L, V]`` (or a ``(logits, cache)`` pair, as ``HybridLM`` returns).
-    The model is left in eval mode.
+    with :func:`train` (AdamW with betas 0.9, 0.95, the usual choice for
+    language models; the recall experiment keeps ``train``'s 0.98). Shapes:
+    token_ids ``[N]`` (int64), model ``[B, L] -> logits [B, L, V]`` (or a
+    ``(logits, cache)`` pair, as ``HybridLM`` returns). The model is left in
+    eval mode.
     """
     if (
         not isinstance(token_ids, torch.Tensor)

@@ -36,19 +36,23 @@ def constructed_two_head_layer(
     sharpness: float = 8.0,
     n_heads: int = 2,
 ) -> tuple[MultiHeadAttention, torch.Tensor]:
-    """A two-head attention layer whose weights are SET BY HAND (not trained), and its input.
+    """A two-head attention layer whose weights are SET BY HAND (not trained),
+    and its input.
 
-    Each token's input is [one-hot of its word (V) ; one-hot of its position (T) ; zeros], width
-    d_model = 2·D with head width D = V + T (absolute positions, no RoPE). With c = sharpness·√D
-    (the layer divides scores by √D):
+    Each token's input is
+    [one-hot of its word (V) ; one-hot of its position (T) ; zeros], width
+    d_model = 2·D with head width D = V + T (absolute positions, no RoPE).
+    With c = sharpness·√D (the layer divides scores by √D):
 
-    - head 0, "previous word": q_i = c·p_i, k_j = p_{j+1}, so the score is sharpness·[j = i − 1];
-    - head 1, "same word": q_i = [2c·w_i ; c·p_i], k_j = [w_j ; −p_j], so the score is
-      sharpness·(2·[word_j = word_i] − [j = i]): an earlier copy of the word wins, else itself.
+    - head 0, "previous word": q_i = c·p_i, k_j = p_{j+1}, so the score is
+      sharpness·[j = i − 1];
+    - head 1, "same word": q_i = [2c·w_i ; c·p_i], k_j = [w_j ; −p_j], so the
+      score is sharpness·(2·[word_j = word_i] − [j = i]): an earlier copy of
+      the word wins, else itself.
 
-    Values copy the word (head 0) and the position (head 1); W_O is the identity.
-    ``n_heads=1`` returns the SAME four matrices read as one head of width 2·D.
-    Returns (layer in float64, x ``[1, T, d_model]``).
+    Values copy the word (head 0) and the position (head 1); W_O is the
+    identity. ``n_heads=1`` returns the SAME four matrices read as one head of
+    width 2·D. Returns (layer in float64, x ``[1, T, d_model]``).
     """
     check_choice("n_heads", n_heads, (1, 2))
     sharpness = check_float_in("sharpness", sharpness, 0.0, 100.0)
