@@ -266,3 +266,22 @@ def test_the_footer_names_the_licences_and_the_date_of_the_last_change(rel):
     if committed and changed.returncode == 0:  # the page's source is committed as built
         fmt = CONFIG["sphinx"]["config"]["html_last_updated_fmt"]
         assert found.group(1) == datetime.fromisoformat(committed).strftime(fmt)
+
+
+@pytest.mark.parametrize("rel", LESSONS)
+def test_no_code_block_scrolls_sideways_at_1280_px(browser, base_url, rel):
+    """Every code block and printed output fits the text column of a 1280-px window, with every
+    folded block ("Show code cell source", dropdowns, solutions) opened as a reader would."""
+    page, _ = open_page(browser, f"{base_url}/{rel}")
+    try:
+        wide = page.evaluate(
+            "() => { document.querySelectorAll('details').forEach(d => d.open = true);"
+            " document.querySelectorAll('.toggle-hidden').forEach("
+            "e => e.classList.remove('toggle-hidden'));"
+            " return [...document.querySelectorAll('div.highlight pre, .cell_output pre')]"
+            ".filter(p => p.scrollWidth > p.clientWidth + 1)"
+            ".map(p => `${p.scrollWidth} > ${p.clientWidth} px: `"
+            " + p.textContent.trim().split('\\n')[0].slice(0, 60)); }")
+    finally:
+        page.close()
+    assert not wide, f"{rel}: code scrolls sideways at 1280 px: {wide}"

@@ -261,15 +261,16 @@ class CacheBreakdown:
         )
         rows = [
             head,
-            f"  {'kind':<9}{'layers':>7}  {'cache':>22}  {'state':>22}  {'conv':>22}",
+            f"  {'kind':<9}{'layers':>6}"
+            f"{'cache':>21}{'state':>21}{'conv':>21}",
         ]
         for kind in self.bytes_by_kind():
             group = [layer for layer in self.layers if layer.kind == kind]
             rows.append(
-                f"  {kind:<9}{len(group):>7}  "
-                f"{format_bytes(sum(x.cache_bytes for x in group)):>22}  "
-                f"{format_bytes(sum(x.state_bytes for x in group)):>22}  "
-                f"{format_bytes(sum(x.conv_bytes for x in group)):>22}"
+                f"  {kind:<9}{len(group):>6}"
+                f"{format_bytes(sum(x.cache_bytes for x in group)):>21}"
+                f"{format_bytes(sum(x.state_bytes for x in group)):>21}"
+                f"{format_bytes(sum(x.conv_bytes for x in group)):>21}"
             )
         rows.append(f"  total: {format_bytes(self.total_bytes)}")
         return "\n".join(rows)

@@ -392,8 +392,8 @@ class WhatIf:
                 f"{self.name}: {self.batch} x {self.context:,} tokens in "
                 f"{format_bytes(self.memory_bytes)}: {fits}",
                 f"  weights {format_bytes(self.need.weights)}, "
-                f"caches {format_bytes(self.need.cache)}, "
-                f"states {format_bytes(self.need.state)}, "
+                f"caches {format_bytes(self.need.cache)},",
+                f"  states {format_bytes(self.need.state)}, "
                 f"conv {format_bytes(self.need.conv)}",
                 f"  largest batch at {self.context:,} tokens: {self.max_batch}",
                 f"  longest context at batch {self.batch}: {longest}",
