@@ -397,8 +397,9 @@ class WhatIf:
                 f"conv {format_bytes(self.need.conv)}",
                 f"  largest batch at {self.context:,} tokens: {self.max_batch}",
                 f"  longest context at batch {self.batch}: {longest}",
-                f"  one decode step reads {format_bytes(self.step.total)} "
-                f"(weights {format_bytes(self.step.weights)}, {self.step.bound})",
+                f"  one decode step reads {format_bytes(self.step.total)}",
+                f"  (weights {format_bytes(self.step.weights)}, "
+                f"{self.step.bound})",
             ]
         )
 
