@@ -1,12 +1,13 @@
 """Code a reader sees on a lesson page fits the text column: no sideways scrolling at 1280 px.
 
 At 1280 px the book's text column holds 82 characters of the code font (a code block is 686 px
-wide with 16-px padding, a character 7.9 px), 80 inside a "Show code cell source" box or a
-solution and 78 inside a dropdown. The limit is the package's ruff line length
-(``code/ruff.toml``), so ``ruff format`` keeps the package's code within it; these tests check
-what the formatter does not wrap: docstrings, comments and strings of the objects the lessons
-include, and the notebook code cells whose input is shown. ``tests/test_site.py`` checks the
-built pages themselves.
+wide with 16-px padding, a character 7.9 px at 0.82em), 80 inside a "Show code cell source" box
+and 78 inside a ``{dropdown}`` (651 px), where Lessons 6 and 14 include code. The limit is the
+package's ruff line length (``code/ruff.toml``), so ``ruff format`` keeps the package's code
+within it; these tests check what the formatter does not wrap: docstrings, comments and strings
+of the objects the lessons include, and the notebook code cells whose input is shown.
+Exercise and solution boxes are narrower (619 px, 74 characters): code written in their
+Markdown is checked on the built pages by ``tests/test_site.py``.
 """
 
 from __future__ import annotations
