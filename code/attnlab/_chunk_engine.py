@@ -74,9 +74,8 @@ def chunk_states(
         if decay is None:
             state = state + increments[:, :, n]
         else:
-            state = torch.addcmul(
-                increments[:, :, n], decay[:, :, n], state
-            )  # U + decay ⊙ S
+            # U + decay ⊙ S
+            state = torch.addcmul(increments[:, :, n], decay[:, :, n], state)
     return torch.stack(states, dim=2), state
 
 
@@ -131,9 +130,8 @@ def channel_decay_scores(
     )
     scores = torch.cat(
         [
-            torch.cat(
-                [inner[..., 0, :, :], torch.zeros_like(cross)], dim=-1
-            ),  # [A_EE, 0]
+            # [A_EE, 0]
+            torch.cat([inner[..., 0, :, :], torch.zeros_like(cross)], dim=-1),
             torch.cat([cross, inner[..., 1, :, :]], dim=-1),  # [A_LE, A_LL]
         ],
         dim=-2,
@@ -202,9 +200,8 @@ def ut_lower(a_kk: torch.Tensor, beta: torch.Tensor) -> torch.Tensor:
 
     a_kk [..., C, C] (only its strictly lower triangle is read), beta [..., C] -> L [..., C, C].
     """
-    lower = (beta[..., :, None] * a_kk).tril_(
-        -1
-    )  # one new tensor, then edited in place
+    # one new tensor, then edited in place
+    lower = (beta[..., :, None] * a_kk).tril_(-1)
     lower.diagonal(dim1=-2, dim2=-1).fill_(1)
     return lower
 
@@ -273,9 +270,8 @@ def delta_chunk_loop(
     decay); state [B, H, Dk, Dv]. Returns O [B, H, N, C, Dv] and the final state.
     """
     batch, heads, n_chunks, size = lower.shape[:4]
-    ut_beta = (
-        unit_lower_inverse(lower) * beta[..., None, :]
-    )  # 𝒯 diag(β) [B, H, N, C, C]
+    # 𝒯 diag(β) [B, H, N, C, C]
+    ut_beta = unit_lower_inverse(lower) * beta[..., None, :]
     # fold B and H into one batch axis for baddbmm: out = input + batch1 @ batch2 in one call
     q_in, k_in, v, ut_beta, k_out, a_qk, state = (
         x.flatten(0, 1)
@@ -310,15 +306,13 @@ def delta_chunk_loop(
         strict=True,
     ):
         entering_states.append(state)
-        v_new = ut_n @ torch.baddbmm(
-            v_n, k_n, state, alpha=-1
-        )  # 𝒯 diag(β) (V − K_in S)
+        # 𝒯 diag(β) (V − K_in S)
+        v_new = ut_n @ torch.baddbmm(v_n, k_n, state, alpha=-1)
         new_values.append(v_new)
         if decay_n is not None:
             state = decay_n[:, :, None] * state
-        state = torch.baddbmm(
-            state, k_out_n.transpose(-1, -2), v_new
-        )  # + K_outᵀ V_new
+        # + K_outᵀ V_new
+        state = torch.baddbmm(state, k_out_n.transpose(-1, -2), v_new)
     states = torch.stack(entering_states, dim=1)  # [B·H, N, Dk, Dv]
     v_new = torch.stack(new_values, dim=1)  # [B·H, N, C, Dv]
     o = torch.baddbmm(
@@ -353,15 +347,13 @@ def linear_attention_chunks(
     to V (and z to S): the last output column is then the denominator. Returns (o, S_T, z_T).
     """
     length = q.shape[2]
-    chunk_size = min(
-        chunk_size, length
-    )  # a sequence shorter than one chunk is one chunk
+    # a sequence shorter than one chunk is one chunk
+    chunk_size = min(chunk_size, length)
     if normaliser is not None:
         v = torch.cat([v, torch.ones_like(v[..., :1])], dim=-1)
         state = torch.cat([state, normaliser.unsqueeze(-1)], dim=-1)
-    qc, kc, vc = (
-        split_chunks(x, chunk_size) for x in (q, k, v)
-    )  # [B, H, N, C, D]
+    # [B, H, N, C, D]
+    qc, kc, vc = (split_chunks(x, chunk_size) for x in (q, k, v))
     states, state = chunk_states(state, kc.transpose(-1, -2) @ vc)
     o = merge_chunks(
         qc @ states + (qc @ kc.transpose(-1, -2)).tril_() @ vc, length
@@ -395,9 +387,8 @@ def gla_chunks(
     b = gc.cumsum(-2)  # B [B, H, N, C, Dk or 1]
     [scores], [q_from_start], k_to_end = channel_decay_terms((qc,), kc, b)
     increments = k_to_end.transpose(-1, -2) @ vc  # [B, H, N, Dk, Dv]
-    decay = decay_exp(b[..., -1:, :]).transpose(
-        -1, -2
-    )  # e^(b_C) [B, H, N, Dk or 1, 1]
+    # e^(b_C) [B, H, N, Dk or 1, 1]
+    decay = decay_exp(b[..., -1:, :]).transpose(-1, -2)
     states, state = chunk_states(state, increments, decay)
     return merge_chunks(q_from_start @ states + scores @ vc, length), state
 
@@ -415,9 +406,8 @@ def delta_rule_chunks(
     chunks at once, then ``delta_chunk_loop`` with no decay. Returns (o, S_T)."""
     length = q.shape[2]
     chunk_size = min(chunk_size, length)
-    qc, kc, vc = (
-        split_chunks(x, chunk_size) for x in (q, k, v)
-    )  # [B, H, N, C, D]
+    # [B, H, N, C, D]
+    qc, kc, vc = (split_chunks(x, chunk_size) for x in (q, k, v))
     beta_c = _split_per_token(beta, chunk_size)  # [B, H, N, C]
     o, state = delta_chunk_loop(
         q_from_start=qc,

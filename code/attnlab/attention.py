@@ -71,9 +71,8 @@ def stable_softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
             f"{getattr(x, 'dtype', type(x).__name__)}"
         )
     m = x.amax(dim, keepdim=True)
-    e = torch.exp(
-        x - torch.where(m == -torch.inf, 0.0, m)
-    )  # all -inf: exp(-inf) = 0, no NaN
+    # all -inf: exp(-inf) = 0, no NaN
+    e = torch.exp(x - torch.where(m == -torch.inf, 0.0, m))
     total = e.sum(dim, keepdim=True)
     return torch.where(total > 0, e / total, 0.0)
 

@@ -102,9 +102,8 @@ def check_beta(beta: torch.Tensor, k: torch.Tensor) -> None:
     check_range("beta", beta, 0.0, None)
     if beta.numel() == 0:
         return
-    strength = (
-        beta * torch.linalg.vector_norm(k.detach(), dim=-1).square()
-    )  # β ‖k‖²
+    # β ‖k‖²
+    strength = beta * torch.linalg.vector_norm(k.detach(), dim=-1).square()
     worst = strength.max()
     if worst > 2 * (1 + 64 * torch.finfo(k.dtype).eps):
         raise ValueError(
@@ -298,14 +297,10 @@ def delta_rule_chunk_reference(
     state = start_state(initial_state, sizes, q)
     outputs = []
     for start in range(0, sizes["T"], chunk_size):
-        chunk = slice(
-            start, start + chunk_size
-        )  # the last chunk may be shorter
-        q_n, k_n, v_n = (
-            q[:, :, chunk],
-            k[:, :, chunk],
-            v[:, :, chunk],
-        )  # [B, H, C, D]
+        # the last chunk may be shorter
+        chunk = slice(start, start + chunk_size)
+        # [B, H, C, D]
+        q_n, k_n, v_n = (q[:, :, chunk], k[:, :, chunk], v[:, :, chunk])
         beta_n = beta[:, :, chunk, None]  # [B, H, C, 1]
         eye = torch.eye(k_n.shape[2], dtype=q.dtype, device=q.device)
         lower = eye + (beta_n * (k_n @ k_n.transpose(-1, -2))).tril(-1)  # L
@@ -530,14 +525,10 @@ def gated_delta_rule_chunk_reference(
     state = start_state(initial_state, sizes, q)
     outputs = []
     for start in range(0, sizes["T"], chunk_size):
-        chunk = slice(
-            start, start + chunk_size
-        )  # the last chunk may be shorter
-        q_n, k_n, v_n = (
-            q[:, :, chunk],
-            k[:, :, chunk],
-            v[:, :, chunk],
-        )  # [B, H, C, D]
+        # the last chunk may be shorter
+        chunk = slice(start, start + chunk_size)
+        # [B, H, C, D]
+        q_n, k_n, v_n = (q[:, :, chunk], k[:, :, chunk], v[:, :, chunk])
         beta_n = beta[:, :, chunk, None]  # [B, H, C, 1]
         log_decay = g[:, :, chunk].cumsum(dim=-1)  # b  [B, H, C]
         log_last = log_decay[..., -1:, None]  # b_C  [B, H, 1, 1]
@@ -545,11 +536,12 @@ def gated_delta_rule_chunk_reference(
         causal = torch.ones(
             size, size, dtype=torch.bool, device=q.device
         ).tril()
+        # Γ  [B, H, C, C], 0 for j > i
         gamma = (
             (log_decay[..., :, None] - log_decay[..., None, :])
             .masked_fill(~causal, -math.inf)
             .exp()
-        )  # Γ  [B, H, C, C], 0 for j > i
+        )
         lower = torch.eye(size, dtype=q.dtype, device=q.device) + (
             beta_n * (k_n @ k_n.transpose(-1, -2) * gamma)
         ).tril(-1)  # L
@@ -568,7 +560,8 @@ def gated_delta_rule_chunk_reference(
         to_end = (
             log_last - log_decay[..., None]
         ).exp()  # e^(b_C − b)  [B, H, C, 1]
+        # S_[n+1]
         state = (
             log_last.exp() * state + (k_n * to_end).transpose(-1, -2) @ v_new
-        )  # S_[n+1]
+        )
     return torch.cat(outputs, dim=2), (state if output_final_state else None)

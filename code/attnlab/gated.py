@@ -105,9 +105,8 @@ def gla_recurrent(
     """
     sizes = check_qkv(q, k, v, initial_state=initial_state)
     g = check_gate(g, sizes, q)
-    alpha = torch.exp(
-        g.unsqueeze(-1) if g.dim() == 3 else g
-    )  # [B, H, T, Dk or 1]
+    # [B, H, T, Dk or 1]
+    alpha = torch.exp(g.unsqueeze(-1) if g.dim() == 3 else g)
     q = q * resolve_scale(scale, sizes["Dk"])
     state = initial_state
     if state is None:
@@ -124,9 +123,8 @@ def gla_recurrent(
         state = alpha_t.unsqueeze(-1) * state + k_t.unsqueeze(
             -1
         ) * v_t.unsqueeze(-2)
-        outputs.append(
-            torch.einsum("bhkv,bhk->bhv", state, q_t)
-        )  # o_t = S_tᵀ q_t
+        # o_t = S_tᵀ q_t
+        outputs.append(torch.einsum("bhkv,bhk->bhv", state, q_t))
     return torch.stack(outputs, dim=2), (
         state if output_final_state else None
     )
@@ -216,35 +214,29 @@ def gla_chunk_reference(
         state = q.new_zeros(sizes["B"], sizes["H"], sizes["Dk"], sizes["Dv"])
     outputs = []
     for start in range(0, sizes["T"], chunk_size):
-        chunk = slice(
-            start, start + chunk_size
-        )  # the last chunk may be shorter
-        q_n, k_n, v_n = (
-            q[:, :, chunk],
-            k[:, :, chunk],
-            v[:, :, chunk],
-        )  # [B, H, C, D]
+        # the last chunk may be shorter
+        chunk = slice(start, start + chunk_size)
+        # [B, H, C, D]
+        q_n, k_n, v_n = (q[:, :, chunk], k[:, :, chunk], v[:, :, chunk])
         log_decay = g[:, :, chunk].cumsum(dim=2)  # B  [B, H, C, Dk or 1]
         log_last = log_decay[:, :, -1:]  # B_C  [B, H, 1, Dk or 1]
         size = q_n.shape[2]
         causal = torch.ones(
             size, size, dtype=torch.bool, device=q.device
         ).tril()
-        pair = (
-            log_decay[:, :, :, None] - log_decay[:, :, None, :]
-        )  # B_i − B_j  [B, H, C, C, ·]
+        # B_i − B_j  [B, H, C, C, ·]
+        pair = log_decay[:, :, :, None] - log_decay[:, :, None, :]
         pair_decay = pair.masked_fill(
             ~causal[..., None], -math.inf
         ).exp()  # 0 for j > i
-        scores = torch.einsum(
-            "bhid,bhijd,bhjd->bhij", q_n, pair_decay, k_n
-        )  # A
-        outputs.append(
-            (q_n * log_decay.exp()) @ state + scores @ v_n
-        )  # O_[n]
+        # A
+        scores = torch.einsum("bhid,bhijd,bhjd->bhij", q_n, pair_decay, k_n)
+        # O_[n]
+        outputs.append((q_n * log_decay.exp()) @ state + scores @ v_n)
+        # S_[n+1]
         state = log_last.exp().transpose(-1, -2) * state + (
             (k_n * (log_last - log_decay).exp()).transpose(-1, -2) @ v_n
-        )  # S_[n+1]
+        )
     return torch.cat(outputs, dim=2), (state if output_final_state else None)
 
 
@@ -330,9 +322,8 @@ def init_softplus_decay(
         math.log(dt_range[0]), math.log(dt_range[1])
     )
     dt = torch.exp(log_dt)
-    return torch.log(a), dt + torch.log(
-        -torch.expm1(-dt)
-    )  # softplus⁻¹(Δ) = Δ + log(1 - e^-Δ)
+    # softplus⁻¹(Δ) = Δ + log(1 - e^-Δ)
+    return torch.log(a), dt + torch.log(-torch.expm1(-dt))
 
 
 def effective_horizon(g: torch.Tensor | float) -> torch.Tensor:
@@ -341,6 +332,5 @@ def effective_horizon(g: torch.Tensor | float) -> torch.Tensor:
     if not isinstance(g, torch.Tensor):
         g = torch.tensor(float(g))
     check_range("g", g, None, 0.0)
-    return torch.where(
-        g == 0, math.inf, -1.0 / torch.expm1(g)
-    )  # expm1: exact for α near 1
+    # expm1: exact for α near 1
+    return torch.where(g == 0, math.inf, -1.0 / torch.expm1(g))

@@ -245,14 +245,10 @@ def kda_chunk_reference(
     state = start_state(initial_state, sizes, q)
     outputs = []
     for start in range(0, sizes["T"], chunk_size):
-        chunk = slice(
-            start, start + chunk_size
-        )  # the last chunk may be shorter
-        q_n, k_n, v_n = (
-            q[:, :, chunk],
-            k[:, :, chunk],
-            v[:, :, chunk],
-        )  # [B, H, C, D]
+        # the last chunk may be shorter
+        chunk = slice(start, start + chunk_size)
+        # [B, H, C, D]
+        q_n, k_n, v_n = (q[:, :, chunk], k[:, :, chunk], v[:, :, chunk])
         beta_n = beta[:, :, chunk, None]  # [B, H, C, 1]
         log_decay = g[:, :, chunk].cumsum(dim=2)  # B  [B, H, C, Dk]
         log_last = log_decay[:, :, -1:]  # B_C  [B, H, 1, Dk]
@@ -260,34 +256,32 @@ def kda_chunk_reference(
         causal = torch.ones(
             size, size, dtype=torch.bool, device=q.device
         ).tril()
-        pair = (
-            log_decay[:, :, :, None] - log_decay[:, :, None, :]
-        )  # B_i − B_j  [B, H, C, C, Dk]
+        # B_i − B_j  [B, H, C, C, Dk]
+        pair = log_decay[:, :, :, None] - log_decay[:, :, None, :]
         gamma = pair.masked_fill(
             ~causal[..., None], -math.inf
         ).exp()  # γ_(j,i], 0 for j > i
-        a_qk = torch.einsum(
-            "bhid,bhijd,bhjd->bhij", q_n, gamma, k_n
-        )  # (1) A_qk
-        a_kk = torch.einsum(
-            "bhid,bhijd,bhjd->bhij", k_n, gamma, k_n
-        )  # (1) A_kk
+        # (1) A_qk
+        a_qk = torch.einsum("bhid,bhijd,bhjd->bhij", q_n, gamma, k_n)
+        # (1) A_kk
+        a_kk = torch.einsum("bhid,bhijd,bhjd->bhij", k_n, gamma, k_n)
         lower = torch.eye(size, dtype=q.dtype, device=q.device) + (
             beta_n * a_kk
         ).tril(-1)  # L
+        # (2) W
         w = torch.linalg.solve_triangular(
             lower,
             beta_n * log_decay.exp() * k_n,
             upper=False,
             unitriangular=True,
-        )  # (2) W
+        )
+        # (3) U
         u = torch.linalg.solve_triangular(
             lower, beta_n * v_n, upper=False, unitriangular=True
-        )  # (3) U
+        )
         v_new = u - w @ state  # U − W S
-        outputs.append(
-            (log_decay.exp() * q_n) @ state + a_qk @ v_new
-        )  # (4) O_[n]
+        # (4) O_[n]
+        outputs.append((log_decay.exp() * q_n) @ state + a_qk @ v_new)
         to_end = (log_last - log_decay).exp()  # e^(B_C − B)  [B, H, C, Dk]
         state = (
             log_last.exp().transpose(-1, -2) * state  # (4) S_[n+1]
@@ -332,9 +326,8 @@ def kda_parallel(
         )
     q = q * resolve_scale(scale, sizes["Dk"])
     b = g.cumsum(dim=-2)  # [B, H, T, Dk]
-    log_decay = (
-        b[..., :, None, :] - b[..., None, :, :]
-    )  # B_i − B_j  [B, H, T(i), T(j), Dk]
+    # B_i − B_j  [B, H, T(i), T(j), Dk]
+    log_decay = b[..., :, None, :] - b[..., None, :, :]
     if include_start:
         log_decay = log_decay + g[..., None, :, :]  # one more factor: α_j
     t = sizes["T"]
@@ -470,9 +463,8 @@ def kda_wy_transitions(
         k_r = k[:, :, r]
         w_r = b[:, :, r].exp() * k_r
         for i in range(r):
-            overlap = (k[:, :, i] * decay(i, r) * k_r).sum(
-                -1, keepdim=True
-            )  # k_iᵀ Diag(γ) k_r
+            # k_iᵀ Diag(γ) k_r
+            overlap = (k[:, :, i] * decay(i, r) * k_r).sum(-1, keepdim=True)
             w_r = w_r - ws[i] * overlap
         ws.append(beta[:, :, r, None] * w_r)
         p_r = torch.diag_embed(b[:, :, r].exp())

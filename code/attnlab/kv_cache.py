@@ -227,16 +227,13 @@ def time_decode_step(
         )
 
     if cached:
-        keys, values = (
-            heads(x @ w_k),
-            heads(x @ w_v),
-        )  # rows 1 … t-1: written by earlier steps
+        # rows 1 … t-1: written by earlier steps
+        keys, values = (heads(x @ w_k), heads(x @ w_v))
 
         def step() -> torch.Tensor:
             x_t = x[:, -1:]
-            keys[:, :, -1:] = heads(
-                x_t @ w_k
-            )  # append k_t, v_t in place: row t
+            # append k_t, v_t in place: row t
+            keys[:, :, -1:] = heads(x_t @ w_k)
             values[:, :, -1:] = heads(x_t @ w_v)
             o_t, _ = attention.softmax_attention(
                 heads(x_t @ w_q), keys, values, causal=False
@@ -263,9 +260,8 @@ def cached_attention_read(
     The scores are formed as the column K q_t ``[B, H, t, 1]``, a matrix-vector product over
     the cache as it is stored, then the weights' row multiplies V.
     """
-    weights = torch.softmax(
-        (k @ q_t.transpose(-1, -2)) * scale, dim=-2
-    )  # [B, H, t, 1]
+    # [B, H, t, 1]
+    weights = torch.softmax((k @ q_t.transpose(-1, -2)) * scale, dim=-2)
     return weights.transpose(-1, -2) @ v
 
 

@@ -312,9 +312,8 @@ class GLALayer(RecurrentMixerLayer):
                 nn.Linear(decay_rank, n_heads * head_dim),
             )
         elif decay == "scalar":
-            self.decay_proj = nn.Linear(
-                d_model, n_heads, bias=False
-            )  # dt_bias is the bias
+            # dt_bias is the bias
+            self.decay_proj = nn.Linear(d_model, n_heads, bias=False)
             a_log, dt_bias = init_softplus_decay(n_heads, n_heads)
             self.A_log, self.dt_bias = (
                 nn.Parameter(a_log),
@@ -458,9 +457,8 @@ class GatedDeltaNetLayer(DeltaLayer):
             if q.shape[2] == 1
             else gated_delta_rule_chunk
         )
-        beta = self.beta(
-            x
-        )  # before g: autograd then sums x's gradients in a fixed order
+        # before g: autograd then sums x's gradients in a fixed order
+        beta = self.beta(x)
         return kernel(
             q,
             k,

@@ -219,9 +219,8 @@ def linear_attention_recurrent(
     outputs = []
     for t in range(sizes["T"]):
         q_t, k_t, v_t = q[:, :, t], k[:, :, t], v[:, :, t]
-        state = state + k_t.unsqueeze(-1) * v_t.unsqueeze(
-            -2
-        )  # S_t = S_{t-1} + k_t v_tᵀ
+        # S_t = S_{t-1} + k_t v_tᵀ
+        state = state + k_t.unsqueeze(-1) * v_t.unsqueeze(-2)
         o_t = torch.einsum("bhkv,bhk->bhv", state, q_t)  # S_tᵀ q_t
         if normalize:
             z = z + k_t  # z_t = z_{t-1} + k_t
@@ -336,14 +335,10 @@ def linear_attention_chunk_reference(
     q = q * resolve_scale(scale, sizes["Dk"])
     outputs = []
     for start in range(0, sizes["T"], chunk_size):
-        chunk = slice(
-            start, start + chunk_size
-        )  # the last chunk may be shorter
-        q_n, k_n, v_n = (
-            q[:, :, chunk],
-            k[:, :, chunk],
-            v[:, :, chunk],
-        )  # [B, H, C, D]
+        # the last chunk may be shorter
+        chunk = slice(start, start + chunk_size)
+        # [B, H, C, D]
+        q_n, k_n, v_n = (q[:, :, chunk], k[:, :, chunk], v[:, :, chunk])
         inside = (
             q_n @ k_n.transpose(-1, -2)
         ).tril()  # Q Kᵀ ⊙ M  [B, H, C, C]

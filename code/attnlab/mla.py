@@ -228,9 +228,8 @@ class MultiHeadLatentAttention(nn.Module):
         h = self.n_heads
         k_nope = split_heads(self.w_uk(c_kv), h)  # [B, H, Tk, d_h]
         v = split_heads(self.w_uv(c_kv), h)  # [B, H, Tk, d_v]
-        k_rope_heads = k_rope[:, None].expand(
-            -1, h, -1, -1
-        )  # one RoPE key shared by all heads
+        # one RoPE key shared by all heads
+        k_rope_heads = k_rope[:, None].expand(-1, h, -1, -1)
         q = torch.cat([q_nope, q_rope], dim=-1)
         k = torch.cat([k_nope, k_rope_heads], dim=-1)
         o, _ = softmax_attention(q, k, v, scale=self.scale)
@@ -254,21 +253,16 @@ class MultiHeadLatentAttention(nn.Module):
         ``attend_naive``.
         """
         h, d_c = self.n_heads, self.kv_lora_rank
-        w_uk = self.w_uk.weight.view(
-            h, self.head_dim, d_c
-        )  # W^UK_i: [d_h, d_c] per head
-        w_uv = self.w_uv.weight.view(
-            h, self.v_head_dim, d_c
-        )  # W^UV_i: [d_v, d_c] per head
-        q_latent = torch.einsum(
-            "bhtd,hdc->bhtc", q_nope, w_uk
-        )  # W^UK_iᵀ q^C_i: [B, H, Tq, d_c]
+        # W^UK_i: [d_h, d_c] per head
+        w_uk = self.w_uk.weight.view(h, self.head_dim, d_c)
+        # W^UV_i: [d_v, d_c] per head
+        w_uv = self.w_uv.weight.view(h, self.v_head_dim, d_c)
+        # W^UK_iᵀ q^C_i: [B, H, Tq, d_c]
+        q_latent = torch.einsum("bhtd,hdc->bhtc", q_nope, w_uk)
         q = torch.cat([q_latent, q_rope], dim=-1)
-        k = torch.cat([c_kv, k_rope], dim=-1)[:, None].expand(
-            -1, h, -1, -1
-        )  # [B, H, Tk, d_c+d_R]
+        # [B, H, Tk, d_c+d_R]
+        k = torch.cat([c_kv, k_rope], dim=-1)[:, None].expand(-1, h, -1, -1)
         v = c_kv[:, None].expand(-1, h, -1, -1)  # [B, H, Tk, d_c]
-        o_latent, _ = softmax_attention(
-            q, k, v, scale=self.scale
-        )  # [B, H, Tq, d_c]
+        # [B, H, Tq, d_c]
+        o_latent, _ = softmax_attention(q, k, v, scale=self.scale)
         return torch.einsum("bhtc,hvc->bhtv", o_latent, w_uv)

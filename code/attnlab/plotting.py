@@ -150,9 +150,8 @@ def fast_bars(
             edgecolors="none",
         )
     )
-    ax.sticky_edges.y.append(
-        0
-    )  # like ax.bar: no margin below a baseline of 0
+    # like ax.bar: no margin below a baseline of 0
+    ax.sticky_edges.y.append(0)
     ax.set_xlim(-0.5 - half / 2, n - 0.5 + half / 2)
 
 
@@ -488,9 +487,10 @@ def fast_colour_bar(
     size = FontProperties(
         size=matplotlib.rcParams["ytick.labelsize"]
     ).get_size_in_points()
+    # 3 points
     right = ax.transAxes + ScaledTranslation(
         3 / 72, 0, ax.figure.dpi_scale_trans
-    )  # 3 points
+    )
     widest = max(len(f"{value:g}") for value in ticks)
     for value in ticks:
         ax.text(

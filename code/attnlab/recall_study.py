@@ -98,9 +98,10 @@ def answer_analysis(
     model.train(was_training)
     scored = targets != IGNORE  # [B, L]
     context_values = inputs[:, 1 : 2 * n_pairs : 2]  # [B, N]
+    # [B, L]
     in_context = (predictions[..., None] == context_values[:, None, :]).any(
         dim=-1
-    )  # [B, L]
+    )
     low, high = mqar_value_range(vocab_size)
     p = predictions[scored]
     return {
@@ -312,9 +313,8 @@ def spread(cell: CellSummary) -> str:
 
 def gap_text(a: CellSummary, b: CellSummary) -> str:
     """The paired gap of ``a`` over ``b`` in points: "62 points (seeds 40 to 85)"."""
-    mean, low, high = (
-        round(100 * x) for x in paired_gap(a, b)
-    )  # ints: never "-0"
+    # ints: never "-0"
+    mean, low, high = (round(100 * x) for x in paired_gap(a, b))
     if len(a.seeds) == 1 or len(b.seeds) == 1:
         return f"{mean} points (one seed)"
     return f"{mean} points (seeds {low} to {high})"

@@ -104,15 +104,16 @@ def mqar_batch(
         )
     generator = _check_generator(generator)
 
-    keys = _sample_distinct(
-        batch_size, n_pairs, key_low, key_high, generator
-    )  # [B, N]
+    # [B, N]
+    keys = _sample_distinct(batch_size, n_pairs, key_low, key_high, generator)
+    # [B, N]
     values = _sample_distinct(
         batch_size, n_pairs, value_low, value_high, generator
-    )  # [B, N]
+    )
+    # [B, N]
     order = torch.rand(batch_size, n_pairs, generator=generator).argsort(
         dim=1
-    )  # [B, N]
+    )
     query_keys = keys.gather(1, order)
     query_values = values.gather(1, order)
 
@@ -225,17 +226,17 @@ def write_state(
     Uses the course's recurrent kernels with one batch and one head.
     """
     check_choice("write", write, ("add", "delta"))
-    q, k, v = (
-        t[None, None] for t in (keys, keys, values)
-    )  # [1, 1, N, dim]; q is not used
+    # [1, 1, N, dim]; q is not used
+    q, k, v = (t[None, None] for t in (keys, keys, values))
     if write == "add":
         _, state = linear_attention_recurrent(
             q, k, v, output_final_state=True
         )
     else:
+        # [1, 1, N]
         betas = torch.full(keys.shape[:1], float(beta), dtype=keys.dtype)[
             None, None
-        ]  # [1, 1, N]
+        ]
         _, state = delta_rule_recurrent(
             q, k, v, beta=betas, output_final_state=True
         )
@@ -304,9 +305,8 @@ def recall_errors_by_pair(
     k = keys[:, None].expand(b, heads, n, sizes["Dk"])  # [B, H, N, Dk]
     v = values[:, None].expand(b, heads, n, sizes["Dv"])  # [B, H, N, Dv]
     check_gate(g, dict(B=b, H=heads, T=n, Dk=sizes["Dk"]), keys)
-    _, state = gla_chunk(
-        k, k, v, g=g, scale=1.0, output_final_state=True
-    )  # q is not used
+    # q is not used
+    _, state = gla_chunk(k, k, v, g=g, scale=1.0, output_final_state=True)
     read = k @ state  # row i is (S_Nᵀ k_i)ᵀ: [B, H, N, Dv]
     return (read - v).norm(dim=-1) / v.norm(dim=-1)
 
@@ -358,9 +358,10 @@ def expected_crosstalk(
     if alpha == 1.0:
         return ((n - 1) / d) ** 0.5
     log_a2 = 2 * math.log(alpha)
+    # Σ α^(2a)
     total = (
         math.exp(log_a2) * math.expm1((n - 1) * log_a2) / math.expm1(log_a2)
-    )  # Σ α^(2a)
+    )
     return (total / d) ** 0.5
 
 
@@ -484,9 +485,8 @@ def document_switch_stream(
     frame, _ = torch.linalg.qr(
         torch.randn(s, dim, dim, generator=generator, dtype=dtype)
     )
-    new_keys = frame[..., :n_new].transpose(
-        -1, -2
-    )  # [S, n_new, dim], orthonormal rows
+    # [S, n_new, dim], orthonormal rows
+    new_keys = frame[..., :n_new].transpose(-1, -2)
     new_values = torch.randn(s, n_new, dim, generator=generator, dtype=dtype)
     later_values = torch.randn(
         s, n_overwrite, dim, generator=generator, dtype=dtype
@@ -537,10 +537,8 @@ def switch_stream_state(
     beta = _check_number("beta", beta, 0.0, 2.0)
     if mixer == "latest_only":
         return stream.query_keys.transpose(-1, -2) @ stream.targets
-    k, v = (
-        stream.keys[:, None],
-        stream.values[:, None],
-    )  # one head: [S, 1, T, dim]
+    # one head: [S, 1, T, dim]
+    k, v = (stream.keys[:, None], stream.values[:, None])
     s, _, t, _ = k.shape
     g = k.new_full((s, 1, t), math.log(alpha))
     g[:, :, stream.boundary] = math.log(alpha_boundary)

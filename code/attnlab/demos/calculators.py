@@ -7,11 +7,7 @@ import dataclasses
 
 from .._checks import check_choice
 from ..configs import SOPHIA, ModelConfig
-from ..memory import (
-    BYTES_PER_ELEMENT,
-    as_all_attention,
-    cache_breakdown,
-)
+from ..memory import BYTES_PER_ELEMENT, as_all_attention, cache_breakdown
 from ..mla import mla_cache_elements_per_token
 
 #: The calculator's reference line: the memory of one 24 GiB accelerator.

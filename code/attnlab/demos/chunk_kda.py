@@ -114,9 +114,8 @@ def retention_demo(
             ],
             dim=2,
         )
-        retention = association_retention(states, key, value)[
-            0, 0
-        ]  # [T + 1, Dk]
+        # [T + 1, Dk]
+        retention = association_retention(states, key, value)[0, 0]
         if not name:
             out["retention"] = retention
         out["recall" + name] = (retention * key[0, 0] ** 2).sum(-1)

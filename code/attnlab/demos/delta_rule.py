@@ -57,10 +57,8 @@ def overwrite_example(beta: float = 1.0) -> dict[str, torch.Tensor]:
     """
     beta = check_float_in("beta", beta, 0.0, 2.0)
     keys, values = _overwrite_pairs()
-    k, v = (
-        keys[None, None],
-        values[None, None],
-    )  # [1, 1, 4, 4]; the last query is k₁
+    # [1, 1, 4, 4]; the last query is k₁
+    k, v = (keys[None, None], values[None, None])
     betas = torch.tensor([1.0, 1.0, 1.0, beta], dtype=keys.dtype)[None, None]
     additive, _ = linear_attention_recurrent(k, k, v, scale=1.0)
     delta, _ = delta_rule_recurrent(k, k, v, beta=betas, scale=1.0)

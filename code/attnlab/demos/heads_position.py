@@ -75,9 +75,8 @@ def constructed_two_head_layer(
     w_k[n_words + pos[1:], n_words + pos[:-1]] = (
         1.0  # head 0: key = next position
     )
-    w_v[:n_words, :n_words] = torch.eye(
-        n_words, dtype=torch.float64
-    )  # head 0: copy word
+    # head 0: copy word
+    w_v[:n_words, :n_words] = torch.eye(n_words, dtype=torch.float64)
     word = torch.arange(n_words)
     w_q[d + word, word] = 2 * c  # head 1: query = [2c · word ; c · position]
     w_q[d + n_words + pos, n_words + pos] = c
@@ -112,9 +111,8 @@ def order_attention(
     unknown = [word for word in words if word not in vocab]
     if unknown:
         raise ValueError(f"words: expected words from {vocab}, got {unknown}")
-    x = table[[vocab.index(word) for word in words]][
-        None, None
-    ]  # [1, 1, T, d]
+    # [1, 1, T, d]
+    x = table[[vocab.index(word) for word in words]][None, None]
     q, k, v = x @ w[0], x @ w[1], x @ w[2]
     o, _ = softmax_attention(q, k, v, causal=causal)
     return o[0, 0]

@@ -9,9 +9,7 @@ from functools import cache
 import torch
 
 from .._checks import check_int_in
-from ..gated import (
-    segment_decay,
-)
+from ..gated import segment_decay
 from ..tasks import (
     associative_pairs,
     mean_recall_error,
@@ -86,9 +84,8 @@ def forgetting_errors(length: int) -> torch.Tensor:
     draws. One ``recall_errors_by_pair`` call per draw, the decays as its heads. Cached."""
     n = check_int_in("length", length, 1, 4096)
     generator = seeded_generator(length)
-    log_alpha = torch.log(
-        torch.tensor(FORGET_ALPHAS, dtype=torch.float64)
-    )  # [H]
+    # [H]
+    log_alpha = torch.log(torch.tensor(FORGET_ALPHAS, dtype=torch.float64))
     g = log_alpha[None, :, None].expand(1, len(FORGET_ALPHAS), n)  # [1, H, N]
     total = torch.zeros(len(FORGET_ALPHAS), n, dtype=torch.float64)
     for _ in range(FORGET_TRIALS):

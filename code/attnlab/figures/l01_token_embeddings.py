@@ -211,11 +211,12 @@ def draw_table_memory(
         "vocabulary size V (tokens, log scale)",
         "table memory in bf16 (MiB, log)",
     )
+    # given y, not moved over the tick labels
     ax.set_title(
         f"V × d = {vocab_size:,} × {d_model} = {vocab_size * d_model:,} parameters: "
         f"{chosen:,.1f} MiB",
         y=1.0,
-    )  # given y, not moved over the tick labels
+    )
 
 
 def draw_clusters_emerging(fig: Figure, n_sentences: int) -> None:
@@ -235,13 +236,15 @@ def draw_clusters_emerging(fig: Figure, n_sentences: int) -> None:
     low, high = xy.min(0).values - 0.25 * span, xy.max(0).values + 0.25 * span
     ax.set_xlim(float(low[0]), float(high[0]))
     ax.set_ylim(float(low[1]), float(high[1]))
+    # early tables crowd words together
     place_labels(
         ax,
         xy[:, 0].tolist(),
         xy[:, 1].tolist(),
         words,
         distances=(7, 14, 24, 36, 50, 66),
-    )  # early tables crowd words together
+    )
+    # lighter than empty scatters
     handles = [
         Line2D(
             [],
@@ -253,7 +256,7 @@ def draw_clusters_emerging(fig: Figure, n_sentences: int) -> None:
             label=group,
         )
         for i, group in enumerate(WORD_GROUPS)
-    ]  # lighter than empty scatters
+    ]
     fig.legend(
         handles=handles,
         loc="lower center",
@@ -270,10 +273,8 @@ def draw_clusters_emerging(fig: Figure, n_sentences: int) -> None:
         f"After {n_sentences:,} sentences: {len(words)} of {len(group_words())} words "
         f"seen,\n{fraction:.0%} have a nearest neighbour of their own group",
     )
-    (
-        ax.set_xticks([]),
-        ax.set_yticks([]),
-    )  # the coordinates themselves mean nothing
+    # the coordinates themselves mean nothing
+    (ax.set_xticks([]), ax.set_yticks([]))
 
 
 def draw_neighbours(fig: Figure, word: str, k: int = 8) -> None:

@@ -10,10 +10,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 from matplotlib.transforms import offset_copy
 
-from ..attention import (
-    attention_dot_products,
-    softmax_attention,
-)
+from ..attention import attention_dot_products, softmax_attention
 from ..demos.toy_attention import (
     FEATURES,
     SENTENCE,

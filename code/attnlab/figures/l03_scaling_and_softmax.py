@@ -10,10 +10,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import StepPatch
 from matplotlib.ticker import MaxNLocator
 
-from ..attention import (
-    attention_scores,
-    stable_softmax,
-)
+from ..attention import attention_scores, stable_softmax
 from ..demos.toy_attention import (
     SCORE_EDGES,
     SENTENCE,

@@ -181,9 +181,8 @@ def draw_rope_offset(fig: Figure, shift: int = 0, offset: int = 4) -> None:
     curve = rope_scores(q, k, shift + offsets, n)
     score = float(rope_scores(q, k, torch.tensor([m]), n)[0])
     ax_plane, ax_curve = fig.subplots(1, 2, width_ratios=[1, 1.6])
-    theta = float(
-        rope_angles(torch.tensor([1.0]), ROPE_DIM)[0, 0]
-    )  # pair 0: 1 rad per token
+    # pair 0: 1 rad per token
+    theta = float(rope_angles(torch.tensor([1.0]), ROPE_DIM)[0, 0])
     circle = torch.linspace(0, 2 * math.pi, 100)
     ax_plane.plot(
         circle.cos().numpy(), circle.sin().numpy(), color="#bbbbbb", lw=0.8
@@ -228,9 +227,8 @@ def draw_rope_offset(fig: Figure, shift: int = 0, offset: int = 4) -> None:
     )
     ax_plane.set_xlim(-1.6, 1.6)
     ax_plane.set_ylim(-1.6, 1.6)
-    ax_plane.set_xticks(
-        [-1, 0, 1]
-    )  # the unit circle's extent: three ticks suffice
+    # the unit circle's extent: three ticks suffice
+    ax_plane.set_xticks([-1, 0, 1])
     ax_plane.set_yticks([-1, 0, 1])
     ax_plane.set_aspect("equal")
     style_axes(ax_plane, "coordinate 0 (direction)", "coordinate 1")
@@ -287,9 +285,8 @@ def draw_rope_frequencies(fig: Figure, base: float = 10000.0) -> None:
             pairs - 0.5,
         ),
     )
-    turn = rope_angles(torch.tensor([1.0]), ROPE_MAP_DIM, base)[
-        0
-    ]  # offset 1/θ_i: one radian
+    # offset 1/θ_i: one radian
+    turn = rope_angles(torch.tensor([1.0]), ROPE_MAP_DIM, base)[0]
     ax_map.plot(
         (1 / turn).log10().numpy(),
         torch.arange(pairs).numpy(),

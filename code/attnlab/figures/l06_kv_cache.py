@@ -226,9 +226,8 @@ def draw_cache_calculator(
             at_max - cache_breakdown(model, t_max, dtype=dtype).cache_bytes
         )
         top = max(top, at_max)
-        mine = (
-            name == preset
-        )  # one colour per model in every frame; the chosen one bold
+        # one colour per model in every frame; the chosen one bold
+        mine = name == preset
         ax.plot(
             (0, t_max),
             (fixed / GIB, at_max / GIB),

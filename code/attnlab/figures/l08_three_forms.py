@@ -23,9 +23,8 @@ from ..plotting import (
     title_at_top,
 )
 
-_CELL_COLOURS = ListedColormap(
-    ["#FFFFFF", PALETTE[1], PALETTE[4]]
-)  # masked, explicit, state
+# masked, explicit, state
+_CELL_COLOURS = ListedColormap(["#FFFFFF", PALETTE[1], PALETTE[4]])
 
 
 def draw_three_forms(
@@ -217,10 +216,8 @@ def draw_chunk_size(
     }
     ms = {c: chunk_seconds[(length, c)] * 1e3 for c in sizes}
     form_ms = {f: form_seconds[(length, f)] * 1e3 for f in forms}
-    x_range = (
-        sizes[0] / 1.4,
-        sizes[-1] * 1.4,
-    )  # the log axis's margins, a third of an octave
+    # the log axis's margins, a third of an octave
+    x_range = (sizes[0] / 1.4, sizes[-1] * 1.4)
     for ax, chunk, extremes in (
         (ax_flops, mflops, form_mflops),
         (ax_time, ms, form_ms),

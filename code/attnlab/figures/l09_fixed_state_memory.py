@@ -20,11 +20,7 @@ from ..plotting import (
     fixed_axes,
     style_axes,
 )
-from ..tasks import (
-    associative_pairs,
-    expected_crosstalk,
-    write_state,
-)
+from ..tasks import associative_pairs, expected_crosstalk, write_state
 
 
 def draw_readout(

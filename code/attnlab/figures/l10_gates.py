@@ -93,9 +93,8 @@ def draw_forgetting(
         alpha != 1.0 and horizon <= length
     ):  # a horizon beyond the stream is not drawn
         ax.axvline(horizon, color=PALETTE[1], linestyle=":", linewidth=1.2)
-        right = (
-            horizon * 3 > length
-        )  # near the right end: the label goes left of the line
+        # near the right end: the label goes left of the line
+        right = horizon * 3 > length
         ax.text(
             horizon / 1.06 if right else horizon * 1.06,
             0.06,
@@ -139,12 +138,12 @@ def draw_gate_kinds(
     retnet = retnet_gate(1, 3, t, dtype=torch.float64)[0, 2]  # [T]
     x = torch.randn(t, generator=gen, dtype=torch.float64)
     x[min(30, t - 1)] = 5.0  # an input that tells the gate to forget
-    dt_bias = torch.log(
-        torch.expm1(torch.tensor(0.05, dtype=torch.float64))
-    )  # softplus⁻¹(0.05)
+    # softplus⁻¹(0.05)
+    dt_bias = torch.log(torch.expm1(torch.tensor(0.05, dtype=torch.float64)))
+    # [T]
     mamba = softplus_decay_gate(
         x, torch.zeros((), dtype=torch.float64), dt_bias
-    )  # [T]
+    )
     logits = torch.linspace(-4, 4, c, dtype=torch.float64)[
         :, None
     ] + torch.randn(c, t, generator=gen, dtype=torch.float64)

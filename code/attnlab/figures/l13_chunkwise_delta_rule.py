@@ -140,9 +140,8 @@ def _chunk_picture_rgba(chunk_size: int) -> np.ndarray:
     rgba[inside] = colormaps[SEQUENTIAL_CMAP](
         np.clip(inner[inside] / _SCALE_MAX, 0, 1)
     )
-    return (
-        (rgba * 255).round().astype(np.uint8)
-    )  # 8-bit RGBA draws 3× faster than floats
+    # 8-bit RGBA draws 3× faster than floats
+    return (rgba * 255).round().astype(np.uint8)
 
 
 def _scale_in_upper_triangle(ax) -> None:
@@ -204,9 +203,8 @@ def draw_chunk_split(
         _chunk_picture_rgba(c), aspect="equal", interpolation="nearest"
     )
     _scale_in_upper_triangle(ax_mat)
-    ax_mat.set_aspect(
-        "equal"
-    )  # a square picture (the scale's imshow would make it "auto")
+    # a square picture (the scale's imshow would make it "auto")
+    ax_mat.set_aspect("equal")
     ax_mat.set_xlim(-0.5, t_pic - 0.5)
     ax_mat.set_ylim(t_pic - 0.5, -0.5)
     ax_mat.grid(False)

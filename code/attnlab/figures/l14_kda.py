@@ -90,9 +90,8 @@ SPREADS = (0.0, 1.0, 2.0, 3.0, 4.0)
 WRITE_STRENGTHS = (0.0, 0.1, 0.3)
 
 
-_cached_retention_demo = cache(
-    retention_demo
-)  # a slider revisits the same few settings
+# a slider revisits the same few settings
+_cached_retention_demo = cache(retention_demo)
 
 
 #: The colour range of the retention heat map (a little beyond [0, 1]: writes can overshoot).

@@ -12,9 +12,7 @@ from matplotlib.transforms import ScaledTranslation
 from .._checks import check_choice, check_int_in
 from ..configs import DEEPSEEK_V3, SOPHIA, ModelConfig
 from ..demos.calculators import mla_sweep_bytes
-from ..memory import (
-    BYTES_PER_ELEMENT,
-)
+from ..memory import BYTES_PER_ELEMENT
 from ..mla import mla_cache_elements_per_token
 from ..plotting import (
     PALETTE,

@@ -33,9 +33,8 @@ PART_COLOURS = {
     "state": PALETTE[0],
 }
 CACHE_DTYPES = ("bf16", "fp8", "int4")
-LINE_COLOURS = tuple(
-    c for c in PALETTE if c != "#F0E442"
-)  # yellow is too pale for lines
+# yellow is too pale for lines
+LINE_COLOURS = tuple(c for c in PALETTE if c != "#F0E442")
 
 
 def size_label(arch: Architecture) -> str:

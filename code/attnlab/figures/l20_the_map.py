@@ -184,12 +184,12 @@ def draw_memory_by_architecture(
     for i, b in enumerate(n_bytes):
         ax.text(b * 1.15, i, format_bytes(b), va="center", fontsize=8)
     style_axes(ax, "bytes one layer keeps (bf16, log scale)", "")
-    ax.grid(
-        axis="y", visible=False
-    )  # the bars are categories: only the byte scale needs lines
+    # the bars are categories: only the byte scale needs lines
+    ax.grid(axis="y", visible=False)
+    # a fixed place: matplotlib otherwise measures the ticks to place it
     ax.set_title(
         f"{config.name}'s head dims ({config.n_heads} × {config.head_dim}), "
         f"T = {context:,} tokens: orange grows with T, blue is fixed",
         fontsize=10,
         y=1.0,
-    )  # a fixed place: matplotlib otherwise measures the ticks to place it
+    )
