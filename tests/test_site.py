@@ -376,3 +376,22 @@ def test_every_link_to_an_exercise_shows_its_number():
                              f"which is Exercise {numbers[target]}")
     assert seen, "no link to an exercise found (every solution links its exercise)"
     assert not wrong, "\n".join(wrong[:20])
+
+
+@pytest.mark.parametrize("rel", LESSONS)
+def test_no_code_block_scrolls_sideways_at_1280_px(browser, base_url, rel):
+    """Every code block and printed output fits the text column of a 1280-px window, with every
+    folded block ("Show code cell source", dropdowns, solutions) opened as a reader would."""
+    page, _ = open_page(browser, f"{base_url}/{rel}")
+    try:
+        wide = page.evaluate(
+            "() => { document.querySelectorAll('details').forEach(d => d.open = true);"
+            " document.querySelectorAll('.toggle-hidden').forEach("
+            "e => e.classList.remove('toggle-hidden'));"
+            " return [...document.querySelectorAll('div.highlight pre, .cell_output pre')]"
+            ".filter(p => p.scrollWidth > p.clientWidth + 1)"
+            ".map(p => `${p.scrollWidth} > ${p.clientWidth} px: `"
+            " + p.textContent.trim().split('\\n')[0].slice(0, 60)); }")
+    finally:
+        page.close()
+    assert not wide, f"{rel}: code scrolls sideways at 1280 px: {wide}"

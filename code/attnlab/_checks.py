@@ -33,21 +33,31 @@ def check_tensor(
     """
     sizes = {} if sizes is None else sizes
     if not isinstance(x, torch.Tensor):
-        raise ValueError(f"{name}: expected a torch.Tensor, got {type(x).__name__}")
+        raise ValueError(
+            f"{name}: expected a torch.Tensor, got {type(x).__name__}"
+        )
     expected = "[" + ", ".join(dims) + "]"
     if x.dim() != len(dims):
         raise ValueError(
             f"{name}: expected a {len(dims)}-D tensor {expected}, got shape {tuple(x.shape)}"
         )
     if x.dtype not in FLOAT_DTYPES:
-        raise ValueError(f"{name}: expected dtype float32 or float64, got {x.dtype}")
+        raise ValueError(
+            f"{name}: expected dtype float32 or float64, got {x.dtype}"
+        )
     if dtype is not None and x.dtype != dtype:
-        raise ValueError(f"{name}: expected dtype {dtype} (like q), got {x.dtype}")
+        raise ValueError(
+            f"{name}: expected dtype {dtype} (like q), got {x.dtype}"
+        )
     if device is not None and x.device != device:
-        raise ValueError(f"{name}: expected device {device} (like q), got {x.device}")
+        raise ValueError(
+            f"{name}: expected device {device} (like q), got {x.device}"
+        )
     for dim, size in zip(dims, x.shape, strict=True):
         if dim in sizes and sizes[dim] != size:
-            want = ", ".join(f"{d}={sizes[d]}" if d in sizes else d for d in dims)
+            want = ", ".join(
+                f"{d}={sizes[d]}" if d in sizes else d for d in dims
+            )
             raise ValueError(
                 f"{name}: expected shape [{want}], got {tuple(x.shape)} ({dim} is {size}, "
                 f"expected {sizes[dim]})"
@@ -56,14 +66,20 @@ def check_tensor(
     return sizes
 
 
-def check_range(name: str, x: torch.Tensor, low: float | None, high: float | None) -> None:
+def check_range(
+    name: str, x: torch.Tensor, low: float | None, high: float | None
+) -> None:
     """Check ``low <= x <= high`` elementwise (either bound may be None); NaN is rejected too."""
     if torch.isnan(x).any():
         raise ValueError(f"{name}: contains NaN")
     if low is not None and (x < low).any():
-        raise ValueError(f"{name}: expected values >= {low}, got min {x.min().item():.4g}")
+        raise ValueError(
+            f"{name}: expected values >= {low}, got min {x.min().item():.4g}"
+        )
     if high is not None and (x > high).any():
-        raise ValueError(f"{name}: expected values <= {high}, got max {x.max().item():.4g}")
+        raise ValueError(
+            f"{name}: expected values <= {high}, got max {x.max().item():.4g}"
+        )
 
 
 def check_finite(name: str, x: torch.Tensor) -> None:
@@ -78,20 +94,30 @@ def check_finite(name: str, x: torch.Tensor) -> None:
     if torch.isfinite(x.sum()) or torch.isfinite(x).all():
         return
     found = "NaN" if torch.isnan(x).any() else "inf"
-    raise ValueError(f"{name}: expected finite values, got {found} (shape {tuple(x.shape)})")
+    raise ValueError(
+        f"{name}: expected finite values, got {found} (shape {tuple(x.shape)})"
+    )
 
 
 def check_positive_int(name: str, value: object) -> int:
     """Check that ``value`` is an int >= 1 (bools rejected) and return it."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name}: expected a positive integer, got {value!r}")
+        raise ValueError(
+            f"{name}: expected a positive integer, got {value!r}"
+        )
     return value
 
 
-def check_choice(name: str, value: object, choices: Sequence[object] | Mapping[object, object]):
+def check_choice(
+    name: str,
+    value: object,
+    choices: Sequence[object] | Mapping[object, object],
+):
     """Check that ``value`` is one of ``choices`` and return it."""
     if value not in choices:
-        raise ValueError(f"{name}: expected one of {list(choices)}, got {value!r}")
+        raise ValueError(
+            f"{name}: expected one of {list(choices)}, got {value!r}"
+        )
     return value
 
 
@@ -104,28 +130,48 @@ def resolve_scale(scale: float | None, head_dim: int) -> float:
     return float(scale)
 
 
-def check_layer_input(x: torch.Tensor, d_model: int, weight: torch.Tensor) -> tuple[int, int]:
+def check_layer_input(
+    x: torch.Tensor, d_model: int, weight: torch.Tensor
+) -> tuple[int, int]:
     """Check a layer input x ``[B, T, d_model]`` with T >= 1 and finite values against the dtype
     and device of the layer; return (B, T). Errors name ``x``, the argument the caller passed."""
     sizes = check_tensor("x", x, ("B", "T", "d_model"), {"d_model": d_model})
     if sizes["T"] == 0:
-        raise ValueError(f"x: expected at least one token (T >= 1), got shape {tuple(x.shape)}")
+        raise ValueError(
+            f"x: expected at least one token (T >= 1), got shape {tuple(x.shape)}"
+        )
     if x.dtype != weight.dtype or x.device != weight.device:
-        raise ValueError(f"x: expected {weight.dtype} on {weight.device} like the layer's "
-                         f"parameters, got {x.dtype} on {x.device}")
+        raise ValueError(
+            f"x: expected {weight.dtype} on {weight.device} like the layer's "
+            f"parameters, got {x.dtype} on {x.device}"
+        )
     check_finite("x", x)
     return sizes["B"], sizes["T"]
 
 
 def check_int_in(name: str, value: object, low: int, high: int) -> int:
     """Check that ``value`` is an int in [low, high] (bools rejected) and return it."""
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise ValueError(f"{name}: expected an integer in [{low}, {high}], got {value!r}")
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int)
+        or not low <= value <= high
+    ):
+        raise ValueError(
+            f"{name}: expected an integer in [{low}, {high}], got {value!r}"
+        )
     return value
 
 
-def check_float_in(name: str, value: object, low: float, high: float) -> float:
+def check_float_in(
+    name: str, value: object, low: float, high: float
+) -> float:
     """Check that ``value`` is a number in [low, high] (bools rejected); return it as a float."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or not low <= value <= high:
-        raise ValueError(f"{name}: expected a number in [{low}, {high}], got {value!r}")
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not low <= value <= high
+    ):
+        raise ValueError(
+            f"{name}: expected a number in [{low}, {high}], got {value!r}"
+        )
     return float(value)

@@ -57,7 +57,9 @@ def _split_per_token(x: torch.Tensor, chunk_size: int) -> torch.Tensor:
 
 
 def chunk_states(
-    initial_state: torch.Tensor, increments: torch.Tensor, decay: torch.Tensor | None = None
+    initial_state: torch.Tensor,
+    increments: torch.Tensor,
+    decay: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The state entering every chunk: ``S_[0] = S_0``, ``S_[n+1] = decay_n ⊙ S_[n] + U_n``.
 
@@ -72,7 +74,8 @@ def chunk_states(
         if decay is None:
             state = state + increments[:, :, n]
         else:
-            state = torch.addcmul(increments[:, :, n], decay[:, :, n], state)  # U + decay ⊙ S
+            # U + decay ⊙ S
+            state = torch.addcmul(increments[:, :, n], decay[:, :, n], state)
     return torch.stack(states, dim=2), state
 
 
@@ -88,7 +91,9 @@ def decay_exp(x: torch.Tensor) -> torch.Tensor:
     return torch.exp(x.clamp(min=math.log(torch.finfo(x.dtype).tiny) + 1))
 
 
-def channel_decay_scores(q: torch.Tensor, k: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+def channel_decay_scores(
+    q: torch.Tensor, k: torch.Tensor, b: torch.Tensor
+) -> torch.Tensor:
     """A_ij = Σ_d q_id k_jd exp(B_id - B_jd) for j <= i (else 0), never forming exp(±B) alone.
 
     q, k ``[..., C, Dk]``; b ``[..., C, Dk]`` holds B, the cumulative log-gates along C (it only
@@ -104,9 +109,15 @@ def channel_decay_scores(q: torch.Tensor, k: torch.Tensor, b: torch.Tensor) -> t
     levels, finite for any gates.
     """
     size = q.shape[-2]
-    if size == 1 or b.numel() == 0 or (b[..., 0, :] - b[..., -1, :]).max() <= MAX_FACTORISED_SPAN:
+    if (
+        size == 1
+        or b.numel() == 0
+        or (b[..., 0, :] - b[..., -1, :]).max() <= MAX_FACTORISED_SPAN
+    ):
         return factorised_decay_scores(q, k, b)
-    if size % 2:  # one more step with a zero query and key and no decay, cropped at the end
+    if (
+        size % 2
+    ):  # one more step with a zero query and key and no decay, cropped at the end
         q, k = (F.pad(x, (0, 0, 0, 1)) for x in (q, k))
         b = torch.cat([b, b[..., -1:, :]], dim=-2)
     half = (size + 1) // 2
@@ -114,20 +125,30 @@ def channel_decay_scores(q: torch.Tensor, k: torch.Tensor, b: torch.Tensor) -> t
     q_later = q[..., half:, :] * decay_exp(b[..., half:, :] - reference)
     k_earlier = k[..., :half, :] * decay_exp(reference - b[..., :half, :])
     cross = q_later @ k_earlier.transpose(-1, -2)  # A_LE
-    inner = channel_decay_scores(*(x.unflatten(-2, (2, half)) for x in (q, k, b)))
-    scores = torch.cat([
-        torch.cat([inner[..., 0, :, :], torch.zeros_like(cross)], dim=-1),  # [A_EE, 0]
-        torch.cat([cross, inner[..., 1, :, :]], dim=-1),  # [A_LE, A_LL]
-    ], dim=-2)
+    inner = channel_decay_scores(
+        *(x.unflatten(-2, (2, half)) for x in (q, k, b))
+    )
+    scores = torch.cat(
+        [
+            # [A_EE, 0]
+            torch.cat([inner[..., 0, :, :], torch.zeros_like(cross)], dim=-1),
+            torch.cat([cross, inner[..., 1, :, :]], dim=-1),  # [A_LE, A_LL]
+        ],
+        dim=-2,
+    )
     return scores[..., :size, :size]
 
 
-def factorised_decay_scores(q: torch.Tensor, k: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+def factorised_decay_scores(
+    q: torch.Tensor, k: torch.Tensor, b: torch.Tensor
+) -> torch.Tensor:
     """A = ((Q ⊙ e^(B - r)) (K ⊙ e^(r - B))ᵀ) ⊙ M with one reference point per block and
     channel, r = (B_first + B_last) / 2. Exact, but the factors reach e^(±span/2): safe for
     spans up to ``MAX_FACTORISED_SPAN`` only. Shapes as ``channel_decay_scores``."""
     reference = (b[..., :1, :] + b[..., -1:, :]) / 2
-    scores = (q * torch.exp(b - reference)) @ (k * torch.exp(reference - b)).transpose(-1, -2)
+    scores = (q * torch.exp(b - reference)) @ (
+        k * torch.exp(reference - b)
+    ).transpose(-1, -2)
     return scores.tril_()
 
 
@@ -150,16 +171,27 @@ def channel_decay_terms(
     the two decays directly; both ways every factor stays finite.
     """
     b_last = b[..., -1:, :]
-    if b.shape[-2] > 1 and (b[..., 0, :] - b[..., -1, :]).max() > MAX_FACTORISED_SPAN:
+    if (
+        b.shape[-2] > 1
+        and (b[..., 0, :] - b[..., -1, :]).max() > MAX_FACTORISED_SPAN
+    ):
         scores = [channel_decay_scores(x, k, b) for x in rows]
-        return scores, [x * decay_exp(b) for x in rows], k * decay_exp(b_last - b)
+        return (
+            scores,
+            [x * decay_exp(b) for x in rows],
+            k * decay_exp(b_last - b),
+        )
     reference = (b[..., :1, :] + b_last) / 2
     up = torch.exp(b - reference)  # f = e^(B − r)
     k_down = k / up  # k ⊙ e^(r − B)
     x_up = [x * up for x in rows]
     scores = [(x @ k_down.transpose(-1, -2)).tril_() for x in x_up]
     from_start = torch.exp(reference)  # e^r [..., 1, Dk]
-    return scores, [x * from_start for x in x_up], k_down * torch.exp(b_last - reference)
+    return (
+        scores,
+        [x * from_start for x in x_up],
+        k_down * torch.exp(b_last - reference),
+    )
 
 
 # --------------------------------------------------------------------------- the UT transform
@@ -168,7 +200,8 @@ def ut_lower(a_kk: torch.Tensor, beta: torch.Tensor) -> torch.Tensor:
 
     a_kk [..., C, C] (only its strictly lower triangle is read), beta [..., C] -> L [..., C, C].
     """
-    lower = (beta[..., :, None] * a_kk).tril_(-1)  # one new tensor, then edited in place
+    # one new tensor, then edited in place
+    lower = (beta[..., :, None] * a_kk).tril_(-1)
     lower.diagonal(dim1=-2, dim2=-1).fill_(1)
     return lower
 
@@ -196,7 +229,9 @@ def unit_lower_inverse(lower: torch.Tensor) -> torch.Tensor:
     """
     size = lower.shape[-1]
     if size <= INVERSE_BLOCK:
-        identity = torch.eye(size, dtype=lower.dtype, device=lower.device).expand_as(lower)
+        identity = torch.eye(
+            size, dtype=lower.dtype, device=lower.device
+        ).expand_as(lower)
         return solve_unit_lower(lower, identity)
     half = size // 2
     top = unit_lower_inverse(lower[..., :half, :half])
@@ -235,26 +270,57 @@ def delta_chunk_loop(
     decay); state [B, H, Dk, Dv]. Returns O [B, H, N, C, Dv] and the final state.
     """
     batch, heads, n_chunks, size = lower.shape[:4]
-    ut_beta = unit_lower_inverse(lower) * beta[..., None, :]  # 𝒯 diag(β) [B, H, N, C, C]
+    # 𝒯 diag(β) [B, H, N, C, C]
+    ut_beta = unit_lower_inverse(lower) * beta[..., None, :]
     # fold B and H into one batch axis for baddbmm: out = input + batch1 @ batch2 in one call
     q_in, k_in, v, ut_beta, k_out, a_qk, state = (
-        x.flatten(0, 1) for x in (q_from_start, k_from_start, v, ut_beta, k_to_end, a_qk, state)
+        x.flatten(0, 1)
+        for x in (
+            q_from_start,
+            k_from_start,
+            v,
+            ut_beta,
+            k_to_end,
+            a_qk,
+            state,
+        )
     )
-    decays = [None] * n_chunks if chunk_decay is None else chunk_decay.flatten(0, 1).unbind(1)
+    decays = (
+        [None] * n_chunks
+        if chunk_decay is None
+        else chunk_decay.flatten(0, 1).unbind(1)
+    )
     entering_states, new_values = [], []
-    for v_n, k_n, ut_n, k_out_n, decay_n in zip(  # chunk n of each, [B·H, ...]
-        v.unbind(1), k_in.unbind(1), ut_beta.unbind(1), k_out.unbind(1), decays, strict=True
+    for (
+        v_n,
+        k_n,
+        ut_n,
+        k_out_n,
+        decay_n,
+    ) in zip(  # chunk n of each, [B·H, ...]
+        v.unbind(1),
+        k_in.unbind(1),
+        ut_beta.unbind(1),
+        k_out.unbind(1),
+        decays,
+        strict=True,
     ):
         entering_states.append(state)
-        v_new = ut_n @ torch.baddbmm(v_n, k_n, state, alpha=-1)  # 𝒯 diag(β) (V − K_in S)
+        # 𝒯 diag(β) (V − K_in S)
+        v_new = ut_n @ torch.baddbmm(v_n, k_n, state, alpha=-1)
         new_values.append(v_new)
         if decay_n is not None:
             state = decay_n[:, :, None] * state
-        state = torch.baddbmm(state, k_out_n.transpose(-1, -2), v_new)  # + K_outᵀ V_new
+        # + K_outᵀ V_new
+        state = torch.baddbmm(state, k_out_n.transpose(-1, -2), v_new)
     states = torch.stack(entering_states, dim=1)  # [B·H, N, Dk, Dv]
     v_new = torch.stack(new_values, dim=1)  # [B·H, N, C, Dv]
-    o = torch.baddbmm((q_in @ states).flatten(0, 1), a_qk.flatten(0, 1), v_new.flatten(0, 1))
-    return o.view(batch, heads, n_chunks, size, -1), state.unflatten(0, (batch, heads))
+    o = torch.baddbmm(
+        (q_in @ states).flatten(0, 1), a_qk.flatten(0, 1), v_new.flatten(0, 1)
+    )
+    return o.view(batch, heads, n_chunks, size, -1), state.unflatten(
+        0, (batch, heads)
+    )
 
 
 # --------------------------------------------------------------------------- the kernels
@@ -281,13 +347,17 @@ def linear_attention_chunks(
     to V (and z to S): the last output column is then the denominator. Returns (o, S_T, z_T).
     """
     length = q.shape[2]
-    chunk_size = min(chunk_size, length)  # a sequence shorter than one chunk is one chunk
+    # a sequence shorter than one chunk is one chunk
+    chunk_size = min(chunk_size, length)
     if normaliser is not None:
         v = torch.cat([v, torch.ones_like(v[..., :1])], dim=-1)
         state = torch.cat([state, normaliser.unsqueeze(-1)], dim=-1)
-    qc, kc, vc = (split_chunks(x, chunk_size) for x in (q, k, v))  # [B, H, N, C, D]
+    # [B, H, N, C, D]
+    qc, kc, vc = (split_chunks(x, chunk_size) for x in (q, k, v))
     states, state = chunk_states(state, kc.transpose(-1, -2) @ vc)
-    o = merge_chunks(qc @ states + (qc @ kc.transpose(-1, -2)).tril_() @ vc, length)
+    o = merge_chunks(
+        qc @ states + (qc @ kc.transpose(-1, -2)).tril_() @ vc, length
+    )
     if normaliser is None:
         return o, state, None
     return o[..., :-1] / (o[..., -1:] + eps), state[..., :-1], state[..., -1]
@@ -311,11 +381,14 @@ def gla_chunks(
     """
     length = q.shape[2]
     chunk_size = min(chunk_size, length)
-    qc, kc, vc, gc = (split_chunks(x, chunk_size) for x in (q, k, v, _per_channel(g)))
+    qc, kc, vc, gc = (
+        split_chunks(x, chunk_size) for x in (q, k, v, _per_channel(g))
+    )
     b = gc.cumsum(-2)  # B [B, H, N, C, Dk or 1]
     [scores], [q_from_start], k_to_end = channel_decay_terms((qc,), kc, b)
     increments = k_to_end.transpose(-1, -2) @ vc  # [B, H, N, Dk, Dv]
-    decay = decay_exp(b[..., -1:, :]).transpose(-1, -2)  # e^(b_C) [B, H, N, Dk or 1, 1]
+    # e^(b_C) [B, H, N, Dk or 1, 1]
+    decay = decay_exp(b[..., -1:, :]).transpose(-1, -2)
     states, state = chunk_states(state, increments, decay)
     return merge_chunks(q_from_start @ states + scores @ vc, length), state
 
@@ -333,12 +406,19 @@ def delta_rule_chunks(
     chunks at once, then ``delta_chunk_loop`` with no decay. Returns (o, S_T)."""
     length = q.shape[2]
     chunk_size = min(chunk_size, length)
-    qc, kc, vc = (split_chunks(x, chunk_size) for x in (q, k, v))  # [B, H, N, C, D]
+    # [B, H, N, C, D]
+    qc, kc, vc = (split_chunks(x, chunk_size) for x in (q, k, v))
     beta_c = _split_per_token(beta, chunk_size)  # [B, H, N, C]
     o, state = delta_chunk_loop(
-        q_from_start=qc, k_from_start=kc, v=vc, beta=beta_c, k_to_end=kc,
+        q_from_start=qc,
+        k_from_start=kc,
+        v=vc,
+        beta=beta_c,
+        k_to_end=kc,
         lower=ut_lower(kc @ kc.transpose(-1, -2), beta_c),
-        a_qk=(qc @ kc.transpose(-1, -2)).tril_(), chunk_decay=None, state=state,
+        a_qk=(qc @ kc.transpose(-1, -2)).tril_(),
+        chunk_decay=None,
+        state=state,
     )
     return merge_chunks(o, length), state
 
@@ -365,13 +445,23 @@ def decayed_delta_rule_chunks(
     """
     length = q.shape[2]
     chunk_size = min(chunk_size, length)
-    qc, kc, vc, gc = (split_chunks(x, chunk_size) for x in (q, k, v, _per_channel(g)))
+    qc, kc, vc, gc = (
+        split_chunks(x, chunk_size) for x in (q, k, v, _per_channel(g))
+    )
     beta_c = _split_per_token(beta, chunk_size)  # [B, H, N, C]
     b = gc.cumsum(dim=-2)  # B [B, H, N, C, Dk or 1]
-    (a_qk, a_kk), (q_from_start, k_from_start), k_to_end = channel_decay_terms((qc, kc), kc, b)
+    (a_qk, a_kk), (q_from_start, k_from_start), k_to_end = (
+        channel_decay_terms((qc, kc), kc, b)
+    )
     o, state = delta_chunk_loop(
-        q_from_start=q_from_start, k_from_start=k_from_start, v=vc, beta=beta_c,
-        k_to_end=k_to_end, lower=ut_lower(a_kk, beta_c), a_qk=a_qk,
-        chunk_decay=b[..., -1, :].exp(), state=state,
+        q_from_start=q_from_start,
+        k_from_start=k_from_start,
+        v=vc,
+        beta=beta_c,
+        k_to_end=k_to_end,
+        lower=ut_lower(a_kk, beta_c),
+        a_qk=a_qk,
+        chunk_decay=b[..., -1, :].exp(),
+        state=state,
     )
     return merge_chunks(o, length), state

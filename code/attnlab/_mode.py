@@ -7,7 +7,7 @@ import os
 
 
 def widget_mode() -> str:
-    """"live" inside a Jupyter server session (JupyterLab, Binder), else "static".
+    """ "live" inside a Jupyter server session (JupyterLab, Binder), else "static".
 
     ``ATTNLAB_WIDGETS=live|static`` overrides the guess. The book build executes notebooks with
     no Jupyter server, so it gets "static": panels render every frame, and training shows no

@@ -15,10 +15,14 @@ import torch
 from . import attention
 
 
-def sdpa(q, k, v, *, scale, causal, axis=-1, mask_after=False, fill=float("-inf")):
+def sdpa(
+    q, k, v, *, scale, causal, axis=-1, mask_after=False, fill=float("-inf")
+):
     """Attention with one knob per common mistake (which softmax axis, how the mask is applied)."""
     scores = scale * q @ k.transpose(-2, -1)
-    allowed = attention.causal_mask(q.shape[2], k.shape[2]) if causal else None
+    allowed = (
+        attention.causal_mask(q.shape[2], k.shape[2]) if causal else None
+    )
     if allowed is not None and not mask_after:
         scores = scores.masked_fill(~allowed, fill)
     weights = torch.softmax(scores, dim=axis)
@@ -32,81 +36,128 @@ def attention_mistakes(q, k, v, causal: bool) -> dict:
     s = 1 / math.sqrt(d)
     flip = [2]
     mistakes = {
-        "no_scale": (lambda: sdpa(q, k, v, scale=1.0, causal=causal),
-                     "off by a factor √d_k inside the softmax: is the scale 1/√d_k applied?"),
-        "scale_1_over_d": (lambda: sdpa(q, k, v, scale=1 / d, causal=causal),
-                           "scaled by 1/d_k instead of 1/√d_k."),
-        "softmax_axis": (lambda: sdpa(q, k, v, scale=s, causal=causal, axis=-2),
-                         "the weights of a query do not sum to 1: did you softmax over the wrong "
-                         "axis? Normalise each query's row of scores (dim=-1)."),
-        "no_softmax": (lambda: s * q @ k.transpose(-2, -1) @ v,
-                       "the output is the raw scores times V: apply the softmax to the scores."),
+        "no_scale": (
+            lambda: sdpa(q, k, v, scale=1.0, causal=causal),
+            "off by a factor √d_k inside the softmax: is the scale 1/√d_k applied?",
+        ),
+        "scale_1_over_d": (
+            lambda: sdpa(q, k, v, scale=1 / d, causal=causal),
+            "scaled by 1/d_k instead of 1/√d_k.",
+        ),
+        "softmax_axis": (
+            lambda: sdpa(q, k, v, scale=s, causal=causal, axis=-2),
+            "the weights of a query do not sum to 1: did you softmax over the wrong "
+            "axis? Normalise each query's row of scores (dim=-1).",
+        ),
+        "no_softmax": (
+            lambda: s * q @ k.transpose(-2, -1) @ v,
+            "the output is the raw scores times V: apply the softmax to the scores.",
+        ),
     }
     if causal:
         mistakes |= {
-            "mask_missing": (lambda: sdpa(q, k, v, scale=s, causal=False),
-                             "future tokens change the output: the causal mask is missing."),
+            "mask_missing": (
+                lambda: sdpa(q, k, v, scale=s, causal=False),
+                "future tokens change the output: the causal mask is missing.",
+            ),
             "mask_transposed": (
-                lambda: sdpa(q.flip(flip), k.flip(flip), v.flip(flip), scale=s,
-                              causal=True).flip(flip),
+                lambda: sdpa(
+                    q.flip(flip),
+                    k.flip(flip),
+                    v.flip(flip),
+                    scale=s,
+                    causal=True,
+                ).flip(flip),
                 "future tokens change the output: the mask is transposed (token i must see "
-                "keys j ≤ i, the lower triangle, torch.tril)."),
+                "keys j ≤ i, the lower triangle, torch.tril).",
+            ),
             "mask_after_softmax": (
                 lambda: sdpa(q, k, v, scale=s, causal=True, mask_after=True),
                 "the weights of a query do not sum to 1: mask the scores with -inf before the "
-                "softmax, not the weights after it."),
+                "softmax, not the weights after it.",
+            ),
             "mask_with_zero": (
                 lambda: sdpa(q, k, v, scale=s, causal=True, fill=0.0),
                 "future tokens still get weight: a masked score set to 0 becomes exp(0) = 1; "
-                "fill it with -inf."),
+                "fill it with -inf.",
+            ),
         }
     else:
-        mistakes["masked"] = (lambda: sdpa(q, k, v, scale=s, causal=True),
-                              "you applied a causal mask; this check wants attention without one "
-                              "(check_causal_attention tests the masked kind).")
+        mistakes["masked"] = (
+            lambda: sdpa(q, k, v, scale=s, causal=True),
+            "you applied a causal mask; this check wants attention without one "
+            "(check_causal_attention tests the masked kind).",
+        )
     return mistakes
 
 
 def decode_mistakes(q_t, keys, values) -> dict:
     s = 1 / math.sqrt(q_t.shape[-1])
     return {
-        "no_scale": (lambda: sdpa(q_t, keys, values, scale=1.0, causal=False),
-                     "off by a factor √d_k inside the softmax: is the scale applied?"),
-        "square_mask": (lambda: values[:, :, :1],
-                        "the step attends only to the first token: a causal mask built for a "
-                        "square matrix keeps only key 1 of a 1 × t row. No mask is needed: the "
-                        "cache holds only the past and the present."),
+        "no_scale": (
+            lambda: sdpa(q_t, keys, values, scale=1.0, causal=False),
+            "off by a factor √d_k inside the softmax: is the scale applied?",
+        ),
+        "square_mask": (
+            lambda: values[:, :, :1],
+            "the step attends only to the first token: a causal mask built for a "
+            "square matrix keeps only key 1 of a 1 × t row. No mask is needed: the "
+            "cache holds only the past and the present.",
+        ),
         "attend_before_append": (
-            lambda: sdpa(q_t, keys[:, :, :-1], values[:, :, :-1], scale=s, causal=False),
+            lambda: sdpa(
+                q_t, keys[:, :, :-1], values[:, :, :-1], scale=s, causal=False
+            ),
             "the new token does not see itself: append (k_t, v_t) to the cache before "
-            "computing the scores."),
+            "computing the scores.",
+        ),
     }
 
 
-def simulate(q, k, v, beta, alpha, state, *, kind: str, mistake: str | None = None):
+def simulate(
+    q, k, v, beta, alpha, state, *, kind: str, mistake: str | None = None
+):
     """One step of the family S' = α ⊙ S;  S ← S' + β k (v − S'ᵀ k)ᵀ;  o = Sᵀ (q / √d_k),
     with ``mistake`` naming one common error. alpha ``[B, H, Dk, 1]``; linear attention has no
     correction (S ← S + k vᵀ)."""
     s = 1.0 if mistake == "no_scale" else 1 / math.sqrt(q.shape[-1])
     b = torch.ones_like(beta) if mistake == "no_beta" else beta
     old = state
-    a = {"gate_not_exp": alpha.log(), "no_decay": torch.ones_like(alpha)}.get(mistake, alpha)
+    a = {"gate_not_exp": alpha.log(), "no_decay": torch.ones_like(alpha)}.get(
+        mistake, alpha
+    )
     decayed = a * state
     if mistake == "normalised_keys":
         k = k / k.norm(dim=-1, keepdim=True)
     if mistake == "decay_after_write":
         decayed = state
     predict_from = state if mistake == "predict_undecayed" else decayed
-    prediction = torch.einsum("bhkv,bhk->bhv", predict_from,
-                              s * q if mistake == "predict_with_q" else k)
+    prediction = torch.einsum(
+        "bhkv,bhk->bhv",
+        predict_from,
+        s * q if mistake == "predict_with_q" else k,
+    )
     if kind == "linear" or mistake == "no_correction":
         new = decayed + b[..., None, None] * k[..., :, None] * v[..., None, :]
     elif mistake == "beta_on_v_only":
-        new = decayed + k[..., :, None] * (b[..., None] * v - prediction)[..., None, :]
+        new = (
+            decayed
+            + k[..., :, None] * (b[..., None] * v - prediction)[..., None, :]
+        )
     elif mistake == "sign_flipped":
-        new = decayed + b[..., None, None] * k[..., :, None] * (prediction - v)[..., None, :]
+        new = (
+            decayed
+            + b[..., None, None]
+            * k[..., :, None]
+            * (prediction - v)[..., None, :]
+        )
     else:
-        new = decayed + b[..., None, None] * k[..., :, None] * (v - prediction)[..., None, :]
+        new = (
+            decayed
+            + b[..., None, None]
+            * k[..., :, None]
+            * (v - prediction)[..., None, :]
+        )
     if mistake == "decay_after_write":
         new = a * new
     read = old if mistake == "read_before_write" else new
@@ -115,35 +166,49 @@ def simulate(q, k, v, beta, alpha, state, *, kind: str, mistake: str | None = No
 
 STEP_MISTAKES = {
     "read_before_write": "the output reads the state from before this token's write: update the "
-                         "state first, then read o = Sᵀ q (the token sees itself).",
+    "state first, then read o = Sᵀ q (the token sees itself).",
     "no_scale": "the output is √d_k too large: scale q by 1/√d_k before the read.",
     "no_correction": "matches while the state is empty but not once it holds something: the "
-                     "write is additive. Subtract the prediction: v − Sᵀk.",
+    "write is additive. Subtract the prediction: v − Sᵀk.",
     "no_beta": "your step writes as if β were 1: β must multiply the whole correction "
-               "β (v − Sᵀk), so that β = 0 leaves the state unchanged.",
+    "β (v − Sᵀk), so that β = 0 leaves the state unchanged.",
     "beta_on_v_only": "β scales only v in your correction, so even β = 0 would erase the old "
-                      "value: β multiplies the whole correction β (v − Sᵀk).",
+    "value: β multiplies the whole correction β (v − Sᵀk).",
     "sign_flipped": "the correction has the wrong sign: it is v − Sᵀk (target minus prediction).",
     "predict_with_q": "the prediction uses q: the state is corrected where it is written, at the "
-                      "key (v − Sᵀk).",
+    "key (v − Sᵀk).",
     "normalised_keys": "matches for unit-length keys but not for others: the step takes k as "
-                       "given (the layer normalises keys before the kernel).",
+    "given (the layer normalises keys before the kernel).",
     "no_decay": "the gate is ignored: decay the state by α = exp(g) first.",
     "gate_not_exp": "g is the log of the decay: multiply by α = exp(g), not by g.",
     "decay_after_write": "the decay is applied after the write: decay first, S' = α S, then "
-                         "correct S' (the new pair must not be decayed).",
+    "correct S' (the new pair must not be decayed).",
     "predict_undecayed": "is the decay applied before the correction? The prediction S'ᵀk must "
-                         "read the decayed state S' = α S, not the old S.",
+    "read the decayed state S' = α S, not the old S.",
 }
 
 KIND_MISTAKES = {
     "linear": ("read_before_write", "no_scale"),
-    "delta": ("read_before_write", "no_scale", "no_correction", "no_beta", "beta_on_v_only",
-              "sign_flipped", "predict_with_q", "normalised_keys"),
+    "delta": (
+        "read_before_write",
+        "no_scale",
+        "no_correction",
+        "no_beta",
+        "beta_on_v_only",
+        "sign_flipped",
+        "predict_with_q",
+        "normalised_keys",
+    ),
 }
-KIND_MISTAKES["gated"] = KIND_MISTAKES["delta"] + ("no_decay", "gate_not_exp",
-                                                     "decay_after_write", "predict_undecayed")
+KIND_MISTAKES["gated"] = KIND_MISTAKES["delta"] + (
+    "no_decay",
+    "gate_not_exp",
+    "decay_after_write",
+    "predict_undecayed",
+)
 KIND_MISTAKES["kda"] = KIND_MISTAKES["gated"]
+
+
 def step_mistakes(kind: str, q, k, v, beta, g, state) -> dict:
     """Each mistake the checker knows for ``kind``: (what it would output, its diagnosis)."""
     dk = q.shape[-1]
@@ -155,9 +220,14 @@ def step_mistakes(kind: str, q, k, v, beta, g, state) -> dict:
         alpha = torch.ones_like(q)
 
     def output(mistake: str) -> torch.Tensor:
-        return simulate(q, k, v, beta, alpha[..., None], state, kind=kind, mistake=mistake)[0]
+        return simulate(
+            q, k, v, beta, alpha[..., None], state, kind=kind, mistake=mistake
+        )[0]
 
-    return {m: (lambda m=m: output(m), STEP_MISTAKES[m]) for m in KIND_MISTAKES[kind]}
+    return {
+        m: (lambda m=m: output(m), STEP_MISTAKES[m])
+        for m in KIND_MISTAKES[kind]
+    }
 
 
 def block_mistakes(x, mixer, mlp, mixer_norm, mlp_norm) -> dict:
@@ -193,27 +263,41 @@ def block_mistakes(x, mixer, mlp, mixer_norm, mlp_norm) -> dict:
         return h + mixer(mixer_norm(h))
 
     return {
-        "post_norm": (post_norm,
-                      "you normalise after adding (post-norm, the 2017 layout): "
-                      "normalise the input of each branch, x + Mixer(RMSNorm(x)), "
-                      "and leave the sum itself unnormalised."),
-        "no_mixer_residual": (no_mixer_residual,
-                              "the attention branch replaces x instead of adding to "
-                              "it: x ← x + Mixer(RMSNorm(x)) keeps the stream."),
-        "no_mlp_residual": (no_mlp_residual,
-                            "the MLP branch replaces the stream instead of adding to "
-                            "it: x ← x + MLP(RMSNorm(x))."),
-        "normed_residual": (normed_residual,
-                            "you add the branch to the normalised x: the residual must "
-                            "carry x itself, x + Mixer(RMSNorm(x))."),
-        "parallel": (parallel,
-                     "the MLP reads the block's input, not the stream after "
-                     "attention (that is the parallel block of GPT-J and PaLM): "
-                     "add the mixer's output first, then run the MLP on the sum."),
-        "norms_swapped": (norms_swapped,
-                          "the two norms are swapped: mixer_norm goes before the "
-                          "mixer, mlp_norm before the MLP (each has its own gain)."),
-        "mlp_first": (mlp_first,
-                      "the MLP runs before the mixer: attention comes first in "
-                      "the block, then the MLP."),
+        "post_norm": (
+            post_norm,
+            "you normalise after adding (post-norm, the 2017 layout): "
+            "normalise the input of each branch, x + Mixer(RMSNorm(x)), "
+            "and leave the sum itself unnormalised.",
+        ),
+        "no_mixer_residual": (
+            no_mixer_residual,
+            "the attention branch replaces x instead of adding to "
+            "it: x ← x + Mixer(RMSNorm(x)) keeps the stream.",
+        ),
+        "no_mlp_residual": (
+            no_mlp_residual,
+            "the MLP branch replaces the stream instead of adding to "
+            "it: x ← x + MLP(RMSNorm(x)).",
+        ),
+        "normed_residual": (
+            normed_residual,
+            "you add the branch to the normalised x: the residual must "
+            "carry x itself, x + Mixer(RMSNorm(x)).",
+        ),
+        "parallel": (
+            parallel,
+            "the MLP reads the block's input, not the stream after "
+            "attention (that is the parallel block of GPT-J and PaLM): "
+            "add the mixer's output first, then run the MLP on the sum.",
+        ),
+        "norms_swapped": (
+            norms_swapped,
+            "the two norms are swapped: mixer_norm goes before the "
+            "mixer, mlp_norm before the MLP (each has its own gain).",
+        ),
+        "mlp_first": (
+            mlp_first,
+            "the MLP runs before the mixer: attention comes first in "
+            "the block, then the MLP.",
+        ),
     }

@@ -24,7 +24,9 @@ def _read(path: Path) -> str | None:
         return None
 
 
-def _own_groups(root: Path, proc_cgroup: Path) -> tuple[list[Path], list[Path]]:
+def _own_groups(
+    root: Path, proc_cgroup: Path
+) -> tuple[list[Path], list[Path]]:
     """Folders that may hold this process's CPU limits: its own cgroup (from /proc/self/cgroup)
     first, then the root of the mount, which is the container's own group when the container
     has a cgroup namespace or its group mounted at the root. Returns (v2 folders, v1 folders)."""
@@ -50,17 +52,24 @@ def cpu_quota(
     """
     v2_dirs, v1_dirs = _own_groups(root, proc_cgroup)
     quota, period = "", ""
-    v2 = next((text for d in v2_dirs if (text := _read(d / "cpu.max")) is not None), None)
+    v2 = next(
+        (text for d in v2_dirs if (text := _read(d / "cpu.max")) is not None),
+        None,
+    )
     if v2 is not None:
         quota, period = (v2.split() + ["", ""])[:2]
     else:
-        v1 = next((d for d in v1_dirs if (d / "cpu.cfs_quota_us").exists()), None)
+        v1 = next(
+            (d for d in v1_dirs if (d / "cpu.cfs_quota_us").exists()), None
+        )
         if v1 is not None:
             quota = _read(v1 / "cpu.cfs_quota_us") or ""
             period = _read(v1 / "cpu.cfs_period_us") or ""
     try:
         quota_us, period_us = int(quota), int(period)
-    except ValueError:  # "max", a missing file, or anything unexpected: no quota we can use
+    except (
+        ValueError
+    ):  # "max", a missing file, or anything unexpected: no quota we can use
         return None
     if quota_us <= 0 or period_us <= 0:
         return None

@@ -39,7 +39,9 @@ class ShortConvolution(nn.Module):
         self.channels = check_positive_int("channels", channels)
         self.kernel_size = check_positive_int("kernel_size", kernel_size)
         bound = 1.0 / math.sqrt(kernel_size)
-        self.weight = nn.Parameter(torch.empty(channels, kernel_size).uniform_(-bound, bound))
+        self.weight = nn.Parameter(
+            torch.empty(channels, kernel_size).uniform_(-bound, bound)
+        )
 
     def forward(
         self, x: torch.Tensor, cache: torch.Tensor | None = None
@@ -50,8 +52,12 @@ class ShortConvolution(nn.Module):
         if cache is None:
             cache = x.new_zeros(sizes["B"], k - 1, self.channels)
         else:
-            check_tensor("cache", cache, ("B", "K-1", "C"), {"B": sizes["B"], "K-1": k - 1,
-                                                            "C": self.channels})
+            check_tensor(
+                "cache",
+                cache,
+                ("B", "K-1", "C"),
+                {"B": sizes["B"], "K-1": k - 1, "C": self.channels},
+            )
         padded = torch.cat([cache.to(x.dtype), x], dim=1)  # [B, K-1+T, C]
         t = x.shape[1]
         y = sum(padded[:, j : j + t, :] * self.weight[:, j] for j in range(k))
@@ -79,7 +85,11 @@ class HeadRMSNorm(nn.Module):
             raise ValueError(
                 f"x: expected last axis of size {self.dim}, got shape {tuple(x.shape)}"
             )
-        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+        return (
+            x
+            * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)
+            * self.weight
+        )
 
 
 LAYER_NORM_EPS = 1e-5
@@ -109,12 +119,16 @@ class SwiGLU(nn.Module):
 
 
 def split_heads(x: torch.Tensor, n_heads: int) -> torch.Tensor:
-    """``[B, T, H·D]`` -> ``[B, H, T, D]``: cut the feature axis into H heads of size D."""
+    """``[B, T, H·D]`` -> ``[B, H, T, D]``: cut the feature axis into H heads
+    of size D."""
     check_tensor("x", x, ("B", "T", "H*D"))
     check_positive_int("n_heads", n_heads)
     b, t, width = x.shape
     if width % n_heads:
-        raise ValueError(f"n_heads: expected a divisor of the feature size {width}, got {n_heads}")
+        raise ValueError(
+            f"n_heads: expected a divisor of the feature size {width}, "
+            f"got {n_heads}"
+        )
     return x.view(b, t, n_heads, width // n_heads).transpose(1, 2)
 
 
@@ -134,23 +148,35 @@ class ConvQKV(nn.Module):
     (each the last ``conv_size - 1`` projected inputs ``[B, conv_size - 1, H·head_dim]``).
     """
 
-    def __init__(self, d_model: int, n_heads: int, head_dim: int, conv_size: int = 4) -> None:
+    def __init__(
+        self, d_model: int, n_heads: int, head_dim: int, conv_size: int = 4
+    ) -> None:
         super().__init__()
         self.n_heads = check_positive_int("n_heads", n_heads)
         width = n_heads * check_positive_int("head_dim", head_dim)
         check_positive_int("d_model", d_model)
-        self.proj = nn.ModuleList(nn.Linear(d_model, width, bias=False) for _ in range(3))
-        self.conv = nn.ModuleList(ShortConvolution(width, conv_size) for _ in range(3))
+        self.proj = nn.ModuleList(
+            nn.Linear(d_model, width, bias=False) for _ in range(3)
+        )
+        self.conv = nn.ModuleList(
+            ShortConvolution(width, conv_size) for _ in range(3)
+        )
 
     def forward(
         self, x: torch.Tensor, conv_cache: tuple[torch.Tensor, ...] = ()
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, tuple[torch.Tensor, ...]]:
+    ) -> tuple[
+        torch.Tensor, torch.Tensor, torch.Tensor, tuple[torch.Tensor, ...]
+    ]:
         """Return ``(q, k, v, new_conv_cache)``; ``conv_cache`` is ``()`` or three tensors."""
         if conv_cache and len(conv_cache) != 3:
-            raise ValueError(f"cache.conv: expected 3 tensors (q, k, v), got {len(conv_cache)}")
+            raise ValueError(
+                f"cache.conv: expected 3 tensors (q, k, v), got {len(conv_cache)}"
+            )
         caches = conv_cache or (None, None, None)
         outputs, new_cache = [], []
-        for proj, conv, cache in zip(self.proj, self.conv, caches, strict=True):
+        for proj, conv, cache in zip(
+            self.proj, self.conv, caches, strict=True
+        ):
             y, c = conv(proj(x), cache)
             outputs.append(split_heads(y, self.n_heads))
             new_cache.append(c)
@@ -193,29 +219,53 @@ class KVCache:
 
     def __post_init__(self) -> None:
         sizes = check_tensor("k", self.k, ("B", "H_kv", "T", "D"))
-        check_tensor("v", self.v, ("B", "H_kv", "T", "Dv"), sizes, dtype=self.k.dtype,
-                     device=self.k.device)
+        check_tensor(
+            "v",
+            self.v,
+            ("B", "H_kv", "T", "Dv"),
+            sizes,
+            dtype=self.k.dtype,
+            device=self.k.device,
+        )
 
     @property
     def length(self) -> int:
         """Number of cached tokens T (the absolute position of the next token)."""
         return self.k.shape[2]
 
-    def append(self, k_new: torch.Tensor, v_new: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """K ← [K; k_new], V ← [V; v_new] along time (in place); returns the full (K, V).
+    def append(
+        self, k_new: torch.Tensor, v_new: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """K ← [K; k_new], V ← [V; v_new] along time (in place); returns the
+        full (K, V).
 
         k_new ``[B, H_kv, T_new, D]``, v_new ``[B, H_kv, T_new, Dv]``.
         """
         b, h, _, d = self.k.shape
-        sizes = check_tensor("k_new", k_new, ("B", "H_kv", "T_new", "D"),
-                             {"B": b, "H_kv": h, "D": d}, dtype=self.k.dtype, device=self.k.device)
+        sizes = check_tensor(
+            "k_new",
+            k_new,
+            ("B", "H_kv", "T_new", "D"),
+            {"B": b, "H_kv": h, "D": d},
+            dtype=self.k.dtype,
+            device=self.k.device,
+        )
         sizes["Dv"] = self.v.shape[3]
-        check_tensor("v_new", v_new, ("B", "H_kv", "T_new", "Dv"), sizes, dtype=self.k.dtype,
-                     device=self.k.device)
+        check_tensor(
+            "v_new",
+            v_new,
+            ("B", "H_kv", "T_new", "Dv"),
+            sizes,
+            dtype=self.k.dtype,
+            device=self.k.device,
+        )
         self.k = torch.cat([self.k, k_new], dim=2)
         self.v = torch.cat([self.v, v_new], dim=2)
         return self.k, self.v
 
     def num_bytes(self) -> int:
         """Bytes held: (numel(K) + numel(V)) · bytes per element; grows linearly with T."""
-        return self.k.numel() * self.k.element_size() + self.v.numel() * self.v.element_size()
+        return (
+            self.k.numel() * self.k.element_size()
+            + self.v.numel() * self.v.element_size()
+        )

@@ -47,8 +47,13 @@ class MLAConfig:
     rope: bool = True
 
     def __post_init__(self) -> None:
-        for name in ("n_heads", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim",
-                     "kv_lora_rank"):
+        for name in (
+            "n_heads",
+            "qk_nope_head_dim",
+            "qk_rope_head_dim",
+            "v_head_dim",
+            "kv_lora_rank",
+        ):
             check_positive_int(f"MLAConfig.{name}", getattr(self, name))
         if self.q_lora_rank is not None:
             check_positive_int("MLAConfig.q_lora_rank", self.q_lora_rank)
@@ -93,13 +98,26 @@ class ModelConfig:
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
-            raise ValueError(f"ModelConfig.name: expected a non-empty string, got {self.name!r}")
-        for name in ("vocab_size", "d_model", "n_heads", "head_dim", "conv_size", "mlp_hidden"):
+            raise ValueError(
+                f"ModelConfig.name: expected a non-empty string, got {self.name!r}"
+            )
+        for name in (
+            "vocab_size",
+            "d_model",
+            "n_heads",
+            "head_dim",
+            "conv_size",
+            "mlp_hidden",
+        ):
             check_positive_int(f"ModelConfig.{name}", getattr(self, name))
         _check_field_bool("ModelConfig.rope", self.rope)
         _check_field_bool("ModelConfig.tie_embeddings", self.tie_embeddings)
         pattern = self.layer_pattern
-        if isinstance(pattern, str) or not isinstance(pattern, tuple | list) or not pattern:
+        if (
+            isinstance(pattern, str)
+            or not isinstance(pattern, tuple | list)
+            or not pattern
+        ):
             raise ValueError(
                 "ModelConfig.layer_pattern: expected a non-empty tuple of layer kinds, "
                 f"got {pattern!r}"
@@ -114,7 +132,9 @@ class ModelConfig:
                 f"ModelConfig.n_kv_heads: expected a divisor of n_heads={self.n_heads}, got {n_kv}"
             )
         object.__setattr__(self, "n_kv_heads", n_kv)
-        if "mla" in self.layer_pattern and not isinstance(self.mla, MLAConfig):
+        if "mla" in self.layer_pattern and not isinstance(
+            self.mla, MLAConfig
+        ):
             raise ValueError(
                 "ModelConfig.mla: the layer pattern has 'mla' layers, so an MLAConfig is "
                 f"required, got {self.mla!r}"
@@ -137,7 +157,11 @@ def _check_field_bool(name: str, value: object) -> None:
 
 
 def pattern_from_full_attn_layers(
-    n_layers: int, full_attn_layers: tuple[int, ...], *, full: str = "mla", linear: str = "kda"
+    n_layers: int,
+    full_attn_layers: tuple[int, ...],
+    *,
+    full: str = "mla",
+    linear: str = "kda",
 ) -> tuple[str, ...]:
     """Layer kinds from a released ``config.json`` that lists its global layers 1-based.
 
@@ -146,11 +170,17 @@ def pattern_from_full_attn_layers(
     """
     check_positive_int("n_layers", n_layers)
     for i in full_attn_layers:
-        if isinstance(i, bool) or not isinstance(i, int) or not 1 <= i <= n_layers:
+        if (
+            isinstance(i, bool)
+            or not isinstance(i, int)
+            or not 1 <= i <= n_layers
+        ):
             raise ValueError(
                 f"full_attn_layers: expected 1-based layer numbers in [1, {n_layers}], got {i!r}"
             )
-    return tuple(full if i + 1 in full_attn_layers else linear for i in range(n_layers))
+    return tuple(
+        full if i + 1 in full_attn_layers else linear for i in range(n_layers)
+    )
 
 
 SOPHIA = ModelConfig(
@@ -234,7 +264,9 @@ KIMI_LINEAR_48B_A3B = ModelConfig(
     name="Kimi-Linear-48B-A3B",
     vocab_size=163840,
     d_model=2304,
-    layer_pattern=pattern_from_full_attn_layers(27, KIMI_LINEAR_FULL_ATTN_LAYERS),
+    layer_pattern=pattern_from_full_attn_layers(
+        27, KIMI_LINEAR_FULL_ATTN_LAYERS
+    ),
     n_heads=32,
     head_dim=128,
     conv_size=4,
@@ -318,6 +350,13 @@ LLAMA3_8B = ModelConfig(
 """Llama 3 8B: standard GQA attention in every layer, the usual KV-cache baseline."""
 
 PRESETS: dict[str, ModelConfig] = {
-    c.name: c for c in (SOPHIA, SOPHIA_NANO, KIMI_LINEAR_48B_A3B, DEEPSEEK_V3, LLAMA3_8B)
+    c.name: c
+    for c in (
+        SOPHIA,
+        SOPHIA_NANO,
+        KIMI_LINEAR_48B_A3B,
+        DEEPSEEK_V3,
+        LLAMA3_8B,
+    )
 }
 """Every preset by its name."""

@@ -57,12 +57,19 @@ def linear_attention_cost(
     d = check_positive_int("head_dim", head_dim)
     c = check_positive_int("chunk_size", chunk_size)
     if form == "parallel":
-        return FormCost(flops=4 * t * t * d, score_numbers=t * t, sequential_steps=1)
+        return FormCost(
+            flops=4 * t * t * d, score_numbers=t * t, sequential_steps=1
+        )
     if form == "recurrent":
-        return FormCost(flops=4 * t * d * d, score_numbers=0, sequential_steps=t)
+        return FormCost(
+            flops=4 * t * d * d, score_numbers=0, sequential_steps=t
+        )
     n = -(-t // c)
-    return FormCost(flops=4 * n * c * (c * d + d * d), score_numbers=n * c * c,
-                    sequential_steps=n)
+    return FormCost(
+        flops=4 * n * c * (c * d + d * d),
+        score_numbers=n * c * c,
+        sequential_steps=n,
+    )
 
 
 # --------------------------------------------------------------------------- the delta rule
@@ -111,7 +118,12 @@ def delta_rule_cost(
     d = check_positive_int("head_dim", head_dim)
     c = check_positive_int("chunk_size", chunk_size)
     if form == "recurrent":
-        return DeltaRuleCost(intra_flops=0, inter_flops=6 * t * d * d, sequential_steps=t)
+        return DeltaRuleCost(
+            intra_flops=0, inter_flops=6 * t * d * d, sequential_steps=t
+        )
     n = -(-t // c)
-    return DeltaRuleCost(intra_flops=n * (7 * c * c - c) * d, inter_flops=6 * n * c * d * d,
-                         sequential_steps=n)
+    return DeltaRuleCost(
+        intra_flops=n * (7 * c * c - c) * d,
+        inter_flops=6 * n * c * d * d,
+        sequential_steps=n,
+    )

@@ -41,28 +41,46 @@ class CostData:
     def __post_init__(self) -> None:
         n = len(self.contexts)
         if n < 2:
-            raise ValueError(f"contexts: expected at least 2 context lengths, got {n}")
-        if any(self.contexts[i + 1] <= self.contexts[i] for i in range(n - 1)):
-            raise ValueError(f"contexts: expected increasing lengths, got {self.contexts}")
+            raise ValueError(
+                f"contexts: expected at least 2 context lengths, got {n}"
+            )
+        if any(
+            self.contexts[i + 1] <= self.contexts[i] for i in range(n - 1)
+        ):
+            raise ValueError(
+                f"contexts: expected increasing lengths, got {self.contexts}"
+            )
         if len(self.attn_bytes) != n:
-            raise ValueError(f"attn_bytes: expected {n} values (one per context), "
-                             f"got {len(self.attn_bytes)}")
+            raise ValueError(
+                f"attn_bytes: expected {n} values (one per context), "
+                f"got {len(self.attn_bytes)}"
+            )
         if not self.attn_rounds or any(len(r) != n for r in self.attn_rounds):
-            raise ValueError(f"attn_rounds: expected rounds of {n} values (one per context), "
-                             f"got {[len(r) for r in self.attn_rounds]}")
+            raise ValueError(
+                f"attn_rounds: expected rounds of {n} values (one per context), "
+                f"got {[len(r) for r in self.attn_rounds]}"
+            )
         if len(self.kda_rounds) != len(self.attn_rounds):
-            raise ValueError(f"kda_rounds: expected {len(self.attn_rounds)} values (one per "
-                             f"round), got {len(self.kda_rounds)}")
+            raise ValueError(
+                f"kda_rounds: expected {len(self.attn_rounds)} values (one per "
+                f"round), got {len(self.kda_rounds)}"
+            )
 
     @property
     def attn_seconds(self) -> tuple[float, ...]:
         """The median over rounds of the attention read at each context."""
-        return tuple(statistics.median(col) for col in zip(*self.attn_rounds, strict=True))
+        return tuple(
+            statistics.median(col)
+            for col in zip(*self.attn_rounds, strict=True)
+        )
 
     @property
     def attn_range(self) -> tuple[tuple[float, float], ...]:
         """(fastest, slowest) round of the attention read at each context."""
-        return tuple((min(col), max(col)) for col in zip(*self.attn_rounds, strict=True))
+        return tuple(
+            (min(col), max(col))
+            for col in zip(*self.attn_rounds, strict=True)
+        )
 
     @property
     def kda_seconds(self) -> float:
@@ -76,8 +94,13 @@ class CostData:
 
 
 def measure_decode_costs(
-    label: str, n_heads: int, head_dim: int, contexts: Sequence[int], *,
-    repeats: int = 15, rounds: int = 3,
+    label: str,
+    n_heads: int,
+    head_dim: int,
+    contexts: Sequence[int],
+    *,
+    repeats: int = 15,
+    rounds: int = 3,
 ) -> CostData:
     """Time one KDA step and the attention read at every context, ``rounds`` times over.
 
@@ -88,14 +111,28 @@ def measure_decode_costs(
     check_positive_int("rounds", rounds)
     attn_rounds, kda_rounds = [], []
     for r in range(rounds):
-        kda_s, kda_b = time_kda_step(n_heads=n_heads, head_dim=head_dim, repeats=repeats,
-                                     seed=r)
-        attn_s, attn_b = time_cached_attention_step(contexts, n_heads=n_heads,
-                                                    head_dim=head_dim, repeats=repeats, seed=r)
+        kda_s, kda_b = time_kda_step(
+            n_heads=n_heads, head_dim=head_dim, repeats=repeats, seed=r
+        )
+        attn_s, attn_b = time_cached_attention_step(
+            contexts,
+            n_heads=n_heads,
+            head_dim=head_dim,
+            repeats=repeats,
+            seed=r,
+        )
         kda_rounds.append(kda_s)
         attn_rounds.append(tuple(attn_s))
-    return CostData(label, n_heads, head_dim, tuple(contexts), tuple(attn_rounds),
-                    tuple(attn_b), tuple(kda_rounds), kda_b)
+    return CostData(
+        label,
+        n_heads,
+        head_dim,
+        tuple(contexts),
+        tuple(attn_rounds),
+        tuple(attn_b),
+        tuple(kda_rounds),
+        kda_b,
+    )
 
 
 @dataclass(frozen=True)
@@ -126,9 +163,11 @@ def find_crossing(data: CostData) -> Crossing:
     faster = [hi < kda_low for _, hi in data.attn_range]
     slower = [lo > kda_high for lo, _ in data.attn_range]
     contexts, n = data.contexts, len(data.contexts)
-    if any(slower[i] and any(faster[i + 1:]) for i in range(n)):
+    if any(slower[i] and any(faster[i + 1 :]) for i in range(n)):
         return Crossing("unclear")
-    first = n  # the first context from which on every context is surely slower
+    first = (
+        n  # the first context from which on every context is surely slower
+    )
     while first > 0 and slower[first - 1]:
         first -= 1
     if first == n:
@@ -136,8 +175,11 @@ def find_crossing(data: CostData) -> Crossing:
     if first == 0:
         return Crossing("below", high=contexts[0])
     last_faster = max((i for i in range(first) if faster[i]), default=None)
-    return Crossing("inside", None if last_faster is None else contexts[last_faster],
-                    contexts[first])
+    return Crossing(
+        "inside",
+        None if last_faster is None else contexts[last_faster],
+        contexts[first],
+    )
 
 
 def noise_drops(data: CostData) -> list[int]:
@@ -145,4 +187,8 @@ def noise_drops(data: CostData) -> list[int]:
     (every round below every round of the shorter context): the cost cannot really fall as the
     cache grows, so each such context marks noise larger than the rounds' spread."""
     ranges = data.attn_range
-    return [data.contexts[i] for i in range(1, len(ranges)) if ranges[i][1] < ranges[i - 1][0]]
+    return [
+        data.contexts[i]
+        for i in range(1, len(ranges))
+        if ranges[i][1] < ranges[i - 1][0]
+    ]

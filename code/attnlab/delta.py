@@ -71,10 +71,16 @@ def check_kernel_inputs(
     sizes = check_qkv(q, k, v, initial_state=initial_state)
     for name, size in sizes.items():
         if size == 0:
-            raise ValueError(f"q: expected non-empty axes, got {name}=0 (q {tuple(q.shape)})")
-    check_tensor("beta", beta, ("B", "H", "T"), sizes, dtype=q.dtype, device=q.device)
+            raise ValueError(
+                f"q: expected non-empty axes, got {name}=0 (q {tuple(q.shape)})"
+            )
+    check_tensor(
+        "beta", beta, ("B", "H", "T"), sizes, dtype=q.dtype, device=q.device
+    )
     if not isinstance(allow_unstable, bool):
-        raise ValueError(f"allow_unstable: expected True or False, got {allow_unstable!r}")
+        raise ValueError(
+            f"allow_unstable: expected True or False, got {allow_unstable!r}"
+        )
     if allow_unstable:
         check_range("beta", beta, 0.0, None)
     else:
@@ -96,16 +102,23 @@ def check_beta(beta: torch.Tensor, k: torch.Tensor) -> None:
     check_range("beta", beta, 0.0, None)
     if beta.numel() == 0:
         return
-    strength = beta * torch.linalg.vector_norm(k.detach(), dim=-1).square()  # β ‖k‖²
+    # β ‖k‖²
+    strength = beta * torch.linalg.vector_norm(k.detach(), dim=-1).square()
     worst = strength.max()
     if worst > 2 * (1 + 64 * torch.finfo(k.dtype).eps):
-        raise ValueError(f"beta, k: expected β‖k‖² <= 2 for every token (the delta rule's "
-                         f"transition I − β k kᵀ has the eigenvalue 1 − β‖k‖², which must stay "
-                         f"in [−1, 1]), got β‖k‖² up to {worst.item():.4g}; normalise the keys "
-                         f"(‖k‖ = 1 allows β in [0, 2]) or lower beta")
+        raise ValueError(
+            f"beta, k: expected β‖k‖² <= 2 for every token (the delta rule's "
+            f"transition I − β k kᵀ has the eigenvalue 1 − β‖k‖², which must stay "
+            f"in [−1, 1]), got β‖k‖² up to {worst.item():.4g}; normalise the keys "
+            f"(‖k‖ = 1 allows β in [0, 2]) or lower beta"
+        )
 
 
-def start_state(initial_state: torch.Tensor | None, sizes: dict[str, int], like: torch.Tensor):
+def start_state(
+    initial_state: torch.Tensor | None,
+    sizes: dict[str, int],
+    like: torch.Tensor,
+):
     """S_0: the given initial state, or zeros ``[B, H, Dk, Dv]``."""
     if initial_state is not None:
         return initial_state
@@ -118,14 +131,22 @@ def read_state(state: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
 
 
 def delta_write(
-    state: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, beta: torch.Tensor
+    state: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    *,
+    beta: torch.Tensor,
 ) -> torch.Tensor:
-    """S + β k (v − Sᵀk)ᵀ: move what S stores under key k a fraction β of the way to v.
+    """S + β k (v − Sᵀk)ᵀ: move what S stores under key k a fraction β of the
+    way to v.
 
-    state [B, H, Dk, Dv], k [B, H, Dk], v [B, H, Dv], beta [B, H] -> [B, H, Dk, Dv].
+    state [B, H, Dk, Dv], k [B, H, Dk], v [B, H, Dv], beta [B, H] ->
+    [B, H, Dk, Dv].
     """
     error = v - read_state(state, k)
-    return state + beta[..., None, None] * k[..., :, None] * error[..., None, :]
+    return (
+        state + beta[..., None, None] * k[..., :, None] * error[..., None, :]
+    )
 
 
 # ----------------------------------------------------------------------------------------------
@@ -146,22 +167,32 @@ def delta_rule_recurrent(
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """The delta rule, one token at a time (the definition).
 
-        S_t = S_{t-1} + β_t k_t (v_t − S_{t-1}ᵀ k_t)ᵀ        o_t = S_tᵀ (scale · q_t)
+        S_t = S_{t-1} + β_t k_t (v_t − S_{t-1}ᵀ k_t)ᵀ
+        o_t = S_tᵀ (scale · q_t)
 
-    q, k [B, H, T, Dk]; v [B, H, T, Dv]; beta [B, H, T] ≥ 0 with β‖k‖² ≤ 2 (:func:`check_beta`);
-    initial_state S_0 [B, H, Dk, Dv] (zeros if None). Returns o [B, H, T, Dv] and S_T (or None).
-    ``allow_unstable=True`` skips the β‖k‖² ≤ 2 check, to watch the state grow without bound
-    when it fails (Lesson 11's demonstration); no layer or other kernel offers it.
+    q, k [B, H, T, Dk]; v [B, H, T, Dv]; beta [B, H, T] ≥ 0 with β‖k‖² ≤ 2
+    (:func:`check_beta`); initial_state S_0 [B, H, Dk, Dv] (zeros if None).
+    Returns o [B, H, T, Dv] and S_T (or None). ``allow_unstable=True`` skips
+    the β‖k‖² ≤ 2 check, to watch the state grow without bound when it fails
+    (Lesson 11's demonstration); no layer or other kernel offers it.
     """
-    sizes = check_kernel_inputs(q, k, v, beta=beta, initial_state=initial_state,
-                                 allow_unstable=allow_unstable)
+    sizes = check_kernel_inputs(
+        q,
+        k,
+        v,
+        beta=beta,
+        initial_state=initial_state,
+        allow_unstable=allow_unstable,
+    )
     q = q * resolve_scale(scale, sizes["Dk"])
     state = start_state(initial_state, sizes, q)
     outputs = []
     for t in range(sizes["T"]):
         state = delta_write(state, k[:, :, t], v[:, :, t], beta=beta[:, :, t])
         outputs.append(read_state(state, q[:, :, t]))
-    return torch.stack(outputs, dim=2), (state if output_final_state else None)
+    return torch.stack(outputs, dim=2), (
+        state if output_final_state else None
+    )
 
 
 def delta_rule_parallel(
@@ -212,11 +243,19 @@ def delta_rule_chunk(
     Same arguments as :func:`delta_rule_recurrent`, plus ``chunk_size`` (any T is accepted:
     the last chunk is padded).
     """
-    sizes = check_kernel_inputs(q, k, v, beta=beta, initial_state=initial_state)
+    sizes = check_kernel_inputs(
+        q, k, v, beta=beta, initial_state=initial_state
+    )
     chunk_size = check_positive_int("chunk_size", chunk_size)
     q = q * resolve_scale(scale, sizes["Dk"])
-    o, state = engine.delta_rule_chunks(q, k, v, beta=beta, state=start_state(initial_state,
-                                        sizes, q), chunk_size=chunk_size)
+    o, state = engine.delta_rule_chunks(
+        q,
+        k,
+        v,
+        beta=beta,
+        state=start_state(initial_state, sizes, q),
+        chunk_size=chunk_size,
+    )
     return o, (state if output_final_state else None)
 
 
@@ -231,33 +270,46 @@ def delta_rule_chunk_reference(
     output_final_state: bool = False,
     chunk_size: int = 64,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """The delta rule chunk by chunk, written out: the WY / UT form of Yang et al. 2024,
-    "Parallelizing Linear Transformers with the Delta Rule over Sequence Length", its chunkwise
-    form (the Notation appendix, §4). In chunk n, with S = S_[n] the state entering it:
+    """The delta rule chunk by chunk, written out: the WY / UT form of Yang et
+    al. 2024, "Parallelizing Linear Transformers with the Delta Rule over
+    Sequence Length", its chunkwise form (the Notation appendix, §4). In chunk
+    n, with S = S_[n] the state entering it:
 
-        L = I + StrictTril(diag(β) K Kᵀ)         unit lower triangular, C × C
-        W = L⁻¹ diag(β) K,   U = L⁻¹ diag(β) V     the UT transform: triangular solves
-        V_new = U − W S                           what the chunk's writes add, given S
-        O_[n] = Q S + (Q Kᵀ ⊙ M) V_new              read S, plus the chunk's own writes
+        L = I + StrictTril(diag(β) K Kᵀ)      unit lower triangular, C × C
+        W = L⁻¹ diag(β) K,  U = L⁻¹ diag(β) V  the UT transform: triangular
+                                               solves
+        V_new = U − W S                        what the chunk's writes add,
+                                               given S
+        O_[n] = Q S + (Q Kᵀ ⊙ M) V_new         read S, plus the chunk's own
+                                               writes
         S_[n+1] = S + Kᵀ V_new
 
-    Row by row, u_t − w_t S = β_t (v_t − S_{t−1}ᵀ k_t): the error the token corrects, with the
-    chunk's earlier writes folded into S_{t−1} by the solve. The last chunk may be shorter
-    (any T). Same arguments as :func:`delta_rule_recurrent`, plus ``chunk_size``.
+    Row by row, u_t − w_t S = β_t (v_t − S_{t−1}ᵀ k_t): the error the token
+    corrects, with the chunk's earlier writes folded into S_{t−1} by the
+    solve. The last chunk may be shorter (any T). Same arguments as
+    :func:`delta_rule_recurrent`, plus ``chunk_size``.
     """
-    sizes = check_kernel_inputs(q, k, v, beta=beta, initial_state=initial_state)
+    sizes = check_kernel_inputs(
+        q, k, v, beta=beta, initial_state=initial_state
+    )
     chunk_size = check_positive_int("chunk_size", chunk_size)
     q = q * resolve_scale(scale, sizes["Dk"])
     state = start_state(initial_state, sizes, q)
     outputs = []
     for start in range(0, sizes["T"], chunk_size):
-        chunk = slice(start, start + chunk_size)  # the last chunk may be shorter
-        q_n, k_n, v_n = q[:, :, chunk], k[:, :, chunk], v[:, :, chunk]  # [B, H, C, D]
+        # the last chunk may be shorter
+        chunk = slice(start, start + chunk_size)
+        # [B, H, C, D]
+        q_n, k_n, v_n = (q[:, :, chunk], k[:, :, chunk], v[:, :, chunk])
         beta_n = beta[:, :, chunk, None]  # [B, H, C, 1]
         eye = torch.eye(k_n.shape[2], dtype=q.dtype, device=q.device)
         lower = eye + (beta_n * (k_n @ k_n.transpose(-1, -2))).tril(-1)  # L
-        w = torch.linalg.solve_triangular(lower, beta_n * k_n, upper=False, unitriangular=True)
-        u = torch.linalg.solve_triangular(lower, beta_n * v_n, upper=False, unitriangular=True)
+        w = torch.linalg.solve_triangular(
+            lower, beta_n * k_n, upper=False, unitriangular=True
+        )
+        u = torch.linalg.solve_triangular(
+            lower, beta_n * v_n, upper=False, unitriangular=True
+        )
         v_new = u - w @ state  # U − W S  [B, H, C, Dv]
         inside = (q_n @ k_n.transpose(-1, -2)).tril()  # Q Kᵀ ⊙ M
         outputs.append(q_n @ state + inside @ v_new)  # O_[n]
@@ -268,7 +320,9 @@ def delta_rule_chunk_reference(
 def _check_chunk(k: torch.Tensor, beta: torch.Tensor) -> dict[str, int]:
     """k [B, H, C, Dk] (finite) and beta [B, H, C] (like k, :func:`check_beta`); the sizes."""
     sizes = check_tensor("k", k, ("B", "H", "C", "Dk"))
-    check_tensor("beta", beta, ("B", "H", "C"), sizes, dtype=k.dtype, device=k.device)
+    check_tensor(
+        "beta", beta, ("B", "H", "C"), sizes, dtype=k.dtype, device=k.device
+    )
     check_finite("k", k)
     check_beta(beta, k)
     return sizes
@@ -277,29 +331,37 @@ def _check_chunk(k: torch.Tensor, beta: torch.Tensor) -> dict[str, int]:
 def ut_transform(
     k: torch.Tensor, v: torch.Tensor, *, beta: torch.Tensor
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """The WY / UT form of one chunk of the delta rule (the Notation appendix, §4): W and U.
+    """The WY / UT form of one chunk of the delta rule (the Notation
+    appendix, §4): W and U.
 
-        𝒯 = (I + StrictTril(diag(β) K Kᵀ))⁻¹      (the UT transform: one triangular solve)
+        𝒯 = (I + StrictTril(diag(β) K Kᵀ))⁻¹   (the UT transform: one
+                                               triangular solve)
         W = 𝒯 diag(β) K,   row by row  w_t = β_t (k_t − Σ_{i<t} w_i k_iᵀ k_t)
         U = 𝒯 diag(β) V,   row by row  u_t = β_t (v_t − Σ_{i<t} u_i k_iᵀ k_t)
 
     With them the chunk's C factors collapse into one low-rank correction,
     Π_{i=C..1} (I − β_i k_i k_iᵀ) = I − Kᵀ W = I − Σ_i k_i w_iᵀ (compare
     :func:`transition_product`), and the state after the chunk is
-    S_C = (I − Kᵀ W) S_0 + Kᵀ U = S_0 + Kᵀ (U − W S_0) (just Kᵀ U when S_0 = 0).
-    The whole input is one chunk: k [B, H, C, Dk]; v [B, H, C, Dv]; beta [B, H, C]
-    (:func:`check_beta`).
-    Returns (W [B, H, C, Dk], U [B, H, C, Dv]).
+    S_C = (I − Kᵀ W) S_0 + Kᵀ U = S_0 + Kᵀ (U − W S_0) (just Kᵀ U when
+    S_0 = 0). The whole input is one chunk: k [B, H, C, Dk]; v [B, H, C, Dv];
+    beta [B, H, C] (:func:`check_beta`). Returns (W [B, H, C, Dk], U
+    [B, H, C, Dv]).
     """
     sizes = _check_chunk(k, beta)
-    check_tensor("v", v, ("B", "H", "C", "Dv"), sizes, dtype=k.dtype, device=k.device)
+    check_tensor(
+        "v", v, ("B", "H", "C", "Dv"), sizes, dtype=k.dtype, device=k.device
+    )
     check_finite("v", v)
     lower = ut_lower(k @ k.transpose(-1, -2), beta)
-    return (solve_unit_lower(lower, beta[..., None] * k),
-            solve_unit_lower(lower, beta[..., None] * v))
+    return (
+        solve_unit_lower(lower, beta[..., None] * k),
+        solve_unit_lower(lower, beta[..., None] * v),
+    )
 
 
-def transition_product(k: torch.Tensor, *, beta: torch.Tensor) -> torch.Tensor:
+def transition_product(
+    k: torch.Tensor, *, beta: torch.Tensor
+) -> torch.Tensor:
     """The delta rule's C transition matrices multiplied out, the latest on the left:
 
         P_C = (I − β_C k_C k_Cᵀ) ⋯ (I − β_1 k_1 k_1ᵀ),   so that S_C = P_C S_0 + (the writes)
@@ -312,7 +374,12 @@ def transition_product(k: torch.Tensor, *, beta: torch.Tensor) -> torch.Tensor:
     product = eye.expand(sizes["B"], sizes["H"], -1, -1)
     for t in range(sizes["C"]):
         k_t = k[:, :, t]
-        factor = eye - beta[:, :, t, None, None] * k_t[..., :, None] * k_t[..., None, :]
+        factor = (
+            eye
+            - beta[:, :, t, None, None]
+            * k_t[..., :, None]
+            * k_t[..., None, :]
+        )
         product = factor @ product
     return product
 
@@ -335,15 +402,23 @@ def gated_delta_rule_recurrent(
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """The gated delta rule, one token at a time (the definition).
 
-        S_t = α_t (I − β_t k_t k_tᵀ) S_{t-1} + β_t k_t v_tᵀ,   α_t = exp(g_t)   o_t = S_tᵀ q_t
+        S_t = α_t (I − β_t k_t k_tᵀ) S_{t-1} + β_t k_t v_tᵀ,   α_t = exp(g_t)
+        o_t = S_tᵀ q_t
 
-    computed as "decay, then write": S' = α_t S_{t-1}; S_t = S' + β_t k_t (v_t − S'ᵀ k_t)ᵀ
-    (the same thing, because a scalar α commutes with everything).
-    q, k [B, H, T, Dk]; v [B, H, T, Dv]; g [B, H, T] ≤ 0; beta [B, H, T] (:func:`check_beta`);
-    initial_state [B, H, Dk, Dv]. Returns o [B, H, T, Dv] and S_T (or None).
+    computed as "decay, then write": S' = α_t S_{t-1}; S_t = S' + β_t k_t
+    (v_t − S'ᵀ k_t)ᵀ (the same thing, because a scalar α commutes with
+    everything). q, k [B, H, T, Dk]; v [B, H, T, Dv]; g [B, H, T] ≤ 0; beta
+    [B, H, T] (:func:`check_beta`); initial_state [B, H, Dk, Dv]. Returns o
+    [B, H, T, Dv] and S_T (or None).
     """
     sizes = check_kernel_inputs(
-        q, k, v, beta=beta, g=g, gate_dims=SCALAR_GATE_DIMS, initial_state=initial_state
+        q,
+        k,
+        v,
+        beta=beta,
+        g=g,
+        gate_dims=SCALAR_GATE_DIMS,
+        initial_state=initial_state,
     )
     q = q * resolve_scale(scale, sizes["Dk"])
     state = start_state(initial_state, sizes, q)
@@ -352,7 +427,9 @@ def gated_delta_rule_recurrent(
         state = g[:, :, t].exp()[..., None, None] * state
         state = delta_write(state, k[:, :, t], v[:, :, t], beta=beta[:, :, t])
         outputs.append(read_state(state, q[:, :, t]))
-    return torch.stack(outputs, dim=2), (state if output_final_state else None)
+    return torch.stack(outputs, dim=2), (
+        state if output_final_state else None
+    )
 
 
 def gated_delta_rule_chunk(
@@ -383,13 +460,25 @@ def gated_delta_rule_chunk(
     Same arguments as :func:`gated_delta_rule_recurrent`, plus ``chunk_size`` (any T).
     """
     sizes = check_kernel_inputs(
-        q, k, v, beta=beta, g=g, gate_dims=SCALAR_GATE_DIMS, initial_state=initial_state
+        q,
+        k,
+        v,
+        beta=beta,
+        g=g,
+        gate_dims=SCALAR_GATE_DIMS,
+        initial_state=initial_state,
     )
     chunk_size = check_positive_int("chunk_size", chunk_size)
     q = q * resolve_scale(scale, sizes["Dk"])
     o, state = engine.decayed_delta_rule_chunks(
-        q, k, v, g=g, beta=beta, state=start_state(initial_state, sizes, q),
-        chunk_size=chunk_size)
+        q,
+        k,
+        v,
+        g=g,
+        beta=beta,
+        state=start_state(initial_state, sizes, q),
+        chunk_size=chunk_size,
+    )
     return o, (state if output_final_state else None)
 
 
@@ -423,30 +512,56 @@ def gated_delta_rule_chunk_reference(
     last chunk may be shorter. Same arguments as :func:`gated_delta_rule_recurrent`.
     """
     sizes = check_kernel_inputs(
-        q, k, v, beta=beta, g=g, gate_dims=SCALAR_GATE_DIMS, initial_state=initial_state
+        q,
+        k,
+        v,
+        beta=beta,
+        g=g,
+        gate_dims=SCALAR_GATE_DIMS,
+        initial_state=initial_state,
     )
     chunk_size = check_positive_int("chunk_size", chunk_size)
     q = q * resolve_scale(scale, sizes["Dk"])
     state = start_state(initial_state, sizes, q)
     outputs = []
     for start in range(0, sizes["T"], chunk_size):
-        chunk = slice(start, start + chunk_size)  # the last chunk may be shorter
-        q_n, k_n, v_n = q[:, :, chunk], k[:, :, chunk], v[:, :, chunk]  # [B, H, C, D]
+        # the last chunk may be shorter
+        chunk = slice(start, start + chunk_size)
+        # [B, H, C, D]
+        q_n, k_n, v_n = (q[:, :, chunk], k[:, :, chunk], v[:, :, chunk])
         beta_n = beta[:, :, chunk, None]  # [B, H, C, 1]
         log_decay = g[:, :, chunk].cumsum(dim=-1)  # b  [B, H, C]
         log_last = log_decay[..., -1:, None]  # b_C  [B, H, 1, 1]
         size = k_n.shape[2]
-        causal = torch.ones(size, size, dtype=torch.bool, device=q.device).tril()
-        gamma = (log_decay[..., :, None] - log_decay[..., None, :]).masked_fill(
-            ~causal, -math.inf).exp()  # Γ  [B, H, C, C], 0 for j > i
+        causal = torch.ones(
+            size, size, dtype=torch.bool, device=q.device
+        ).tril()
+        # Γ  [B, H, C, C], 0 for j > i
+        gamma = (
+            (log_decay[..., :, None] - log_decay[..., None, :])
+            .masked_fill(~causal, -math.inf)
+            .exp()
+        )
         lower = torch.eye(size, dtype=q.dtype, device=q.device) + (
-            beta_n * (k_n @ k_n.transpose(-1, -2) * gamma)).tril(-1)  # L
+            beta_n * (k_n @ k_n.transpose(-1, -2) * gamma)
+        ).tril(-1)  # L
         from_start = log_decay[..., None].exp()  # e^b  [B, H, C, 1]
-        w = torch.linalg.solve_triangular(lower, beta_n * k_n * from_start, upper=False,
-                                          unitriangular=True)
-        u = torch.linalg.solve_triangular(lower, beta_n * v_n, upper=False, unitriangular=True)
+        w = torch.linalg.solve_triangular(
+            lower, beta_n * k_n * from_start, upper=False, unitriangular=True
+        )
+        u = torch.linalg.solve_triangular(
+            lower, beta_n * v_n, upper=False, unitriangular=True
+        )
         v_new = u - w @ state  # U − W S
-        outputs.append((q_n * from_start) @ state + (q_n @ k_n.transpose(-1, -2) * gamma) @ v_new)
-        to_end = (log_last - log_decay[..., None]).exp()  # e^(b_C − b)  [B, H, C, 1]
-        state = log_last.exp() * state + (k_n * to_end).transpose(-1, -2) @ v_new  # S_[n+1]
+        outputs.append(
+            (q_n * from_start) @ state
+            + (q_n @ k_n.transpose(-1, -2) * gamma) @ v_new
+        )
+        to_end = (
+            log_last - log_decay[..., None]
+        ).exp()  # e^(b_C − b)  [B, H, C, 1]
+        # S_[n+1]
+        state = (
+            log_last.exp() * state + (k_n * to_end).transpose(-1, -2) @ v_new
+        )
     return torch.cat(outputs, dim=2), (state if output_final_state else None)

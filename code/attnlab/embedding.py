@@ -35,7 +35,9 @@ class WordTokenizer:
     vocab: tuple[str, ...]
 
     @classmethod
-    def from_texts(cls, texts: Iterable[str], max_size: int | None = None) -> WordTokenizer:
+    def from_texts(
+        cls, texts: Iterable[str], max_size: int | None = None
+    ) -> WordTokenizer:
         """Build a vocabulary from the most frequent words (ties broken alphabetically)."""
         counts = Counter(word for text in texts for word in split_words(text))
         ranked = sorted(counts, key=lambda w: (-counts[w], w))
@@ -56,7 +58,9 @@ class WordTokenizer:
         """Token ids -> text (words joined by spaces)."""
         for i in ids:
             if not 0 <= int(i) < self.size:
-                raise ValueError(f"ids: expected values in [0, {self.size}), got {int(i)}")
+                raise ValueError(
+                    f"ids: expected values in [0, {self.size}), got {int(i)}"
+                )
         return " ".join(self.vocab[int(i)] for i in ids)
 
 
@@ -66,30 +70,41 @@ def split_words(text: str) -> list[str]:
 
 
 def embedding_lookup(ids: torch.Tensor, table: torch.Tensor) -> torch.Tensor:
-    """x_t = E[id_t].  ids ``[...]`` (int64), table ``[V, d]`` -> ``[..., d]``."""
+    """x_t = E[id_t].  ids ``[...]`` (int64), table ``[V, d]`` ->
+    ``[..., d]``."""
     _check_ids(ids, table)
     return table[ids]
 
 
 def one_hot_embedding(ids: torch.Tensor, table: torch.Tensor) -> torch.Tensor:
-    """x_t = onehot(id_t)ᵀ E — the same numbers as a lookup, computed as a matrix product.
+    """x_t = onehot(id_t)ᵀ E — the same numbers as a lookup, computed as a
+    matrix product.
 
-    ids ``[...]``, table ``[V, d]`` -> ``[..., d]``.  Costs ``V·d`` multiply-adds per token where
-    the lookup costs none: that is why frameworks index rather than multiply.
+    ids ``[...]``, table ``[V, d]`` -> ``[..., d]``.  Costs ``V·d``
+    multiply-adds per token where the lookup costs none: that is why
+    frameworks index rather than multiply.
     """
     _check_ids(ids, table)
-    one_hot = torch.nn.functional.one_hot(ids, num_classes=table.shape[0]).to(table.dtype)
+    one_hot = torch.nn.functional.one_hot(ids, num_classes=table.shape[0]).to(
+        table.dtype
+    )
     return one_hot @ table
 
 
 def embedding_parameters(vocab_size: int, d_model: int) -> int:
     """Number of parameters in an embedding table: V · d."""
-    return check_positive_int("vocab_size", vocab_size) * check_positive_int("d_model", d_model)
+    return check_positive_int("vocab_size", vocab_size) * check_positive_int(
+        "d_model", d_model
+    )
 
 
-def embedding_bytes(vocab_size: int, d_model: int, dtype: str | torch.dtype = "bf16") -> int:
+def embedding_bytes(
+    vocab_size: int, d_model: int, dtype: str | torch.dtype = "bf16"
+) -> int:
     """Bytes of an embedding table: V · d · bytes per element (``dtype``: "bf16", "fp32", …)."""
-    return embedding_parameters(vocab_size, d_model) * bytes_per_element(dtype)
+    return embedding_parameters(vocab_size, d_model) * bytes_per_element(
+        dtype
+    )
 
 
 def cosine_similarity_matrix(table: torch.Tensor) -> torch.Tensor:
@@ -99,11 +114,15 @@ def cosine_similarity_matrix(table: torch.Tensor) -> torch.Tensor:
     return unit @ unit.T
 
 
-def nearest_neighbours(table: torch.Tensor, index: int, k: int = 5) -> list[tuple[int, float]]:
+def nearest_neighbours(
+    table: torch.Tensor, index: int, k: int = 5
+) -> list[tuple[int, float]]:
     """The ``k`` rows most similar (cosine) to row ``index``, excluding itself: [(id, sim)]."""
     _check_table(table)
     if not 0 <= index < table.shape[0]:
-        raise ValueError(f"index: expected a row in [0, {table.shape[0]}), got {index}")
+        raise ValueError(
+            f"index: expected a row in [0, {table.shape[0]}), got {index}"
+        )
     k = min(check_positive_int("k", k), table.shape[0] - 1)
     sims = cosine_similarity_matrix(table)[index].clone()
     sims[index] = -float("inf")
@@ -115,7 +134,9 @@ def project_2d(table: torch.Tensor) -> torch.Tensor:
     """The rows of ``table`` on its two principal axes (PCA): ``[V, d] -> [V, 2]``."""
     _check_table(table)
     if table.shape[1] < 2:
-        raise ValueError(f"table: expected width d >= 2 to project to 2-D, got {table.shape[1]}")
+        raise ValueError(
+            f"table: expected width d >= 2 to project to 2-D, got {table.shape[1]}"
+        )
     centred = table - table.mean(dim=0, keepdim=True)
     _, _, vh = torch.linalg.svd(centred, full_matrices=False)
     return centred @ vh[:2].T
@@ -153,7 +174,13 @@ def toy_corpus(n_sentences: int = 2000, seed: int = 0) -> list[str]:
     sentences = []
     for _ in range(n_sentences):
         template = pick(_TEMPLATES)
-        sentences.append(re.sub(r"\{(\w+)\}", lambda m: pick(WORD_GROUPS[m.group(1)]), template))
+        sentences.append(
+            re.sub(
+                r"\{(\w+)\}",
+                lambda m: pick(WORD_GROUPS[m.group(1)]),
+                template,
+            )
+        )
     return sentences
 
 
@@ -166,7 +193,9 @@ def matches_template(sentence: str) -> bool:
     for template in _TEMPLATES:
         slots = template.split()
         if len(slots) == len(words) and all(
-            word in WORD_GROUPS[slot[1:-1]] if slot.startswith("{") else word == slot
+            word in WORD_GROUPS[slot[1:-1]]
+            if slot.startswith("{")
+            else word == slot
             for slot, word in zip(slots, words, strict=True)
         ):
             return True
@@ -212,15 +241,24 @@ def toy_corpus_entropy() -> float:
 
     No model can reach a lower average cross-entropy on this corpus.
     """
-    bits = [sum(math.log(len(WORD_GROUPS[s[1:-1]])) for s in t.split() if s.startswith("{"))
-            for t in _TEMPLATES]
+    bits = [
+        sum(
+            math.log(len(WORD_GROUPS[s[1:-1]]))
+            for s in t.split()
+            if s.startswith("{")
+        )
+        for t in _TEMPLATES
+    ]
     lengths = [len(t.split()) for t in _TEMPLATES]
     n = len(_TEMPLATES)
     return (math.log(n) + sum(bits) / n) / (sum(lengths) / n)
 
 
 def cooccurrence_embeddings(
-    corpus: Sequence[str], tokenizer: WordTokenizer, dim: int = 16, window: int = 2
+    corpus: Sequence[str],
+    tokenizer: WordTokenizer,
+    dim: int = 16,
+    window: int = 2,
 ) -> torch.Tensor:
     """Word vectors from co-occurrence: E = U_d · sqrt(Σ_d) of the SVD of the PPMI matrix.
 
@@ -231,14 +269,24 @@ def cooccurrence_embeddings(
     window = check_positive_int("window", window)
     v = tokenizer.size
     if dim > v:
-        raise ValueError(f"dim: expected at most the vocabulary size {v}, got {dim}")
+        raise ValueError(
+            f"dim: expected at most the vocabulary size {v}, got {dim}"
+        )
     counts = torch.zeros(v, v, dtype=torch.float64)
     for sentence in corpus:
         ids = torch.tensor(tokenizer.encode(sentence), dtype=torch.long)
         for offset in range(1, window + 1):
             a, b = ids[:-offset], ids[offset:]
-            counts.index_put_((a, b), torch.ones(len(a), dtype=torch.float64), accumulate=True)
-            counts.index_put_((b, a), torch.ones(len(a), dtype=torch.float64), accumulate=True)
+            counts.index_put_(
+                (a, b),
+                torch.ones(len(a), dtype=torch.float64),
+                accumulate=True,
+            )
+            counts.index_put_(
+                (b, a),
+                torch.ones(len(a), dtype=torch.float64),
+                accumulate=True,
+            )
     total = counts.sum()
     p_i = counts.sum(1, keepdim=True) / total
     p_j = counts.sum(0, keepdim=True) / total
@@ -251,17 +299,27 @@ def cooccurrence_embeddings(
 
 def _check_table(table: torch.Tensor) -> None:
     if not isinstance(table, torch.Tensor) or table.dim() != 2:
-        shape = tuple(table.shape) if isinstance(table, torch.Tensor) else type(table).__name__
+        shape = (
+            tuple(table.shape)
+            if isinstance(table, torch.Tensor)
+            else type(table).__name__
+        )
         raise ValueError(f"table: expected a 2-D tensor [V, d], got {shape}")
     if not table.is_floating_point():
-        raise ValueError(f"table: expected a floating-point tensor, got {table.dtype}")
+        raise ValueError(
+            f"table: expected a floating-point tensor, got {table.dtype}"
+        )
 
 
 def _check_ids(ids: torch.Tensor, table: torch.Tensor) -> None:
     _check_table(table)
     if not isinstance(ids, torch.Tensor) or ids.dtype != torch.long:
-        got = ids.dtype if isinstance(ids, torch.Tensor) else type(ids).__name__
-        raise ValueError(f"ids: expected an int64 tensor of token ids, got {got}")
+        got = (
+            ids.dtype if isinstance(ids, torch.Tensor) else type(ids).__name__
+        )
+        raise ValueError(
+            f"ids: expected an int64 tensor of token ids, got {got}"
+        )
     if ids.numel() and (ids.min() < 0 or ids.max() >= table.shape[0]):
         raise ValueError(
             f"ids: expected values in [0, {table.shape[0]}) (the table's rows), "

@@ -43,25 +43,42 @@ GLA_GATE_NORMALIZER = 16.0
 
 
 # --------------------------------------------------------------------------- checks
-def check_gate(g: object, sizes: dict[str, int], q: torch.Tensor) -> torch.Tensor:
+def check_gate(
+    g: object, sizes: dict[str, int], q: torch.Tensor
+) -> torch.Tensor:
     """Check a log-gate: ``[B, H, T]`` (scalar per head) or ``[B, H, T, Dk]`` (per channel),
     finite, ``<= 0`` (a decay α = exp(g) <= 1), with q's dtype and device."""
     if isinstance(g, torch.Tensor) and g.dim() == 3:
-        check_tensor("g", g, ("B", "H", "T"), sizes, dtype=q.dtype, device=q.device)
+        check_tensor(
+            "g", g, ("B", "H", "T"), sizes, dtype=q.dtype, device=q.device
+        )
     elif isinstance(g, torch.Tensor) and g.dim() != 4:
-        raise ValueError(f"g: expected a 3-D tensor [B, H, T] or a 4-D tensor [B, H, T, Dk], "
-                         f"got shape {tuple(g.shape)}")
+        raise ValueError(
+            f"g: expected a 3-D tensor [B, H, T] or a 4-D tensor [B, H, T, Dk], "
+            f"got shape {tuple(g.shape)}"
+        )
     else:
-        check_tensor("g", g, ("B", "H", "T", "Dk"), sizes, dtype=q.dtype, device=q.device)
+        check_tensor(
+            "g",
+            g,
+            ("B", "H", "T", "Dk"),
+            sizes,
+            dtype=q.dtype,
+            device=q.device,
+        )
     if g.numel():
         lowest, highest = torch.aminmax(g)  # one pass; NaN propagates to both
         if highest.isnan():
             raise ValueError("g: contains NaN")
         if highest > 0:
-            raise ValueError(f"g: expected log-gates <= 0 (decay α = exp(g) <= 1), "
-                             f"got max {highest.item():.4g}")
+            raise ValueError(
+                f"g: expected log-gates <= 0 (decay α = exp(g) <= 1), "
+                f"got max {highest.item():.4g}"
+            )
         if lowest.isinf():
-            raise ValueError("g: expected finite log-gates (g = log α, α > 0), got -inf")
+            raise ValueError(
+                "g: expected finite log-gates (g = log α, α > 0), got -inf"
+            )
     return g
 
 
@@ -78,26 +95,39 @@ def gla_recurrent(
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Gated linear attention token by token, the definition:
 
-        S_t = Diag(α_t) S_{t-1} + k_t v_tᵀ,     α_t = exp(g_t),     o_t = S_tᵀ (s q_t)
+        S_t = Diag(α_t) S_{t-1} + k_t v_tᵀ,   α_t = exp(g_t),
+        o_t = S_tᵀ (s q_t)
 
-    q, k ``[B, H, T, Dk]``, v ``[B, H, T, Dv]``, g ``[B, H, T, Dk]`` (GLA: one decay per key
-    channel) or ``[B, H, T]`` (one per head: Mamba-2/SSD; a constant ``g = log γ`` is RetNet),
-    ``g <= 0``; state ``[B, H, Dk, Dv]``. Returns ``(o [B, H, T, Dv], S_T or None)``.
+    q, k ``[B, H, T, Dk]``, v ``[B, H, T, Dv]``, g ``[B, H, T, Dk]`` (GLA: one
+    decay per key channel) or ``[B, H, T]`` (one per head: Mamba-2/SSD; a
+    constant ``g = log γ`` is RetNet), ``g <= 0``; state ``[B, H, Dk, Dv]``.
+    Returns ``(o [B, H, T, Dv], S_T or None)``.
     """
     sizes = check_qkv(q, k, v, initial_state=initial_state)
     g = check_gate(g, sizes, q)
-    alpha = torch.exp(g.unsqueeze(-1) if g.dim() == 3 else g)  # [B, H, T, Dk or 1]
+    # [B, H, T, Dk or 1]
+    alpha = torch.exp(g.unsqueeze(-1) if g.dim() == 3 else g)
     q = q * resolve_scale(scale, sizes["Dk"])
     state = initial_state
     if state is None:
         state = q.new_zeros(sizes["B"], sizes["H"], sizes["Dk"], sizes["Dv"])
     outputs = []
     for t in range(sizes["T"]):
-        q_t, k_t, v_t, alpha_t = q[:, :, t], k[:, :, t], v[:, :, t], alpha[:, :, t]
+        q_t, k_t, v_t, alpha_t = (
+            q[:, :, t],
+            k[:, :, t],
+            v[:, :, t],
+            alpha[:, :, t],
+        )
         # S_t = Diag(α_t) S_{t-1} + k_t v_tᵀ
-        state = alpha_t.unsqueeze(-1) * state + k_t.unsqueeze(-1) * v_t.unsqueeze(-2)
-        outputs.append(torch.einsum("bhkv,bhk->bhv", state, q_t))  # o_t = S_tᵀ q_t
-    return torch.stack(outputs, dim=2), (state if output_final_state else None)
+        state = alpha_t.unsqueeze(-1) * state + k_t.unsqueeze(
+            -1
+        ) * v_t.unsqueeze(-2)
+        # o_t = S_tᵀ q_t
+        outputs.append(torch.einsum("bhkv,bhk->bhv", state, q_t))
+    return torch.stack(outputs, dim=2), (
+        state if output_final_state else None
+    )
 
 
 def segment_decay(b: torch.Tensor) -> torch.Tensor:
@@ -108,7 +138,9 @@ def segment_decay(b: torch.Tensor) -> torch.Tensor:
     the upper triangle is zeroed.
     """
     diff = (b.unsqueeze(-1) - b.unsqueeze(-2)).clamp(max=0)
-    return decay_exp(diff).tril()  # tril, not a masked fill: about 10x faster on a CPU
+    return decay_exp(
+        diff
+    ).tril()  # tril, not a masked fill: about 10x faster on a CPU
 
 
 def gla_chunk(
@@ -138,8 +170,12 @@ def gla_chunk(
     chunk_size = check_positive_int("chunk_size", chunk_size)
     q = q * resolve_scale(scale, sizes["Dk"])
     if initial_state is None:
-        initial_state = q.new_zeros(sizes["B"], sizes["H"], sizes["Dk"], sizes["Dv"])
-    o, state = engine.gla_chunks(q, k, v, g=g, state=initial_state, chunk_size=chunk_size)
+        initial_state = q.new_zeros(
+            sizes["B"], sizes["H"], sizes["Dk"], sizes["Dv"]
+        )
+    o, state = engine.gla_chunks(
+        q, k, v, g=g, state=initial_state, chunk_size=chunk_size
+    )
     return o, (state if output_final_state else None)
 
 
@@ -178,30 +214,46 @@ def gla_chunk_reference(
         state = q.new_zeros(sizes["B"], sizes["H"], sizes["Dk"], sizes["Dv"])
     outputs = []
     for start in range(0, sizes["T"], chunk_size):
-        chunk = slice(start, start + chunk_size)  # the last chunk may be shorter
-        q_n, k_n, v_n = q[:, :, chunk], k[:, :, chunk], v[:, :, chunk]  # [B, H, C, D]
+        # the last chunk may be shorter
+        chunk = slice(start, start + chunk_size)
+        # [B, H, C, D]
+        q_n, k_n, v_n = (q[:, :, chunk], k[:, :, chunk], v[:, :, chunk])
         log_decay = g[:, :, chunk].cumsum(dim=2)  # B  [B, H, C, Dk or 1]
         log_last = log_decay[:, :, -1:]  # B_C  [B, H, 1, Dk or 1]
         size = q_n.shape[2]
-        causal = torch.ones(size, size, dtype=torch.bool, device=q.device).tril()
-        pair = log_decay[:, :, :, None] - log_decay[:, :, None, :]  # B_i − B_j  [B, H, C, C, ·]
-        pair_decay = pair.masked_fill(~causal[..., None], -math.inf).exp()  # 0 for j > i
-        scores = torch.einsum("bhid,bhijd,bhjd->bhij", q_n, pair_decay, k_n)  # A
-        outputs.append((q_n * log_decay.exp()) @ state + scores @ v_n)  # O_[n]
+        causal = torch.ones(
+            size, size, dtype=torch.bool, device=q.device
+        ).tril()
+        # B_i − B_j  [B, H, C, C, ·]
+        pair = log_decay[:, :, :, None] - log_decay[:, :, None, :]
+        pair_decay = pair.masked_fill(
+            ~causal[..., None], -math.inf
+        ).exp()  # 0 for j > i
+        # A
+        scores = torch.einsum("bhid,bhijd,bhjd->bhij", q_n, pair_decay, k_n)
+        # O_[n]
+        outputs.append((q_n * log_decay.exp()) @ state + scores @ v_n)
+        # S_[n+1]
         state = log_last.exp().transpose(-1, -2) * state + (
-            (k_n * (log_last - log_decay).exp()).transpose(-1, -2) @ v_n)  # S_[n+1]
+            (k_n * (log_last - log_decay).exp()).transpose(-1, -2) @ v_n
+        )
     return torch.cat(outputs, dim=2), (state if output_final_state else None)
 
 
 # --------------------------------------------------------------------------- gates
 def retnet_decay(
-    n_heads: int, *, dtype: torch.dtype = torch.float32, device: torch.device | None = None
+    n_heads: int,
+    *,
+    dtype: torch.dtype = torch.float32,
+    device: torch.device | None = None,
 ) -> torch.Tensor:
     """RetNet's fixed per-head decays in log space: ``log γ_h`` with ``γ_h = 1 - 2^(-5-h)``.
 
     Returns ``[H]``: head 0 forgets fastest (γ = 0.96875), each further head twice as slowly.
     """
-    exponents = -5.0 - torch.arange(check_positive_int("n_heads", n_heads), dtype=torch.float64)
+    exponents = -5.0 - torch.arange(
+        check_positive_int("n_heads", n_heads), dtype=torch.float64
+    )
     return torch.log1p(-torch.exp2(exponents)).to(dtype=dtype, device=device)
 
 
@@ -216,12 +268,17 @@ def retnet_gate(
     """The scalar gate ``g [B, H, T]`` that makes ``gla_*`` compute RetNet's retention:
     ``g[:, h, :] = log γ_h``, so ``O = (s Q Kᵀ ⊙ D) V`` with ``D_ij = γ^(i-j) [j <= i]``."""
     log_gamma = retnet_decay(n_heads, dtype=dtype, device=device)
-    return log_gamma[None, :, None].expand(check_positive_int("batch", batch), n_heads,
-                                           check_positive_int("seq_len", seq_len))
+    return log_gamma[None, :, None].expand(
+        check_positive_int("batch", batch),
+        n_heads,
+        check_positive_int("seq_len", seq_len),
+    )
 
 
 def softplus_decay_gate(
-    x: torch.Tensor, A_log: torch.Tensor, dt_bias: torch.Tensor  # noqa: N803 (Mamba's name)
+    x: torch.Tensor,
+    A_log: torch.Tensor,
+    dt_bias: torch.Tensor,  # noqa: N803 (Mamba's name)
 ) -> torch.Tensor:
     """The Mamba-2 decay, shared by Mamba-2, Gated DeltaNet and KDA:
 
@@ -234,15 +291,19 @@ def softplus_decay_gate(
     """
     for name, t in (("x", x), ("A_log", A_log), ("dt_bias", dt_bias)):
         if not isinstance(t, torch.Tensor) or not t.is_floating_point():
-            raise ValueError(f"{name}: expected a float tensor, got {type(t).__name__}")
+            raise ValueError(
+                f"{name}: expected a float tensor, got {type(t).__name__}"
+            )
     for name, t in (("A_log", A_log), ("dt_bias", dt_bias)):
         try:
             shape = torch.broadcast_shapes(x.shape, t.shape)
         except RuntimeError:
             shape = None
         if shape != x.shape:
-            raise ValueError(f"{name}: expected a shape that broadcasts to x's {tuple(x.shape)}, "
-                             f"got {tuple(t.shape)}")
+            raise ValueError(
+                f"{name}: expected a shape that broadcasts to x's {tuple(x.shape)}, "
+                f"got {tuple(t.shape)}"
+            )
     return -torch.exp(A_log) * F.softplus(x + dt_bias)
 
 
@@ -258,9 +319,11 @@ def init_softplus_decay(
     so that at x = 0 the step Δ = softplus(dt_bias) starts in ``dt_range``."""
     a = torch.empty(check_positive_int("n_heads", n_heads)).uniform_(*a_range)
     log_dt = torch.empty(check_positive_int("dt_size", dt_size)).uniform_(
-        math.log(dt_range[0]), math.log(dt_range[1]))
+        math.log(dt_range[0]), math.log(dt_range[1])
+    )
     dt = torch.exp(log_dt)
-    return torch.log(a), dt + torch.log(-torch.expm1(-dt))  # softplus⁻¹(Δ) = Δ + log(1 - e^-Δ)
+    # softplus⁻¹(Δ) = Δ + log(1 - e^-Δ)
+    return torch.log(a), dt + torch.log(-torch.expm1(-dt))
 
 
 def effective_horizon(g: torch.Tensor | float) -> torch.Tensor:
@@ -269,4 +332,5 @@ def effective_horizon(g: torch.Tensor | float) -> torch.Tensor:
     if not isinstance(g, torch.Tensor):
         g = torch.tensor(float(g))
     check_range("g", g, None, 0.0)
-    return torch.where(g == 0, math.inf, -1.0 / torch.expm1(g))  # expm1: exact for α near 1
+    # expm1: exact for α near 1
+    return torch.where(g == 0, math.inf, -1.0 / torch.expm1(g))

@@ -24,7 +24,13 @@ import math
 import torch
 
 from . import _chunk_engine as engine
-from ._checks import check_finite, check_positive_int, check_range, check_tensor, resolve_scale
+from ._checks import (
+    check_finite,
+    check_positive_int,
+    check_range,
+    check_tensor,
+    resolve_scale,
+)
 from ._chunk_engine import solve_unit_lower, ut_lower
 from .delta import (
     CHANNEL_GATE_DIMS,
@@ -46,11 +52,13 @@ def kda_update(
     beta: torch.Tensor,
     state: torch.Tensor,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """One KDA token, the definition (q already scaled; no checks: :func:`kda_step` checks):
+    """One KDA token, the definition (q already scaled; no checks:
+    :func:`kda_step` checks):
 
-        S' = Diag(exp(g)) S        S_new = S' + β k (v − S'ᵀ k)ᵀ        o = S_newᵀ q
+        S' = Diag(exp(g)) S    S_new = S' + β k (v − S'ᵀ k)ᵀ    o = S_newᵀ q
 
-    q, k, g [B, H, Dk]; v [B, H, Dv]; beta [B, H]; state [B, H, Dk, Dv] -> (o [B, H, Dv], S_new).
+    q, k, g [B, H, Dk]; v [B, H, Dv]; beta [B, H]; state [B, H, Dk, Dv]
+    -> (o [B, H, Dv], S_new).
     """
     decayed = g.exp()[..., :, None] * state
     state = delta_write(decayed, k, v, beta=beta)
@@ -87,7 +95,9 @@ def kda_step(
     check_beta(beta, k)
     check_range("g", g, None, 0.0)
     if torch.isinf(g).any():
-        raise ValueError("g: expected finite log-gates (g = log α, α > 0), got -inf")
+        raise ValueError(
+            "g: expected finite log-gates (g = log α, α > 0), got -inf"
+        )
     q = q * resolve_scale(scale, sizes["Dk"])
     return kda_update(q, k, v, g=g, beta=beta, state=state)
 
@@ -112,16 +122,30 @@ def kda_recurrent(
     initial_state [B, H, Dk, Dv] (zeros if None). Returns o [B, H, T, Dv] and S_T (or None).
     """
     sizes = check_kernel_inputs(
-        q, k, v, beta=beta, g=g, gate_dims=CHANNEL_GATE_DIMS, initial_state=initial_state
+        q,
+        k,
+        v,
+        beta=beta,
+        g=g,
+        gate_dims=CHANNEL_GATE_DIMS,
+        initial_state=initial_state,
     )
     q = q * resolve_scale(scale, sizes["Dk"])
     state = start_state(initial_state, sizes, q)
     outputs = []
     for t in range(sizes["T"]):
-        o_t, state = kda_update(q[:, :, t], k[:, :, t], v[:, :, t], g=g[:, :, t],
-                                beta=beta[:, :, t], state=state)
+        o_t, state = kda_update(
+            q[:, :, t],
+            k[:, :, t],
+            v[:, :, t],
+            g=g[:, :, t],
+            beta=beta[:, :, t],
+            state=state,
+        )
         outputs.append(o_t)
-    return torch.stack(outputs, dim=2), (state if output_final_state else None)
+    return torch.stack(outputs, dim=2), (
+        state if output_final_state else None
+    )
 
 
 def kda_chunk(
@@ -153,13 +177,25 @@ def kda_chunk(
     Same arguments as :func:`kda_recurrent`, plus ``chunk_size`` (any T is accepted).
     """
     sizes = check_kernel_inputs(
-        q, k, v, beta=beta, g=g, gate_dims=CHANNEL_GATE_DIMS, initial_state=initial_state
+        q,
+        k,
+        v,
+        beta=beta,
+        g=g,
+        gate_dims=CHANNEL_GATE_DIMS,
+        initial_state=initial_state,
     )
     chunk_size = check_positive_int("chunk_size", chunk_size)
     q = q * resolve_scale(scale, sizes["Dk"])
     o, state = engine.decayed_delta_rule_chunks(
-        q, k, v, g=g, beta=beta, state=start_state(initial_state, sizes, q),
-        chunk_size=chunk_size)
+        q,
+        k,
+        v,
+        g=g,
+        beta=beta,
+        state=start_state(initial_state, sizes, q),
+        chunk_size=chunk_size,
+    )
     return o, (state if output_final_state else None)
 
 
@@ -175,52 +211,82 @@ def kda_chunk_reference(
     output_final_state: bool = False,
     chunk_size: int = 64,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """KDA chunk by chunk, written out (Kimi Linear eqs. 6–9, with the index erratum fixed;
-    the Notation appendix, §6). In chunk n, B_i = g_1 + … + g_i ∈ R^Dk sums the log-gates
-    from the chunk's start to position i, so the decay from a write at j to position i is
-    γ_(j,i] = exp(B_i − B_j), over the half-open interval (j, i]: α_j acted on the state
-    before token j wrote. With S = S_[n] the state entering the chunk:
+    """KDA chunk by chunk, written out (Kimi Linear eqs. 6–9, with the index
+    erratum fixed; the Notation appendix, §6). In chunk n, B_i = g_1 + … + g_i
+    ∈ R^Dk sums the log-gates from the chunk's start to position i, so the
+    decay from a write at j to position i is γ_(j,i] = exp(B_i − B_j), over
+    the half-open interval (j, i]: α_j acted on the state before token j
+    wrote. With S = S_[n] the state entering the chunk:
 
-        A_qk[i, j] = q_iᵀ Diag(γ_(j,i]) k_j  (j ≤ i),   A_kk[i, j] = k_iᵀ Diag(γ_(j,i]) k_j  (j < i)
+        A_qk[i, j] = q_iᵀ Diag(γ_(j,i]) k_j  (j ≤ i),
+        A_kk[i, j] = k_iᵀ Diag(γ_(j,i]) k_j  (j < i)
         L = I + StrictTril(diag(β) A_kk)
-        W = L⁻¹ diag(β) (e^B ⊙ K),   U = L⁻¹ diag(β) V                (triangular solves)
+        W = L⁻¹ diag(β) (e^B ⊙ K),   U = L⁻¹ diag(β) V   (triangular solves)
         O_[n] = (e^B ⊙ Q) S + A_qk (U − W S)
         S_[n+1] = Diag(e^(B_C)) S + (e^(B_C − B) ⊙ K)ᵀ (U − W S)
 
-    One decay per channel: A_qk is not one product Q Kᵀ times a C × C matrix, so it is summed
-    here over a [C, C, Dk] tensor of decays. Every exponent is ≤ 0 (j > i is masked before
-    ``exp``), so any gate stays finite; the last chunk may be shorter. Same arguments as
-    :func:`kda_recurrent`, plus ``chunk_size``.
+    One decay per channel: A_qk is not one product Q Kᵀ times a C × C matrix,
+    so it is summed here over a [C, C, Dk] tensor of decays. Every exponent
+    is ≤ 0 (j > i is masked before ``exp``), so any gate stays finite; the
+    last chunk may be shorter. Same arguments as :func:`kda_recurrent`, plus
+    ``chunk_size``.
     """
     sizes = check_kernel_inputs(
-        q, k, v, beta=beta, g=g, gate_dims=CHANNEL_GATE_DIMS, initial_state=initial_state
+        q,
+        k,
+        v,
+        beta=beta,
+        g=g,
+        gate_dims=CHANNEL_GATE_DIMS,
+        initial_state=initial_state,
     )
     chunk_size = check_positive_int("chunk_size", chunk_size)
     q = q * resolve_scale(scale, sizes["Dk"])
     state = start_state(initial_state, sizes, q)
     outputs = []
     for start in range(0, sizes["T"], chunk_size):
-        chunk = slice(start, start + chunk_size)  # the last chunk may be shorter
-        q_n, k_n, v_n = q[:, :, chunk], k[:, :, chunk], v[:, :, chunk]  # [B, H, C, D]
+        # the last chunk may be shorter
+        chunk = slice(start, start + chunk_size)
+        # [B, H, C, D]
+        q_n, k_n, v_n = (q[:, :, chunk], k[:, :, chunk], v[:, :, chunk])
         beta_n = beta[:, :, chunk, None]  # [B, H, C, 1]
         log_decay = g[:, :, chunk].cumsum(dim=2)  # B  [B, H, C, Dk]
         log_last = log_decay[:, :, -1:]  # B_C  [B, H, 1, Dk]
         size = k_n.shape[2]
-        causal = torch.ones(size, size, dtype=torch.bool, device=q.device).tril()
-        pair = log_decay[:, :, :, None] - log_decay[:, :, None, :]  # B_i − B_j  [B, H, C, C, Dk]
-        gamma = pair.masked_fill(~causal[..., None], -math.inf).exp()  # γ_(j,i], 0 for j > i
-        a_qk = torch.einsum("bhid,bhijd,bhjd->bhij", q_n, gamma, k_n)  # (1) A_qk
-        a_kk = torch.einsum("bhid,bhijd,bhjd->bhij", k_n, gamma, k_n)  # (1) A_kk
-        lower = torch.eye(size, dtype=q.dtype, device=q.device) + (beta_n * a_kk).tril(-1)  # L
-        w = torch.linalg.solve_triangular(lower, beta_n * log_decay.exp() * k_n, upper=False,
-                                          unitriangular=True)  # (2) W
-        u = torch.linalg.solve_triangular(lower, beta_n * v_n, upper=False,
-                                          unitriangular=True)  # (3) U
+        causal = torch.ones(
+            size, size, dtype=torch.bool, device=q.device
+        ).tril()
+        # B_i − B_j  [B, H, C, C, Dk]
+        pair = log_decay[:, :, :, None] - log_decay[:, :, None, :]
+        gamma = pair.masked_fill(
+            ~causal[..., None], -math.inf
+        ).exp()  # γ_(j,i], 0 for j > i
+        # (1) A_qk
+        a_qk = torch.einsum("bhid,bhijd,bhjd->bhij", q_n, gamma, k_n)
+        # (1) A_kk
+        a_kk = torch.einsum("bhid,bhijd,bhjd->bhij", k_n, gamma, k_n)
+        lower = torch.eye(size, dtype=q.dtype, device=q.device) + (
+            beta_n * a_kk
+        ).tril(-1)  # L
+        # (2) W
+        w = torch.linalg.solve_triangular(
+            lower,
+            beta_n * log_decay.exp() * k_n,
+            upper=False,
+            unitriangular=True,
+        )
+        # (3) U
+        u = torch.linalg.solve_triangular(
+            lower, beta_n * v_n, upper=False, unitriangular=True
+        )
         v_new = u - w @ state  # U − W S
-        outputs.append((log_decay.exp() * q_n) @ state + a_qk @ v_new)  # (4) O_[n]
+        # (4) O_[n]
+        outputs.append((log_decay.exp() * q_n) @ state + a_qk @ v_new)
         to_end = (log_last - log_decay).exp()  # e^(B_C − B)  [B, H, C, Dk]
-        state = (log_last.exp().transpose(-1, -2) * state  # (4) S_[n+1]
-                 + (to_end * k_n).transpose(-1, -2) @ v_new)
+        state = (
+            log_last.exp().transpose(-1, -2) * state  # (4) S_[n+1]
+            + (to_end * k_n).transpose(-1, -2) @ v_new
+        )
     return torch.cat(outputs, dim=2), (state if output_final_state else None)
 
 
@@ -251,20 +317,29 @@ def kda_parallel(
     [B, H, T] (``delta.check_beta``).
     Returns (o [B, H, T, Dv], None). Holds [B, H, T, T, Dk] decays: short sequences only.
     """
-    sizes = check_kernel_inputs(q, k, v, beta=beta, g=g, gate_dims=CHANNEL_GATE_DIMS)
+    sizes = check_kernel_inputs(
+        q, k, v, beta=beta, g=g, gate_dims=CHANNEL_GATE_DIMS
+    )
     if not isinstance(include_start, bool):
-        raise ValueError(f"include_start: expected True or False, got {include_start!r}")
+        raise ValueError(
+            f"include_start: expected True or False, got {include_start!r}"
+        )
     q = q * resolve_scale(scale, sizes["Dk"])
     b = g.cumsum(dim=-2)  # [B, H, T, Dk]
-    log_decay = b[..., :, None, :] - b[..., None, :, :]  # B_i − B_j  [B, H, T(i), T(j), Dk]
+    # B_i − B_j  [B, H, T(i), T(j), Dk]
+    log_decay = b[..., :, None, :] - b[..., None, :, :]
     if include_start:
         log_decay = log_decay + g[..., None, :, :]  # one more factor: α_j
     t = sizes["T"]
     future = ~torch.ones(t, t, dtype=torch.bool, device=q.device).tril()
-    gamma = log_decay.masked_fill(future[..., None], -math.inf).exp()  # 0 for j > i
+    gamma = log_decay.masked_fill(
+        future[..., None], -math.inf
+    ).exp()  # 0 for j > i
     a_qk = torch.einsum("bhid,bhijd,bhjd->bhij", q, gamma, k)
     a_kk = torch.einsum("bhid,bhijd,bhjd->bhij", k, gamma, k)
-    pseudo_values = solve_unit_lower(ut_lower(a_kk, beta), beta[..., None] * v)
+    pseudo_values = solve_unit_lower(
+        ut_lower(a_kk, beta), beta[..., None] * v
+    )
     return a_qk @ pseudo_values, None
 
 
@@ -285,18 +360,30 @@ def kda_states(
     memory of one state, so for short sequences.
     """
     sizes = check_kernel_inputs(
-        k, k, v, beta=beta, g=g, gate_dims=CHANNEL_GATE_DIMS, initial_state=initial_state
+        k,
+        k,
+        v,
+        beta=beta,
+        g=g,
+        gate_dims=CHANNEL_GATE_DIMS,
+        initial_state=initial_state,
     )
     state = start_state(initial_state, sizes, k)
     states = []
     for t in range(sizes["T"]):
-        state = delta_write(g[:, :, t].exp()[..., :, None] * state, k[:, :, t], v[:, :, t],
-                             beta=beta[:, :, t])
+        state = delta_write(
+            g[:, :, t].exp()[..., :, None] * state,
+            k[:, :, t],
+            v[:, :, t],
+            beta=beta[:, :, t],
+        )
         states.append(state)
     return torch.stack(states, dim=2)
 
 
-def _check_transition_inputs(k: torch.Tensor, g: torch.Tensor, beta: torch.Tensor) -> dict:
+def _check_transition_inputs(
+    k: torch.Tensor, g: torch.Tensor, beta: torch.Tensor
+) -> dict:
     """k [B, H, C, Dk] (finite), g [B, H, C, Dk] (finite, ≤ 0), beta [B, H, C]
     (``delta.check_beta``); the sizes."""
     sizes = check_tensor("k", k, ("B", "H", "C", "Dk"))
@@ -327,31 +414,43 @@ def kda_transition_products(
     out = []
     for r in range(sizes["C"]):
         k_r = k[:, :, r]
-        erase = eye - beta[:, :, r, None, None] * k_r[..., :, None] * k_r[..., None, :]
+        erase = (
+            eye
+            - beta[:, :, r, None, None]
+            * k_r[..., :, None]
+            * k_r[..., None, :]
+        )
         product = erase @ (g[:, :, r].exp()[..., :, None] * product)
         out.append(product)
     return torch.stack(out, dim=2)
 
 
 def kda_wy_transitions(
-    k: torch.Tensor, *, g: torch.Tensor, beta: torch.Tensor, include_start: bool = False
+    k: torch.Tensor,
+    *,
+    g: torch.Tensor,
+    beta: torch.Tensor,
+    include_start: bool = False,
 ) -> torch.Tensor:
-    """P^1 … P^C from the WY representation of the Kimi Linear report (KL eqs. 3–5):
+    """P^1 … P^C from the WY representation of the Kimi Linear report (KL eqs.
+    3–5):
 
         P^r = Diag(γ^r) − Σ_{i≤r} Diag(γ^{i→r}) k_i w_iᵀ
         w_r = β_r ( Diag(γ^r) k_r − Σ_{i<r} w_i (k_iᵀ Diag(γ^{i→r}) k_r) )
 
     with γ^r = Π_{s=1..r} α_s. The decay from token i to r must exclude i,
-    γ^{i→r} = Π_{s=i+1..r} α_s = exp(B_r − B_i) (B the cumulative sum of g): this is what FLA
-    implements as exp(g_last − g_i), and then the result equals :func:`kda_transition_products`.
-    ``include_start=True`` reads γ^{i→r} with the report's own §2.1 definition,
-    Π_{s=i..r} α_s, which already fails at r = 1 (the Notation appendix, §6 and §10: the
-    index erratum).
-    k, g [B, H, C, Dk]; beta [B, H, C]. Returns [B, H, C, Dk, Dk].
+    γ^{i→r} = Π_{s=i+1..r} α_s = exp(B_r − B_i) (B the cumulative sum of g):
+    this is what FLA implements as exp(g_last − g_i), and then the result
+    equals :func:`kda_transition_products`. ``include_start=True`` reads
+    γ^{i→r} with the report's own §2.1 definition, Π_{s=i..r} α_s, which
+    already fails at r = 1 (the Notation appendix, §6 and §10: the index
+    erratum). k, g [B, H, C, Dk]; beta [B, H, C]. Returns [B, H, C, Dk, Dk].
     """
     sizes = _check_transition_inputs(k, g, beta)
     if not isinstance(include_start, bool):
-        raise ValueError(f"include_start: expected True or False, got {include_start!r}")
+        raise ValueError(
+            f"include_start: expected True or False, got {include_start!r}"
+        )
     b = g.cumsum(dim=2)  # B  [B, H, C, Dk]
 
     def decay(i: int, r: int) -> torch.Tensor:  # γ^{i→r}  [B, H, Dk]
@@ -364,40 +463,61 @@ def kda_wy_transitions(
         k_r = k[:, :, r]
         w_r = b[:, :, r].exp() * k_r
         for i in range(r):
-            overlap = (k[:, :, i] * decay(i, r) * k_r).sum(-1, keepdim=True)  # k_iᵀ Diag(γ) k_r
+            # k_iᵀ Diag(γ) k_r
+            overlap = (k[:, :, i] * decay(i, r) * k_r).sum(-1, keepdim=True)
             w_r = w_r - ws[i] * overlap
         ws.append(beta[:, :, r, None] * w_r)
         p_r = torch.diag_embed(b[:, :, r].exp())
         for i in range(r + 1):
-            p_r = p_r - (decay(i, r) * k[:, :, i])[..., :, None] * ws[i][..., None, :]
+            p_r = (
+                p_r
+                - (decay(i, r) * k[:, :, i])[..., :, None]
+                * ws[i][..., None, :]
+            )
         out.append(p_r)
     return torch.stack(out, dim=2)
 
 
 def time_kda_step(
-    *, n_heads: int = 2, head_dim: int = 32, repeats: int = 15, checked: bool = False,
+    *,
+    n_heads: int = 2,
+    head_dim: int = 32,
+    repeats: int = 15,
+    checked: bool = False,
     seed: int = 0,
 ) -> tuple[float, int]:
-    """Median seconds of one KDA decoding step (batch 1, float32), and the state's bytes.
+    """Median seconds of one KDA decoding step (batch 1, float32), and the
+    state's bytes.
 
-    Random q, v, L2-normalised k, β ∈ (0, 1), log-gates g ∈ (−0.1, 0] and a random state
-    S ``[1, n_heads, head_dim, head_dim]``: the step does the same work for any context, since
-    the state is all it reads. The timed path is the step itself (``kda_update``, q pre-scaled),
-    with no argument checks; ``checked=True`` times :func:`kda_step` instead, checks included.
-    Returns ``(seconds, state_bytes)``: the median of ``repeats`` calls after one warm-up
-    (``timing.median_seconds``), and H · Dk · Dv · 4 bytes. Depends on the machine and on
-    ``torch.get_num_threads()``.
+    Random q, v, L2-normalised k, β ∈ (0, 1), log-gates g ∈ (−0.1, 0] and a
+    random state S ``[1, n_heads, head_dim, head_dim]``: the step does the
+    same work for any context, since the state is all it reads. The timed path
+    is the step itself (``kda_update``, q pre-scaled), with no argument
+    checks; ``checked=True`` times :func:`kda_step` instead, checks included.
+    Returns ``(seconds, state_bytes)``: the median of ``repeats`` calls after
+    one warm-up (``timing.median_seconds``), and H · Dk · Dv · 4 bytes.
+    Depends on the machine and on ``torch.get_num_threads()``.
     """
-    for name, value in [("n_heads", n_heads), ("head_dim", head_dim), ("repeats", repeats)]:
+    for name, value in [
+        ("n_heads", n_heads),
+        ("head_dim", head_dim),
+        ("repeats", repeats),
+    ]:
         check_positive_int(name, value)
     gen = torch.Generator().manual_seed(seed)
     h, d = n_heads, head_dim
-    q, v = torch.randn(1, h, d, generator=gen), torch.randn(1, h, d, generator=gen)
-    k = torch.nn.functional.normalize(torch.randn(1, h, d, generator=gen), dim=-1)
+    q, v = (
+        torch.randn(1, h, d, generator=gen),
+        torch.randn(1, h, d, generator=gen),
+    )
+    k = torch.nn.functional.normalize(
+        torch.randn(1, h, d, generator=gen), dim=-1
+    )
     g = -0.1 * torch.rand(1, h, d, generator=gen)
     beta = torch.rand(1, h, generator=gen)
     state = torch.randn(1, h, d, d, generator=gen)
     if checked:
+
         def step() -> object:
             return kda_step(q, k, v, g=g, beta=beta, state=state)
     else:
@@ -405,7 +525,10 @@ def time_kda_step(
 
         def step() -> object:
             return kda_update(q_scaled, k, v, g=g, beta=beta, state=state)
-    return median_seconds(step, repeats=repeats), state.numel() * state.element_size()
+
+    return median_seconds(
+        step, repeats=repeats
+    ), state.numel() * state.element_size()
 
 
 def association_retention(
@@ -427,7 +550,9 @@ def association_retention(
     check_tensor("key", key, ("B", "H", "Dk"), sizes, **like)
     check_tensor("value", value, ("B", "H", "Dv"), sizes, **like)
     if (key == 0).any():
-        raise ValueError("key: expected no zero entry (each channel's share is divided by it)")
+        raise ValueError(
+            "key: expected no zero entry (each channel's share is divided by it)"
+        )
     norm2 = value.square().sum(-1)  # [B, H]
     if (norm2 == 0).any():
         raise ValueError("value: expected a non-zero vector")

@@ -23,56 +23,95 @@ from .timing import best_seconds, median_seconds
 
 
 def kv_cache_bytes(
-    n_layers: int, n_kv_heads: int, head_dim: int, context: int, bytes_per_element: float
+    n_layers: int,
+    n_kv_heads: int,
+    head_dim: int,
+    context: int,
+    bytes_per_element: float,
 ) -> int:
-    """KV cache size of one sequence in whole bytes: 2 (K and V) · L · ⌈H_kv · D · T · b⌉.
+    """KV cache size of one sequence in whole bytes:
+    2 (K and V) · L · ⌈H_kv · D · T · b⌉.
 
-    ``bytes_per_element`` b may be a fraction of a byte with a whole number of bits, such as 0.5
-    for a 4-bit cache; each layer's K and V tensor is then rounded up to whole bytes (the unit
-    memory is handed out in), which matters only for an odd H_kv · D · T.
+    ``bytes_per_element`` b may be a fraction of a byte with a whole number of
+    bits, such as 0.5 for a 4-bit cache; each layer's K and V tensor is then
+    rounded up to whole bytes (the unit memory is handed out in), which
+    matters only for an odd H_kv · D · T.
     """
-    for name, value in [("n_layers", n_layers), ("n_kv_heads", n_kv_heads),
-                        ("head_dim", head_dim), ("context", context)]:
+    for name, value in [
+        ("n_layers", n_layers),
+        ("n_kv_heads", n_kv_heads),
+        ("head_dim", head_dim),
+        ("context", context),
+    ]:
         check_positive_int(name, value)
-    bits = bytes_per_element * 8 if isinstance(bytes_per_element, int | float) else None
-    if isinstance(bytes_per_element, bool) or bits is None or bits < 1 or bits != int(bits):
-        raise ValueError(f"bytes_per_element: expected a positive number of bytes with a whole "
-                         f"number of bits (1, 2, 0.5, ...), got {bytes_per_element!r}")
+    bits = (
+        bytes_per_element * 8
+        if isinstance(bytes_per_element, int | float)
+        else None
+    )
+    if (
+        isinstance(bytes_per_element, bool)
+        or bits is None
+        or bits < 1
+        or bits != int(bits)
+    ):
+        raise ValueError(
+            "bytes_per_element: expected a positive number of bytes with a "
+            "whole number of bits (1, 2, 0.5, ...), "
+            f"got {bytes_per_element!r}"
+        )
     per_tensor = -(-n_kv_heads * head_dim * context * int(bits) // 8)
     return 2 * n_layers * per_tensor
 
 
-def _check_sequence(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
+def _check_sequence(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor
+) -> None:
     """Check q, k ``[B, H, T, Dk]`` and v ``[B, H, T, Dv]`` of one sequence, T >= 1."""
     sizes = check_tensor("q", q, ("B", "H", "T", "Dk"))
-    check_tensor("k", k, ("B", "H", "T", "Dk"), sizes, dtype=q.dtype, device=q.device)
-    check_tensor("v", v, ("B", "H", "T", "Dv"), sizes, dtype=q.dtype, device=q.device)
+    check_tensor(
+        "k", k, ("B", "H", "T", "Dk"), sizes, dtype=q.dtype, device=q.device
+    )
+    check_tensor(
+        "v", v, ("B", "H", "T", "Dv"), sizes, dtype=q.dtype, device=q.device
+    )
     check_positive_int("T", sizes["T"])
 
 
 def decode_with_cache(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, scale: float | None = None
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    *,
+    scale: float | None = None,
 ) -> torch.Tensor:
-    """Causal attention token by token with a KV cache: append (k_t, v_t), then
-    o_t = V_{1:t}ᵀ softmax(s · K_{1:t} q_t). One new row of scores per step: O(t) work.
+    """Causal attention token by token with a KV cache: append (k_t, v_t),
+    then o_t = V_{1:t}ᵀ softmax(s · K_{1:t} q_t). One new row of scores per
+    step: O(t) work.
 
-    q, k ``[B, H, T, Dk]``, v ``[B, H, T, Dv]`` -> o ``[B, H, T, Dv]``, equal to
-    ``softmax_attention(q, k, v, causal=True)``.
+    q, k ``[B, H, T, Dk]``, v ``[B, H, T, Dv]`` -> o ``[B, H, T, Dv]``, equal
+    to ``softmax_attention(q, k, v, causal=True)``.
     """
     _check_sequence(q, k, v)
     cache = KVCache(k[:, :, :0], v[:, :, :0])
     outputs = []
     for t in range(q.shape[2]):
         keys, values = cache.append(k[:, :, t : t + 1], v[:, :, t : t + 1])
-        # The cache holds only the past and the present token, so no mask is needed.
-        o_t, _ = attention.softmax_attention(q[:, :, t : t + 1], keys, values, causal=False,
-                                             scale=scale)
+        # The cache holds only the past and the present token, so no mask is
+        # needed.
+        o_t, _ = attention.softmax_attention(
+            q[:, :, t : t + 1], keys, values, causal=False, scale=scale
+        )
         outputs.append(o_t)
     return torch.cat(outputs, dim=2)
 
 
 def decode_without_cache(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, scale: float | None = None
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    *,
+    scale: float | None = None,
 ) -> torch.Tensor:
     """Token by token without a cache: at each step rerun causal attention over the whole
     prefix (every query row 1..t, as a model without a cache recomputes it) and keep the last
@@ -83,8 +122,13 @@ def decode_without_cache(
     _check_sequence(q, k, v)
     outputs = []
     for t in range(q.shape[2]):
-        o_prefix, _ = attention.softmax_attention(q[:, :, : t + 1], k[:, :, : t + 1],
-                                                  v[:, :, : t + 1], causal=True, scale=scale)
+        o_prefix, _ = attention.softmax_attention(
+            q[:, :, : t + 1],
+            k[:, :, : t + 1],
+            v[:, :, : t + 1],
+            causal=True,
+            scale=scale,
+        )
         outputs.append(o_prefix[:, :, -1:])
     return torch.cat(outputs, dim=2)
 
@@ -160,32 +204,47 @@ def time_decode_step(
 
     Timings depend on the machine and on ``torch.get_num_threads()``; set it before measuring.
     """
-    for name, value in [("context", context), ("n_heads", n_heads), ("head_dim", head_dim),
-                        ("repeats", repeats)]:
+    for name, value in [
+        ("context", context),
+        ("n_heads", n_heads),
+        ("head_dim", head_dim),
+        ("repeats", repeats),
+    ]:
         check_positive_int(name, value)
     _check_cached(cached)
     d = n_heads * head_dim
     g = torch.Generator().manual_seed(seed)
     x = torch.randn(1, context, d, generator=g)
-    w_q, w_k, w_v = (torch.randn(d, d, generator=g) * d**-0.5 for _ in range(3))
+    w_q, w_k, w_v = (
+        torch.randn(d, d, generator=g) * d**-0.5 for _ in range(3)
+    )
 
     def heads(y: torch.Tensor) -> torch.Tensor:  # [1, T, H·D] -> [1, H, T, D]
-        return y.view(1, y.shape[1], n_heads, head_dim).transpose(1, 2).contiguous()
+        return (
+            y.view(1, y.shape[1], n_heads, head_dim)
+            .transpose(1, 2)
+            .contiguous()
+        )
 
     if cached:
-        keys, values = heads(x @ w_k), heads(x @ w_v)  # rows 1 … t-1: written by earlier steps
+        # rows 1 … t-1: written by earlier steps
+        keys, values = (heads(x @ w_k), heads(x @ w_v))
 
         def step() -> torch.Tensor:
             x_t = x[:, -1:]
-            keys[:, :, -1:] = heads(x_t @ w_k)  # append k_t, v_t in place: row t
+            # append k_t, v_t in place: row t
+            keys[:, :, -1:] = heads(x_t @ w_k)
             values[:, :, -1:] = heads(x_t @ w_v)
-            o_t, _ = attention.softmax_attention(heads(x_t @ w_q), keys, values, causal=False)
+            o_t, _ = attention.softmax_attention(
+                heads(x_t @ w_q), keys, values, causal=False
+            )
             return o_t
     else:
 
         def step() -> torch.Tensor:
-            o, _ = attention.softmax_attention(heads(x @ w_q), heads(x @ w_k), heads(x @ w_v),
-                                               causal=True)
+            o, _ = attention.softmax_attention(
+                heads(x @ w_q), heads(x @ w_k), heads(x @ w_v), causal=True
+            )
             return o[:, :, -1:]
 
     return best_seconds(step, repeats=repeats)
@@ -201,7 +260,8 @@ def cached_attention_read(
     The scores are formed as the column K q_t ``[B, H, t, 1]``, a matrix-vector product over
     the cache as it is stored, then the weights' row multiplies V.
     """
-    weights = torch.softmax((k @ q_t.transpose(-1, -2)) * scale, dim=-2)  # [B, H, t, 1]
+    # [B, H, t, 1]
+    weights = torch.softmax((k @ q_t.transpose(-1, -2)) * scale, dim=-2)
     return weights.transpose(-1, -2) @ v
 
 
@@ -214,30 +274,42 @@ def time_cached_attention_step(
     checked: bool = False,
     seed: int = 0,
 ) -> tuple[list[float], list[int]]:
-    """Median seconds of one cached attention read at each position in ``contexts``, and the
-    cache bytes there.
+    """Median seconds of one cached attention read at each position in
+    ``contexts``, and the cache bytes there.
 
         o_t = V_{1:t}ᵀ softmax(s · K_{1:t} q_t),   t in ``contexts``
 
-    One buffer of random numbers per K and V (float32, batch 1, room for ``max(contexts)``
-    tokens) is filled once, and each context reads its start as a contiguous cache
-    ``[1, n_heads, t, head_dim]`` (the read costs the same for any values; a strided slice of
-    one ``[1, H, max, D]`` tensor would make matmul copy it first, timing the copy instead).
-    Only the read is timed (:func:`cached_attention_read`, q_t ``[1, H, 1, D]``), with no
-    argument checks on the timed path; ``checked=True`` times ``attention.softmax_attention``
-    instead, checks included, to show what they cost. Each entry is the median of ``repeats``
-    calls after one warm-up (``timing.median_seconds``). Returns ``(seconds, cache_bytes)``,
-    cache bytes 2 · H · t · D · 4. Depends on the machine and ``torch.get_num_threads()``.
+    One buffer of random numbers per K and V (float32, batch 1, room for
+    ``max(contexts)`` tokens) is filled once, and each context reads its start
+    as a contiguous cache ``[1, n_heads, t, head_dim]`` (the read costs the
+    same for any values; a strided slice of one ``[1, H, max, D]`` tensor
+    would make matmul copy it first, timing the copy instead). Only the read
+    is timed (:func:`cached_attention_read`, q_t ``[1, H, 1, D]``), with no
+    argument checks on the timed path; ``checked=True`` times
+    ``attention.softmax_attention`` instead, checks included, to show what
+    they cost. Each entry is the median of ``repeats`` calls after one warm-up
+    (``timing.median_seconds``). Returns ``(seconds, cache_bytes)``, cache
+    bytes 2 · H · t · D · 4. Depends on the machine and
+    ``torch.get_num_threads()``.
     """
     if isinstance(contexts, int) or not contexts:
-        raise ValueError(f"contexts: expected a non-empty sequence of positive ints, "
-                         f"got {contexts!r}")
-    for name, value in [("n_heads", n_heads), ("head_dim", head_dim), ("repeats", repeats),
-                        *(("contexts", c) for c in contexts)]:
+        raise ValueError(
+            f"contexts: expected a non-empty sequence of positive ints, "
+            f"got {contexts!r}"
+        )
+    for name, value in [
+        ("n_heads", n_heads),
+        ("head_dim", head_dim),
+        ("repeats", repeats),
+        *(("contexts", c) for c in contexts),
+    ]:
         check_positive_int(name, value)
     gen = torch.Generator().manual_seed(seed)
     size = n_heads * max(contexts) * head_dim
-    k_all, v_all = torch.rand(size, generator=gen), torch.rand(size, generator=gen)
+    k_all, v_all = (
+        torch.rand(size, generator=gen),
+        torch.rand(size, generator=gen),
+    )
     q_t = torch.randn(1, n_heads, 1, head_dim, generator=gen)
     scale = head_dim**-0.5
     seconds, n_bytes = [], []
@@ -246,11 +318,16 @@ def time_cached_attention_step(
         k = k_all[: n_heads * t * head_dim].view(shape)
         v = v_all[: n_heads * t * head_dim].view(shape)
         if checked:
+
             def step(k=k, v=v) -> object:
-                return attention.softmax_attention(q_t, k, v, causal=False, scale=scale)
+                return attention.softmax_attention(
+                    q_t, k, v, causal=False, scale=scale
+                )
         else:
+
             def step(k=k, v=v) -> object:
                 return cached_attention_read(q_t, k, v, scale)
+
         seconds.append(median_seconds(step, repeats=repeats))
         n_bytes.append(KVCache(k, v).num_bytes())
     return seconds, n_bytes
@@ -260,7 +337,9 @@ GLOBAL_KINDS = ("attn", "mla")
 """Layer kinds that keep a growing cache (every other kind keeps a fixed-size state)."""
 
 
-def stack_cost(layer_pattern: tuple[str, ...], global_cost: float, recurrent_cost: float) -> float:
+def stack_cost(
+    layer_pattern: tuple[str, ...], global_cost: float, recurrent_cost: float
+) -> float:
     """A layer stack's cost composed from one measured layer of each sort:
 
         cost = n_global · global_cost + n_recurrent · recurrent_cost
@@ -269,12 +348,27 @@ def stack_cost(layer_pattern: tuple[str, ...], global_cost: float, recurrent_cos
     the others (Sophia: 7 and 21). An estimate: it adds only the mixers' costs (no MLPs, norms,
     projections) and assumes every global layer costs what the one measured layer costs.
     """
-    if isinstance(layer_pattern, str) or not isinstance(layer_pattern, tuple | list) or (
-            not layer_pattern):
-        raise ValueError(f"layer_pattern: expected a non-empty tuple of layer kinds, "
-                         f"got {layer_pattern!r}")
-    for name, value in [("global_cost", global_cost), ("recurrent_cost", recurrent_cost)]:
-        if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+    if (
+        isinstance(layer_pattern, str)
+        or not isinstance(layer_pattern, tuple | list)
+        or (not layer_pattern)
+    ):
+        raise ValueError(
+            f"layer_pattern: expected a non-empty tuple of layer kinds, "
+            f"got {layer_pattern!r}"
+        )
+    for name, value in [
+        ("global_cost", global_cost),
+        ("recurrent_cost", recurrent_cost),
+    ]:
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or value < 0
+        ):
             raise ValueError(f"{name}: expected a number >= 0, got {value!r}")
     n_global = sum(kind in GLOBAL_KINDS for kind in layer_pattern)
-    return n_global * global_cost + (len(layer_pattern) - n_global) * recurrent_cost
+    return (
+        n_global * global_cost
+        + (len(layer_pattern) - n_global) * recurrent_cost
+    )

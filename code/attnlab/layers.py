@@ -33,8 +33,20 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._checks import check_choice, check_layer_input, check_positive_int, check_tensor
-from .blocks import LAYER_NORM_EPS, ConvQKV, HeadRMSNorm, RecurrentCache, merge_heads, split_heads
+from ._checks import (
+    check_choice,
+    check_layer_input,
+    check_positive_int,
+    check_tensor,
+)
+from .blocks import (
+    LAYER_NORM_EPS,
+    ConvQKV,
+    HeadRMSNorm,
+    RecurrentCache,
+    merge_heads,
+    split_heads,
+)
 from .delta import (
     delta_rule_chunk,
     delta_rule_recurrent,
@@ -50,18 +62,26 @@ from .gated import (
     softplus_decay_gate,
 )
 from .kda import kda_chunk, kda_step
-from .linear import FEATURE_MAPS, linear_attention_chunk, linear_attention_recurrent
+from .linear import (
+    FEATURE_MAPS,
+    linear_attention_chunk,
+    linear_attention_recurrent,
+)
 
 GLA_DECAYS = ("channel", "scalar", "fixed")
 """Decay kinds of :class:`GLALayer`: per channel (GLA), per head (Mamba-2), fixed (RetNet)."""
 
 
-def check_recurrent_cache(cache: object, sizes: dict[str, int]) -> RecurrentCache | None:
+def check_recurrent_cache(
+    cache: object, sizes: dict[str, int]
+) -> RecurrentCache | None:
     """Check that ``cache`` is None or a ``RecurrentCache`` whose state is ``[B, H, Dk, Dv]``."""
     if cache is None:
         return None
     if not isinstance(cache, RecurrentCache):
-        raise ValueError(f"cache: expected a RecurrentCache or None, got {type(cache).__name__}")
+        raise ValueError(
+            f"cache: expected a RecurrentCache or None, got {type(cache).__name__}"
+        )
     check_tensor("cache.state", cache.state, ("B", "H", "Dk", "Dv"), sizes)
     return cache
 
@@ -102,11 +122,21 @@ class RecurrentMixerLayer(nn.Module):
         self.d_model = check_positive_int("d_model", d_model)
         self.n_heads = check_positive_int("n_heads", n_heads)
         self.head_dim = check_positive_int("head_dim", head_dim)
-        if isinstance(norm_eps, bool) or not isinstance(norm_eps, int | float) or norm_eps <= 0:
-            raise ValueError(f"norm_eps: expected a number > 0, got {norm_eps!r}")
+        if (
+            isinstance(norm_eps, bool)
+            or not isinstance(norm_eps, int | float)
+            or norm_eps <= 0
+        ):
+            raise ValueError(
+                f"norm_eps: expected a number > 0, got {norm_eps!r}"
+            )
         self.qkv = ConvQKV(d_model, n_heads, head_dim, conv_size)
-        self.beta_proj = nn.Linear(d_model, n_heads, bias=False) if beta else None
-        self.norm = HeadRMSNorm(head_dim, eps=norm_eps) if output_norm else None
+        self.beta_proj = (
+            nn.Linear(d_model, n_heads, bias=False) if beta else None
+        )
+        self.norm = (
+            HeadRMSNorm(head_dim, eps=norm_eps) if output_norm else None
+        )
         self.out = nn.Linear(n_heads * head_dim, d_model, bias=False)
 
     # ------------------------------------------------------------------ hooks
@@ -137,17 +167,25 @@ class RecurrentMixerLayer(nn.Module):
         """The kernel's initial state held by ``cache`` (None for a fresh sequence)."""
         return None if cache is None else cache.state
 
-    def _cache_of(self, final: object, conv: tuple[torch.Tensor, ...]) -> RecurrentCache:
+    def _cache_of(
+        self, final: object, conv: tuple[torch.Tensor, ...]
+    ) -> RecurrentCache:
         """The cache that continues the sequence from the kernel's final state."""
         return RecurrentCache(state=final, conv=conv)
 
     # ------------------------------------------------------------------ the plumbing, once
     def forward(
-        self, x: torch.Tensor, cache: RecurrentCache | None = None, use_cache: bool = False
+        self,
+        x: torch.Tensor,
+        cache: RecurrentCache | None = None,
+        use_cache: bool = False,
     ) -> tuple[torch.Tensor, RecurrentCache | None]:
-        """Mix x over time; pass the returned cache back with the next tokens to continue."""
+        """Mix x over time; pass the returned cache back with the next tokens
+        to continue."""
         b, t = check_layer_input(x, self.d_model, self.out.weight)
-        sizes = dict(B=b, T=t, H=self.n_heads, Dk=self.head_dim, Dv=self.head_dim)
+        sizes = dict(
+            B=b, T=t, H=self.n_heads, Dk=self.head_dim, Dv=self.head_dim
+        )
         cache = check_recurrent_cache(cache, sizes)
         q, k, v, conv = self.qkv(x, cache.conv if cache is not None else ())
         q, k, v = self.feature_map(q, k, v)
@@ -183,11 +221,21 @@ class LinearAttentionLayer(RecurrentMixerLayer):
         *,
         norm_eps: float = LAYER_NORM_EPS,
     ) -> None:
-        phi = FEATURE_MAPS[check_choice("feature_map", feature_map, FEATURE_MAPS)]
+        phi = FEATURE_MAPS[
+            check_choice("feature_map", feature_map, FEATURE_MAPS)
+        ]
         if not isinstance(normalize, bool):
-            raise ValueError(f"normalize: expected True or False, got {normalize!r}")
-        super().__init__(d_model, n_heads, head_dim, conv_size=conv_size, norm_eps=norm_eps,
-                         output_norm=not normalize)
+            raise ValueError(
+                f"normalize: expected True or False, got {normalize!r}"
+            )
+        super().__init__(
+            d_model,
+            n_heads,
+            head_dim,
+            conv_size=conv_size,
+            norm_eps=norm_eps,
+            output_norm=not normalize,
+        )
         self.phi = phi
         self.normalize = normalize
 
@@ -198,7 +246,9 @@ class LinearAttentionLayer(RecurrentMixerLayer):
         if cache is None or not self.normalize:
             return super()._state_of(cache)
         if cache.normaliser is None:
-            raise ValueError("cache.normaliser: expected z [B, H, Dk] (normalize=True), got None")
+            raise ValueError(
+                "cache.normaliser: expected z [B, H, Dk] (normalize=True), got None"
+            )
         return cache.state, cache.normaliser
 
     def _cache_of(self, final, conv):
@@ -206,9 +256,19 @@ class LinearAttentionLayer(RecurrentMixerLayer):
         return RecurrentCache(state=state, conv=conv, normaliser=z)
 
     def mix(self, q, k, v, x, state, use_cache):
-        kernel = linear_attention_recurrent if q.shape[2] == 1 else linear_attention_chunk
-        return kernel(q, k, v, normalize=self.normalize, initial_state=state,
-                      output_final_state=use_cache)
+        kernel = (
+            linear_attention_recurrent
+            if q.shape[2] == 1
+            else linear_attention_chunk
+        )
+        return kernel(
+            q,
+            k,
+            v,
+            normalize=self.normalize,
+            initial_state=state,
+            output_final_state=use_cache,
+        )
 
 
 class GLALayer(RecurrentMixerLayer):
@@ -238,29 +298,44 @@ class GLALayer(RecurrentMixerLayer):
         norm_eps: float = LAYER_NORM_EPS,
     ) -> None:
         check_choice("decay", decay, GLA_DECAYS)
-        super().__init__(d_model, n_heads, head_dim, conv_size=conv_size, norm_eps=norm_eps)
+        super().__init__(
+            d_model, n_heads, head_dim, conv_size=conv_size, norm_eps=norm_eps
+        )
         self.decay = decay
         if decay == "channel":
             self.decay_proj = nn.Sequential(
-                nn.Linear(d_model, check_positive_int("decay_rank", decay_rank), bias=False),
+                nn.Linear(
+                    d_model,
+                    check_positive_int("decay_rank", decay_rank),
+                    bias=False,
+                ),
                 nn.Linear(decay_rank, n_heads * head_dim),
             )
         elif decay == "scalar":
-            self.decay_proj = nn.Linear(d_model, n_heads, bias=False)  # dt_bias is the bias
+            # dt_bias is the bias
+            self.decay_proj = nn.Linear(d_model, n_heads, bias=False)
             a_log, dt_bias = init_softplus_decay(n_heads, n_heads)
-            self.A_log, self.dt_bias = nn.Parameter(a_log), nn.Parameter(dt_bias)
+            self.A_log, self.dt_bias = (
+                nn.Parameter(a_log),
+                nn.Parameter(dt_bias),
+            )
         else:
-            self.register_buffer("log_gamma", retnet_decay(n_heads), persistent=False)
+            self.register_buffer(
+                "log_gamma", retnet_decay(n_heads), persistent=False
+            )
         self.g_proj = nn.Linear(d_model, n_heads * head_dim, bias=False)
 
     def log_gate(self, x: torch.Tensor) -> torch.Tensor:
         """g for input x ``[B, T, d_model]``: ``[B, H, T, Dk]`` (channel) or ``[B, H, T]``."""
         if self.decay == "channel":
-            return split_heads(F.logsigmoid(self.decay_proj(x)) / GLA_GATE_NORMALIZER,
-                               self.n_heads)
+            return split_heads(
+                F.logsigmoid(self.decay_proj(x)) / GLA_GATE_NORMALIZER,
+                self.n_heads,
+            )
         if self.decay == "scalar":
-            return softplus_decay_gate(self.decay_proj(x), self.A_log,
-                                       self.dt_bias).transpose(1, 2)
+            return softplus_decay_gate(
+                self.decay_proj(x), self.A_log, self.dt_bias
+            ).transpose(1, 2)
         b, t, _ = x.shape
         return self.log_gamma[None, :, None].expand(b, self.n_heads, t)
 
@@ -269,8 +344,14 @@ class GLALayer(RecurrentMixerLayer):
 
     def mix(self, q, k, v, x, state, use_cache):
         kernel = gla_recurrent if q.shape[2] == 1 else gla_chunk
-        return kernel(q, k, v, g=self.log_gate(x), initial_state=state,
-                      output_final_state=use_cache)
+        return kernel(
+            q,
+            k,
+            v,
+            g=self.log_gate(x),
+            initial_state=state,
+            output_final_state=use_cache,
+        )
 
     def output_gate(self, x):
         return F.silu(split_heads(self.g_proj(x), self.n_heads))
@@ -294,8 +375,14 @@ class DeltaLayer(RecurrentMixerLayer):
         *,
         norm_eps: float = LAYER_NORM_EPS,
     ) -> None:
-        super().__init__(d_model, n_heads, head_dim, conv_size=conv_size, norm_eps=norm_eps,
-                         beta=True)
+        super().__init__(
+            d_model,
+            n_heads,
+            head_dim,
+            conv_size=conv_size,
+            norm_eps=norm_eps,
+            beta=True,
+        )
 
     def feature_map(self, q, k, v):
         return l2_normalise(F.silu(q)), l2_normalise(F.silu(k)), F.silu(v)
@@ -308,26 +395,36 @@ class DeltaLayer(RecurrentMixerLayer):
 class DeltaNetLayer(DeltaLayer):
     """DeltaNet (the Notation appendix, §4): the delta rule, no decay and no output gate (as FLA).
 
-        y = merge_heads(RMSNorm_head(delta_rule(q, k, v, β))) W_o
+    y = merge_heads(RMSNorm_head(delta_rule(q, k, v, β))) W_o
     """
 
     def mix(self, q, k, v, x, state, use_cache):
         kernel = delta_rule_recurrent if q.shape[2] == 1 else delta_rule_chunk
-        return kernel(q, k, v, beta=self.beta(x), initial_state=state,
-                      output_final_state=use_cache)
+        return kernel(
+            q,
+            k,
+            v,
+            beta=self.beta(x),
+            initial_state=state,
+            output_final_state=use_cache,
+        )
 
 
 class GatedDeltaNetLayer(DeltaLayer):
-    """Gated DeltaNet (the Notation appendix, §5): the delta rule with a scalar decay per head.
+    """Gated DeltaNet (the Notation appendix, §5): the delta rule with a
+    scalar decay per head.
 
-        g = −exp(A_log) · softplus(x W_a + dt_bias)                     [B, H, T]
-        y = merge_heads(sigmoid(x W_g) ⊙ RMSNorm_head(gated_delta_rule(q, k, v, g, β))) W_o
+        g = −exp(A_log) · softplus(x W_a + dt_bias)             [B, H, T]
+        y = merge_heads(sigmoid(x W_g)
+                        ⊙ RMSNorm_head(gated_delta_rule(q, k, v, g, β))) W_o
 
-    Output gate: a sigmoid, not the swish of FLA's GDN layer, because Kimi Linear found sigmoid
-    better (KL Table 1) and used it for its GDN-H baseline (KL §5.2); GDN and KDA then differ
-    only in the decay. A = exp(A_log) ~ U(1, 16) and softplus(dt_bias) log-uniform in
-    [1e-3, 1e-1] (``init_softplus_decay``): at x = 0 the decay α = exp(−A·Δ) is in [0.2, 0.999],
-    mostly close to 1, so the layer starts out remembering.
+    Output gate: a sigmoid, not the swish of FLA's GDN layer, because Kimi
+    Linear found sigmoid better (KL Table 1) and used it for its GDN-H
+    baseline (KL §5.2); GDN and KDA then differ only in the decay.
+    A = exp(A_log) ~ U(1, 16) and softplus(dt_bias) log-uniform in
+    [1e-3, 1e-1] (``init_softplus_decay``): at x = 0 the decay α = exp(−A·Δ)
+    is in [0.2, 0.999], mostly close to 1, so the layer starts out
+    remembering.
     """
 
     def __init__(
@@ -339,21 +436,38 @@ class GatedDeltaNetLayer(DeltaLayer):
         *,
         norm_eps: float = LAYER_NORM_EPS,
     ) -> None:
-        super().__init__(d_model, n_heads, head_dim, conv_size, norm_eps=norm_eps)
+        super().__init__(
+            d_model, n_heads, head_dim, conv_size, norm_eps=norm_eps
+        )
         self.decay_proj = nn.Linear(d_model, n_heads, bias=False)
         a_log, dt_bias = init_softplus_decay(n_heads, n_heads)
         self.A_log, self.dt_bias = nn.Parameter(a_log), nn.Parameter(dt_bias)
         self.g_proj = nn.Linear(d_model, n_heads * head_dim, bias=False)
 
     def log_gate(self, x: torch.Tensor) -> torch.Tensor:
-        """g = −exp(A_log) · softplus(x W_a + dt_bias): x ``[B, T, d_model]`` -> ``[B, H, T]``."""
-        return softplus_decay_gate(self.decay_proj(x), self.A_log, self.dt_bias).transpose(1, 2)
+        """g = −exp(A_log) · softplus(x W_a + dt_bias): x ``[B, T, d_model]``
+        -> ``[B, H, T]``."""
+        return softplus_decay_gate(
+            self.decay_proj(x), self.A_log, self.dt_bias
+        ).transpose(1, 2)
 
     def mix(self, q, k, v, x, state, use_cache):
-        kernel = gated_delta_rule_recurrent if q.shape[2] == 1 else gated_delta_rule_chunk
-        beta = self.beta(x)  # before g: autograd then sums x's gradients in a fixed order
-        return kernel(q, k, v, g=self.log_gate(x), beta=beta, initial_state=state,
-                      output_final_state=use_cache)
+        kernel = (
+            gated_delta_rule_recurrent
+            if q.shape[2] == 1
+            else gated_delta_rule_chunk
+        )
+        # before g: autograd then sums x's gradients in a fixed order
+        beta = self.beta(x)
+        return kernel(
+            q,
+            k,
+            v,
+            g=self.log_gate(x),
+            beta=beta,
+            initial_state=state,
+            output_final_state=use_cache,
+        )
 
     def output_gate(self, x):
         return torch.sigmoid(split_heads(self.g_proj(x), self.n_heads))
@@ -383,34 +497,54 @@ class KDALayer(DeltaLayer):
         *,
         norm_eps: float = LAYER_NORM_EPS,
     ) -> None:
-        super().__init__(d_model, n_heads, head_dim, conv_size, norm_eps=norm_eps)
+        super().__init__(
+            d_model, n_heads, head_dim, conv_size, norm_eps=norm_eps
+        )
         width = n_heads * head_dim
         self.decay_proj = nn.Sequential(
-            nn.Linear(d_model, head_dim, bias=False), nn.Linear(head_dim, width, bias=False)
+            nn.Linear(d_model, head_dim, bias=False),
+            nn.Linear(head_dim, width, bias=False),
         )
         a_log, dt_bias = init_softplus_decay(n_heads, width)
         self.A_log, self.dt_bias = nn.Parameter(a_log), nn.Parameter(dt_bias)
         self.g_proj = nn.Sequential(
-            nn.Linear(d_model, head_dim, bias=False), nn.Linear(head_dim, width, bias=True)
+            nn.Linear(d_model, head_dim, bias=False),
+            nn.Linear(head_dim, width, bias=True),
         )
 
     def log_gate(self, x: torch.Tensor) -> torch.Tensor:
-        """g = −exp(A_log) ⊙ softplus(x W↓ W↑ + dt_bias): x [B, T, d_model] -> g [B, H, T, Dk]."""
+        """g = −exp(A_log) ⊙ softplus(x W↓ W↑ + dt_bias): x [B, T, d_model] ->
+        g [B, H, T, Dk]."""
         b, t, _ = x.shape
         raw = self.decay_proj(x).view(b, t, self.n_heads, self.head_dim)
         dt_bias = self.dt_bias.view(self.n_heads, self.head_dim)
-        return softplus_decay_gate(raw, self.A_log[:, None], dt_bias).transpose(1, 2)
+        return softplus_decay_gate(
+            raw, self.A_log[:, None], dt_bias
+        ).transpose(1, 2)
 
     def mix(self, q, k, v, x, state, use_cache):
         beta = self.beta(x)  # before g, as in GatedDeltaNetLayer
         g = self.log_gate(x)
         if q.shape[2] > 1:
-            return kda_chunk(q, k, v, g=g, beta=beta, initial_state=state,
-                             output_final_state=use_cache)
+            return kda_chunk(
+                q,
+                k,
+                v,
+                g=g,
+                beta=beta,
+                initial_state=state,
+                output_final_state=use_cache,
+            )
         if state is None:
             state = q.new_zeros(*q.shape[:2], self.head_dim, self.head_dim)
-        o, state = kda_step(q[:, :, 0], k[:, :, 0], v[:, :, 0], g=g[:, :, 0], beta=beta[:, :, 0],
-                            state=state)
+        o, state = kda_step(
+            q[:, :, 0],
+            k[:, :, 0],
+            v[:, :, 0],
+            g=g[:, :, 0],
+            beta=beta[:, :, 0],
+            state=state,
+        )
         return o.unsqueeze(2), state
 
     def output_gate(self, x):

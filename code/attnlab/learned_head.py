@@ -29,8 +29,7 @@ from .train import train_language_model
 #: The sentence the lesson reads the heads on: three "the"s, each after a
 #: different kind of word ("near", "painted", the "." that ends a sentence).
 PROBE_SENTENCE: tuple[str, ...] = tuple(
-    ". a horse sleeps near the forest . she painted the school red . the cat"
-    .split()
+    ". a horse sleeps near the forest . she painted the school red . the cat".split()
 )
 
 
@@ -95,7 +94,9 @@ class HeadRun:
     losses: list[float]
     snapshots: dict[int, dict[int, torch.Tensor]]
     share: dict[tuple[int, int], float] = field(default_factory=dict)
-    share_elsewhere: dict[tuple[int, int], float] = field(default_factory=dict)
+    share_elsewhere: dict[tuple[int, int], float] = field(
+        default_factory=dict
+    )
 
     @property
     def best_head(self) -> tuple[int, int]:
@@ -135,8 +136,14 @@ def train_tiny_transformer(
 
     snapshot(0)
     losses = train_language_model(
-        model, token_ids, steps=steps, batch_size=16, seq_len=32, lr=1e-2,
-        seed=seed, on_step=snapshot,
+        model,
+        token_ids,
+        steps=steps,
+        batch_size=16,
+        seq_len=32,
+        lr=1e-2,
+        seed=seed,
+        on_step=snapshot,
     )
     run = HeadRun(seed, losses, snapshots)
     at_the = held_out_ids == tokenizer.encode("the")[0]
@@ -167,12 +174,17 @@ def final_loss(run: HeadRun, last: int = 20) -> float:
 
 def runs_table(runs: dict[int, HeadRun]) -> str:
     """A Markdown table: each run's strongest head, its shares and loss."""
-    rows = ['| seed | strongest head | share at "the" | share at other words '
-            '| loss, last 20 steps |', "|---:|---|---:|---:|---:|"]
+    rows = [
+        '| seed | strongest head | share at "the" | share at other words '
+        "| loss, last 20 steps |",
+        "|---:|---|---:|---:|---:|",
+    ]
     for seed, run in runs.items():
         best = run.best_head
-        rows.append(f"| {seed} | {head_name(best)} | {run.share[best]:.2f} | "
-                    f"{run.share_elsewhere[best]:.2f} | {final_loss(run):.3f} |")
+        rows.append(
+            f"| {seed} | {head_name(best)} | {run.share[best]:.2f} | "
+            f"{run.share_elsewhere[best]:.2f} | {final_loss(run):.3f} |"
+        )
     return "\n".join(rows)
 
 
@@ -184,23 +196,29 @@ def runs_finding(runs: dict[int, HeadRun]) -> str:
     clear = [r for r in runs.values() if r.share[r.best_head] > CLEAR_SHARE]
     rest = [r for r in runs.values() if r.share[r.best_head] <= CLEAR_SHARE]
     if not clear:
-        return (f"In none of the {n} runs does a head put more than half of a "
-                "\"the\"'s weight on the word before it.")
+        return (
+            f"In none of the {n} runs does a head put more than half of a "
+            '"the"\'s weight on the word before it.'
+        )
     shares = [r.share[r.best_head] for r in clear]
     others = [r.share_elsewhere[r.best_head] for r in clear]
     layers = sorted({r.best_head[0] + 1 for r in clear})
     where = "layer " + " or ".join(str(layer) for layer in layers)
     count = "all" if not rest else str(len(clear))
-    text = (f"In {count} of the {n} runs, one head of {where} puts "
-            f"{min(shares):.2f}–{max(shares):.2f} of a \"the\"'s weight on the "
-            f"word before it, and only {min(others):.2f}–{max(others):.2f} on "
-            "the previous word elsewhere: it reads the previous word where "
-            "that word matters.")
+    text = (
+        f"In {count} of the {n} runs, one head of {where} puts "
+        f'{min(shares):.2f}–{max(shares):.2f} of a "the"\'s weight on the '
+        f"word before it, and only {min(others):.2f}–{max(others):.2f} on "
+        "the previous word elsewhere: it reads the previous word where "
+        "that word matters."
+    )
     if rest:
         losses = [final_loss(r) for r in runs.values()]
         best = max(r.share[r.best_head] for r in rest)
-        text += (f" In the other {len(rest)}, no head does (at most "
-                 f"{best:.2f}), yet every run ends at a loss of "
-                 f"{min(losses):.3f}–{max(losses):.3f}: those models carry the "
-                 "same information another way.")
+        text += (
+            f" In the other {len(rest)}, no head does (at most "
+            f"{best:.2f}), yet every run ends at a loss of "
+            f"{min(losses):.3f}–{max(losses):.3f}: those models carry the "
+            "same information another way."
+        )
     return text

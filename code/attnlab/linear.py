@@ -40,10 +40,12 @@ LinearState = torch.Tensor | tuple[torch.Tensor, torch.Tensor]
 
 # --------------------------------------------------------------------------- feature maps
 def elu_plus_one(x: torch.Tensor) -> torch.Tensor:
-    """φ(x) = elu(x) + 1 = x + 1 for x > 0, exp(x) otherwise: positive, so φ(q)ᵀφ(k) > 0.
+    """φ(x) = elu(x) + 1 = x + 1 for x > 0, exp(x) otherwise: positive, so
+    φ(q)ᵀφ(k) > 0.
 
-    Computed by cases, because ``F.elu(x) + 1`` rounds to exactly 0 in float32 below x ≈ -17
-    (exp(x) - 1 + 1 loses exp(x)), which would let the normaliser reach 0.
+    Computed by cases, because ``F.elu(x) + 1`` rounds to exactly 0 in float32
+    below x ≈ -17 (exp(x) - 1 + 1 loses exp(x)), which would let the
+    normaliser reach 0.
     """
     return torch.where(x > 0, x + 1, torch.exp(x.clamp(max=0)))
 
@@ -62,7 +64,11 @@ FEATURE_MAPS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
 
 # --------------------------------------------------------------------------- shared checks
 def check_qkv(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, initial_state: torch.Tensor | None = None
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    *,
+    initial_state: torch.Tensor | None = None,
 ) -> dict[str, int]:
     """Check q, k ``[B, H, T, Dk]``, v ``[B, H, T, Dv]`` and ``initial_state [B, H, Dk, Dv]``.
 
@@ -73,13 +79,30 @@ def check_qkv(
     """
     sizes = check_tensor("q", q, ("B", "H", "T", "Dk"))
     if sizes["T"] == 0:
-        raise ValueError(f"q: expected at least one time step, got shape {tuple(q.shape)}")
-    check_tensor("k", k, ("B", "H", "T", "Dk"), sizes, dtype=q.dtype, device=q.device)
-    check_tensor("v", v, ("B", "H", "T", "Dv"), sizes, dtype=q.dtype, device=q.device)
+        raise ValueError(
+            f"q: expected at least one time step, got shape {tuple(q.shape)}"
+        )
+    check_tensor(
+        "k", k, ("B", "H", "T", "Dk"), sizes, dtype=q.dtype, device=q.device
+    )
+    check_tensor(
+        "v", v, ("B", "H", "T", "Dv"), sizes, dtype=q.dtype, device=q.device
+    )
     if initial_state is not None:
-        check_tensor("initial_state", initial_state, ("B", "H", "Dk", "Dv"), sizes,
-                     dtype=q.dtype, device=q.device)
-    for name, x in (("q", q), ("k", k), ("v", v), ("initial_state", initial_state)):
+        check_tensor(
+            "initial_state",
+            initial_state,
+            ("B", "H", "Dk", "Dv"),
+            sizes,
+            dtype=q.dtype,
+            device=q.device,
+        )
+    for name, x in (
+        ("q", q),
+        ("k", k),
+        ("v", v),
+        ("initial_state", initial_state),
+    ):
         if x is not None:
             check_finite(name, x)
     return sizes
@@ -93,14 +116,23 @@ def _split_normalised_state(
         return None, None
     if not normalize:
         return initial_state, None  # type: ignore[return-value]
-    if not (isinstance(initial_state, tuple | list) and len(initial_state) == 2):
-        raise ValueError("initial_state: with normalize=True expected a pair (S [B, H, Dk, Dv], "
-                         f"z [B, H, Dk]), got {type(initial_state).__name__}")
+    if not (
+        isinstance(initial_state, tuple | list) and len(initial_state) == 2
+    ):
+        raise ValueError(
+            "initial_state: with normalize=True expected a pair (S [B, H, Dk, Dv], "
+            f"z [B, H, Dk]), got {type(initial_state).__name__}"
+        )
     return initial_state[0], initial_state[1]
 
 
 def _check_linear_inputs(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, initial_state: object, normalize: bool,
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    *,
+    initial_state: object,
+    normalize: bool,
     eps: float,
 ) -> tuple[dict[str, int], torch.Tensor, torch.Tensor | None]:
     """Check the inputs of a linear-attention kernel; return sizes and the zero-filled (S_0, z_0).
@@ -112,17 +144,25 @@ def _check_linear_inputs(
     s0, z0 = _split_normalised_state(initial_state, normalize)
     sizes = check_qkv(q, k, v, initial_state=s0)
     if normalize and z0 is not None:
-        check_tensor("initial_state[1] (z)", z0, ("B", "H", "Dk"), sizes, dtype=q.dtype,
-                     device=q.device)
+        check_tensor(
+            "initial_state[1] (z)",
+            z0,
+            ("B", "H", "Dk"),
+            sizes,
+            dtype=q.dtype,
+            device=q.device,
+        )
         check_finite("initial_state[1] (z)", z0)
     if isinstance(eps, bool) or not isinstance(eps, int | float) or eps < 0:
         raise ValueError(f"eps: expected a number >= 0, got {eps!r}")
     if normalize:
         for name, x in (("q", q), ("k", k), ("initial_state[1] (z)", z0)):
             if x is not None and x.numel() and x.min() < 0:
-                raise ValueError(f"{name}: normalize=True expects non-negative features (apply "
-                                 f"a positive feature map such as elu_plus_one), got min "
-                                 f"{x.min().item():.4g}")
+                raise ValueError(
+                    f"{name}: normalize=True expects non-negative features (apply "
+                    f"a positive feature map such as elu_plus_one), got min "
+                    f"{x.min().item():.4g}"
+                )
     b, h, dk, dv = sizes["B"], sizes["H"], sizes["Dk"], sizes["Dv"]
     if s0 is None:
         s0 = q.new_zeros(b, h, dk, dv)
@@ -159,23 +199,28 @@ def linear_attention_recurrent(
 ) -> tuple[torch.Tensor, LinearState | None]:
     """Linear attention token by token, the definition:
 
-        S_t = S_{t-1} + k_t v_tᵀ,      o_t = S_tᵀ (s q_t)
-        normalised:  z_t = z_{t-1} + k_t,   o_t = S_tᵀ (s q_t) / (z_tᵀ (s q_t) + eps)
+        S_t = S_{t-1} + k_t v_tᵀ,   o_t = S_tᵀ (s q_t)
+        normalised:  z_t = z_{t-1} + k_t,
+                     o_t = S_tᵀ (s q_t) / (z_tᵀ (s q_t) + eps)
 
-    q, k ``[B, H, T, Dk]``, v ``[B, H, T, Dv]`` -> o ``[B, H, T, Dv]``. The state is
-    ``S [B, H, Dk, Dv]``; with ``normalize=True`` both ``initial_state`` and the returned final
-    state are the pair ``(S, z)`` with ``z [B, H, Dk]``. ``s`` (``scale``, default 1/sqrt(Dk))
-    cancels in the normalised form except against ``eps`` (default ``NORMALIZER_EPS`` = 1e-6,
-    only there to keep the division defined). Normalising assumes positive features (e.g.
-    ``elu_plus_one``) so that the denominator stays away from 0.
+    q, k ``[B, H, T, Dk]``, v ``[B, H, T, Dv]`` -> o ``[B, H, T, Dv]``. The
+    state is ``S [B, H, Dk, Dv]``; with ``normalize=True`` both
+    ``initial_state`` and the returned final state are the pair ``(S, z)``
+    with ``z [B, H, Dk]``. ``s`` (``scale``, default 1/sqrt(Dk)) cancels in
+    the normalised form except against ``eps`` (default
+    ``NORMALIZER_EPS`` = 1e-6, only there to keep the division defined).
+    Normalising assumes positive features (e.g. ``elu_plus_one``) so that the
+    denominator stays away from 0.
     """
     sizes, state, z = _check_linear_inputs(
-        q, k, v, initial_state=initial_state, normalize=normalize, eps=eps)
+        q, k, v, initial_state=initial_state, normalize=normalize, eps=eps
+    )
     q = q * resolve_scale(scale, sizes["Dk"])
     outputs = []
     for t in range(sizes["T"]):
         q_t, k_t, v_t = q[:, :, t], k[:, :, t], v[:, :, t]
-        state = state + k_t.unsqueeze(-1) * v_t.unsqueeze(-2)  # S_t = S_{t-1} + k_t v_tᵀ
+        # S_t = S_{t-1} + k_t v_tᵀ
+        state = state + k_t.unsqueeze(-1) * v_t.unsqueeze(-2)
         o_t = torch.einsum("bhkv,bhk->bhv", state, q_t)  # S_tᵀ q_t
         if normalize:
             z = z + k_t  # z_t = z_{t-1} + k_t
@@ -195,22 +240,30 @@ def linear_attention_parallel(
     initial_state: LinearState | None = None,
     output_final_state: bool = False,
 ) -> tuple[torch.Tensor, LinearState | None]:
-    """Linear attention for all positions at once, like softmax attention without the softmax:
+    """Linear attention for all positions at once, like softmax attention
+    without the softmax:
 
-        O = (s Q Kᵀ ⊙ M) V + s Q S_0                                  M: causal mask [T, T]
-        normalised:  O = [(s Q Kᵀ ⊙ M) V + s Q S_0] / [(s Q Kᵀ ⊙ M) 1 + s Q z_0 + eps]
+        O = (s Q Kᵀ ⊙ M) V + s Q S_0              M: causal mask [T, T]
+        normalised:  O = [(s Q Kᵀ ⊙ M) V + s Q S_0]
+                         / [(s Q Kᵀ ⊙ M) 1 + s Q z_0 + eps]
         final state: S_T = S_0 + Kᵀ V,   z_T = z_0 + Kᵀ 1
 
-    Shapes and state format as ``linear_attention_recurrent``. Costs ``O(T² D)`` time and a
-    ``[B, H, T, T]`` score matrix, like softmax attention.
+    Shapes and state format as ``linear_attention_recurrent``. Costs
+    ``O(T² D)`` time and a ``[B, H, T, T]`` score matrix, like softmax
+    attention.
     """
     sizes, state, z = _check_linear_inputs(
-        q, k, v, initial_state=initial_state, normalize=normalize, eps=eps)
+        q, k, v, initial_state=initial_state, normalize=normalize, eps=eps
+    )
     q = q * resolve_scale(scale, sizes["Dk"])
     scores = causal_scores(q, k)
     o = scores @ v + q @ state
     if normalize:
-        o = o / (scores.sum(-1, keepdim=True) + (q * z.unsqueeze(2)).sum(-1, keepdim=True) + eps)
+        o = o / (
+            scores.sum(-1, keepdim=True)
+            + (q * z.unsqueeze(2)).sum(-1, keepdim=True)
+            + eps
+        )
         z = z + k.sum(2)
     return o, _final(state + k.transpose(-1, -2) @ v, z, output_final_state)
 
@@ -240,11 +293,13 @@ def linear_attention_chunk(
     products at once).
     """
     sizes, state, z = _check_linear_inputs(
-        q, k, v, initial_state=initial_state, normalize=normalize, eps=eps)
+        q, k, v, initial_state=initial_state, normalize=normalize, eps=eps
+    )
     chunk_size = check_positive_int("chunk_size", chunk_size)
     q = q * resolve_scale(scale, sizes["Dk"])
-    o, state, z = engine.linear_attention_chunks(q, k, v, state=state, normaliser=z, eps=eps,
-                                                 chunk_size=chunk_size)
+    o, state, z = engine.linear_attention_chunks(
+        q, k, v, state=state, normaliser=z, eps=eps, chunk_size=chunk_size
+    )
     return o, _final(state, z, output_final_state)
 
 
@@ -258,27 +313,35 @@ def linear_attention_chunk_reference(
     output_final_state: bool = False,
     chunk_size: int = 64,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """Linear attention chunk by chunk, written out (the chunkwise form of Yang et al. 2024,
-    "Gated Linear Attention Transformers"; the Notation appendix, §2). For chunk n, with S_[n]
-    the state entering it (S_[0] = S_0):
+    """Linear attention chunk by chunk, written out (the chunkwise form of
+    Yang et al. 2024, "Gated Linear Attention Transformers"; the Notation
+    appendix, §2). For chunk n, with S_[n] the state entering it
+    (S_[0] = S_0):
 
-        O_[n]   = Q_[n] S_[n]  +  (Q_[n] K_[n]ᵀ ⊙ M) V_[n]       (from earlier chunks + inside)
+        O_[n]   = Q_[n] S_[n]  +  (Q_[n] K_[n]ᵀ ⊙ M) V_[n]
+                  (from earlier chunks + inside)
         S_[n+1] = S_[n] + K_[n]ᵀ V_[n]
 
-    M is the causal mask inside the chunk (j ≤ i). Each chunk is C tokens, the last one may be
-    shorter (any T). q, k [B, H, T, Dk]; v [B, H, T, Dv]; initial_state [B, H, Dk, Dv].
-    Returns (o [B, H, T, Dv], S_T or None). No normaliser: ``linear_attention_chunk`` gets it
-    by the same computation with a column of ones appended to V.
+    M is the causal mask inside the chunk (j ≤ i). Each chunk is C tokens, the
+    last one may be shorter (any T). q, k [B, H, T, Dk]; v [B, H, T, Dv];
+    initial_state [B, H, Dk, Dv]. Returns (o [B, H, T, Dv], S_T or None). No
+    normaliser: ``linear_attention_chunk`` gets it by the same computation
+    with a column of ones appended to V.
     """
     sizes, state, _ = _check_linear_inputs(
-        q, k, v, initial_state=initial_state, normalize=False, eps=0.0)
+        q, k, v, initial_state=initial_state, normalize=False, eps=0.0
+    )
     chunk_size = check_positive_int("chunk_size", chunk_size)
     q = q * resolve_scale(scale, sizes["Dk"])
     outputs = []
     for start in range(0, sizes["T"], chunk_size):
-        chunk = slice(start, start + chunk_size)  # the last chunk may be shorter
-        q_n, k_n, v_n = q[:, :, chunk], k[:, :, chunk], v[:, :, chunk]  # [B, H, C, D]
-        inside = (q_n @ k_n.transpose(-1, -2)).tril()  # Q Kᵀ ⊙ M  [B, H, C, C]
+        # the last chunk may be shorter
+        chunk = slice(start, start + chunk_size)
+        # [B, H, C, D]
+        q_n, k_n, v_n = (q[:, :, chunk], k[:, :, chunk], v[:, :, chunk])
+        inside = (
+            q_n @ k_n.transpose(-1, -2)
+        ).tril()  # Q Kᵀ ⊙ M  [B, H, C, C]
         outputs.append(q_n @ state + inside @ v_n)  # O_[n]
         state = state + k_n.transpose(-1, -2) @ v_n  # S_[n+1]
     return torch.cat(outputs, dim=2), (state if output_final_state else None)

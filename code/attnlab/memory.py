@@ -40,23 +40,40 @@ import torch
 from ._checks import check_choice, check_positive_int
 from .configs import RECURRENT_KINDS, ModelConfig
 
-BITS_PER_ELEMENT = {"fp64": 64, "fp32": 32, "bf16": 16, "fp16": 16, "fp8": 8, "int4": 4, "fp4": 4}
+BITS_PER_ELEMENT = {
+    "fp64": 64,
+    "fp32": 32,
+    "bf16": 16,
+    "fp16": 16,
+    "fp8": 8,
+    "int4": 4,
+    "fp4": 4,
+}
 """Bits per number for each dtype name (4-bit formats included)."""
 
-BYTES_PER_ELEMENT = {name: bits // 8 for name, bits in BITS_PER_ELEMENT.items() if bits >= 8}
+BYTES_PER_ELEMENT = {
+    name: bits // 8 for name, bits in BITS_PER_ELEMENT.items() if bits >= 8
+}
 """Bytes per number for each dtype name of at least one byte."""
 
 _DTYPE_ALIASES = {
-    "float64": "fp64", "double": "fp64",
-    "float32": "fp32", "float": "fp32",
+    "float64": "fp64",
+    "double": "fp64",
+    "float32": "fp32",
+    "float": "fp32",
     "bfloat16": "bf16",
-    "float16": "fp16", "half": "fp16",
+    "float16": "fp16",
+    "half": "fp16",
     "float8": "fp8",
-    "4bit": "int4", "nf4": "fp4",
+    "4bit": "int4",
+    "nf4": "fp4",
 }
 
 _TORCH_DTYPES = {
-    torch.float64: "fp64", torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16",
+    torch.float64: "fp64",
+    torch.float32: "fp32",
+    torch.bfloat16: "bf16",
+    torch.float16: "fp16",
 }
 
 NORMALISED_KINDS = ("linear",)
@@ -80,7 +97,9 @@ def dtype_name(dtype: str | torch.dtype) -> str:
     if isinstance(dtype, str):
         name = _DTYPE_ALIASES.get(dtype.lower(), dtype.lower())
         return check_choice("dtype", name, BITS_PER_ELEMENT)
-    raise ValueError(f"dtype: expected a dtype name or a torch.dtype, got {dtype!r}")
+    raise ValueError(
+        f"dtype: expected a dtype name or a torch.dtype, got {dtype!r}"
+    )
 
 
 def bytes_per_element(dtype: str | torch.dtype) -> int:
@@ -106,14 +125,22 @@ def tensor_bytes(numbers: int, dtype: str | torch.dtype) -> int:
     Exact for every format of one byte or more; a 4-bit tensor of an odd count rounds up by
     half a byte (3 numbers in int4 → 2 bytes).
     """
-    if isinstance(numbers, bool) or not isinstance(numbers, int) or numbers < 0:
-        raise ValueError(f"numbers: expected an integer >= 0, got {numbers!r}")
+    if (
+        isinstance(numbers, bool)
+        or not isinstance(numbers, int)
+        or numbers < 0
+    ):
+        raise ValueError(
+            f"numbers: expected an integer >= 0, got {numbers!r}"
+        )
     return math.ceil(numbers * bits_per_element(dtype) / 8)
 
 
 def _check_config(config: object) -> None:
     if not isinstance(config, ModelConfig):
-        raise ValueError(f"config: expected a ModelConfig, got {type(config).__name__}")
+        raise ValueError(
+            f"config: expected a ModelConfig, got {type(config).__name__}"
+        )
 
 
 @dataclass(frozen=True)
@@ -130,24 +157,36 @@ class LayerNumbers:
     conv: int
 
 
-def layer_numbers(kind: str, config: ModelConfig, context: int) -> LayerNumbers:
-    """Numbers kept by one layer of ``kind`` of ``config`` after ``context`` tokens (batch 1).
+def layer_numbers(
+    kind: str, config: ModelConfig, context: int
+) -> LayerNumbers:
+    """Numbers kept by one layer of ``kind`` of ``config`` after ``context``
+    tokens (batch 1).
 
     attn:  cache = 2 · n_kv_heads · head_dim · T
     mla:   cache = (kv_lora_rank + qk_rope_head_dim) · T
-    recurrent: state = n_heads · head_dim · head_dim   (+ n_heads · head_dim for z, "linear")
+    recurrent: state = n_heads · head_dim · head_dim
+                       (+ n_heads · head_dim for z, "linear")
                conv  = (conv_size − 1) · 3 · n_heads · head_dim   (q, k and v)
     """
     _check_config(config)
     check_positive_int("context", context)
     check_choice("kind", kind, ("attn", "mla", *RECURRENT_KINDS))
     if kind == "attn":
-        return LayerNumbers(cache=2 * config.n_kv_heads * config.head_dim * context, state=0,
-                            conv=0)
+        return LayerNumbers(
+            cache=2 * config.n_kv_heads * config.head_dim * context,
+            state=0,
+            conv=0,
+        )
     if kind == "mla":
         if config.mla is None:
-            raise ValueError(f"config: {config.name} has no MLA dimensions (config.mla is None)")
-        return LayerNumbers(cache=config.mla.cache_dim * context, state=0, conv=0)
+            raise ValueError(
+                f"config: {config.name} has no MLA dimensions "
+                "(config.mla is None)"
+            )
+        return LayerNumbers(
+            cache=config.mla.cache_dim * context, state=0, conv=0
+        )
     width = config.n_heads * config.head_dim
     normaliser = width if kind in NORMALISED_KINDS else 0
     return LayerNumbers(
@@ -216,16 +255,22 @@ class CacheBreakdown:
         return totals
 
     def __str__(self) -> str:
-        head = (f"{self.model}: {self.context} tokens, batch {self.batch}, {self.dtype} "
-                f"(state {self.state_dtype})")
-        rows = [head, f"  {'kind':<9}{'layers':>7}  {'cache':>22}  {'state':>22}  {'conv':>22}"]
+        head = (
+            f"{self.model}: {self.context} tokens, batch {self.batch}, {self.dtype} "
+            f"(state {self.state_dtype})"
+        )
+        rows = [
+            head,
+            f"  {'kind':<9}{'layers':>6}"
+            f"{'cache':>21}{'state':>21}{'conv':>21}",
+        ]
         for kind in self.bytes_by_kind():
             group = [layer for layer in self.layers if layer.kind == kind]
             rows.append(
-                f"  {kind:<9}{len(group):>7}  "
-                f"{format_bytes(sum(x.cache_bytes for x in group)):>22}  "
-                f"{format_bytes(sum(x.state_bytes for x in group)):>22}  "
-                f"{format_bytes(sum(x.conv_bytes for x in group)):>22}"
+                f"  {kind:<9}{len(group):>6}"
+                f"{format_bytes(sum(x.cache_bytes for x in group)):>21}"
+                f"{format_bytes(sum(x.state_bytes for x in group)):>21}"
+                f"{format_bytes(sum(x.conv_bytes for x in group)):>21}"
             )
         rows.append(f"  total: {format_bytes(self.total_bytes)}")
         return "\n".join(rows)
@@ -252,17 +297,23 @@ def cache_breakdown(
     layers = []
     for i, kind in enumerate(config.layer_pattern):
         n = layer_numbers(kind, config, context)
-        layers.append(LayerBytes(
-            index=i,
-            kind=kind,
-            cache_bytes=batch * tensor_bytes(n.cache, act),
-            state_bytes=batch * tensor_bytes(n.state, state),
-            conv_bytes=batch * tensor_bytes(n.conv, act),
-        ))
-    return CacheBreakdown(config.name, context, batch, act, state, tuple(layers))
+        layers.append(
+            LayerBytes(
+                index=i,
+                kind=kind,
+                cache_bytes=batch * tensor_bytes(n.cache, act),
+                state_bytes=batch * tensor_bytes(n.state, state),
+                conv_bytes=batch * tensor_bytes(n.conv, act),
+            )
+        )
+    return CacheBreakdown(
+        config.name, context, batch, act, state, tuple(layers)
+    )
 
 
-def cache_bytes_per_token(config: ModelConfig, dtype: str | torch.dtype = "bf16") -> int:
+def cache_bytes_per_token(
+    config: ModelConfig, dtype: str | torch.dtype = "bf16"
+) -> int:
     """Bytes added to the cache by each new token of one sequence, summed over all layers.
 
     Llama-3-8B: 2 · 32 layers · 8 KV heads · 128 · 2 B = 131,072 B in bf16, 32,768 B in int4.
@@ -280,8 +331,10 @@ def as_all_attention(config: ModelConfig) -> ModelConfig:
         layer_pattern=("attn",) * config.n_layers,
         n_kv_heads=config.n_heads,
         mla=None,
-        notes=(f"Baseline: every one of the {config.n_layers} layers of {config.name} as "
-               f"multi-head attention with {config.n_heads} heads x {config.head_dim}."),
+        notes=(
+            f"Baseline: every one of the {config.n_layers} layers of {config.name} as "
+            f"multi-head attention with {config.n_heads} heads x {config.head_dim}."
+        ),
     )
 
 
@@ -293,11 +346,15 @@ def format_bytes(n: int) -> str:
     """``n`` bytes in decimal and binary units of the same order, e.g. 704,643,072 →
     ``"704.6 MB (672.0 MiB)"`` (MB = 10⁶ B, MiB = 2²⁰ B). Below 1000: ``"512 B"``."""
     if isinstance(n, bool) or not isinstance(n, int) or n < 0:
-        raise ValueError(f"n: expected a number of bytes (an integer >= 0), got {n!r}")
+        raise ValueError(
+            f"n: expected a number of bytes (an integer >= 0), got {n!r}"
+        )
     order = 0
     while order + 1 < len(_DECIMAL_UNITS) and n >= 1000 ** (order + 1):
         order += 1
     if order == 0:
         return f"{n} B"
-    return (f"{n / 1000**order:.1f} {_DECIMAL_UNITS[order]} "
-            f"({n / 1024**order:.1f} {_BINARY_UNITS[order]})")
+    return (
+        f"{n / 1000**order:.1f} {_DECIMAL_UNITS[order]} "
+        f"({n / 1024**order:.1f} {_BINARY_UNITS[order]})"
+    )

@@ -35,8 +35,14 @@ class LatentCache:
 
     def __post_init__(self) -> None:
         sizes = check_tensor("c_kv", self.c_kv, ("B", "T", "d_c"))
-        check_tensor("k_rope", self.k_rope, ("B", "T", "d_R"), sizes, dtype=self.c_kv.dtype,
-                     device=self.c_kv.device)
+        check_tensor(
+            "k_rope",
+            self.k_rope,
+            ("B", "T", "d_R"),
+            sizes,
+            dtype=self.c_kv.dtype,
+            device=self.c_kv.device,
+        )
 
     @property
     def length(self) -> int:
@@ -51,25 +57,41 @@ class LatentCache:
         c_kv_new ``[B, T_new, d_c]``, k_rope_new ``[B, T_new, d_h^R]``.
         """
         (b, _, d_c), d_r = self.c_kv.shape, self.k_rope.shape[2]
-        sizes = check_tensor("c_kv_new", c_kv_new, ("B", "T_new", "d_c"), {"B": b, "d_c": d_c},
-                             dtype=self.c_kv.dtype, device=self.c_kv.device)
+        sizes = check_tensor(
+            "c_kv_new",
+            c_kv_new,
+            ("B", "T_new", "d_c"),
+            {"B": b, "d_c": d_c},
+            dtype=self.c_kv.dtype,
+            device=self.c_kv.device,
+        )
         sizes["d_R"] = d_r
-        check_tensor("k_rope_new", k_rope_new, ("B", "T_new", "d_R"), sizes,
-                     dtype=self.c_kv.dtype, device=self.c_kv.device)
+        check_tensor(
+            "k_rope_new",
+            k_rope_new,
+            ("B", "T_new", "d_R"),
+            sizes,
+            dtype=self.c_kv.dtype,
+            device=self.c_kv.device,
+        )
         self.c_kv = torch.cat([self.c_kv, c_kv_new], dim=1)
         self.k_rope = torch.cat([self.k_rope, k_rope_new], dim=1)
         return self.c_kv, self.k_rope
 
     def num_bytes(self) -> int:
         """Bytes held: B · T · (d_c + d_h^R) · bytes per element."""
-        return sum(t.numel() * t.element_size() for t in (self.c_kv, self.k_rope))
+        return sum(
+            t.numel() * t.element_size() for t in (self.c_kv, self.k_rope)
+        )
 
 
-def mla_cache_elements_per_token(kv_lora_rank: int, qk_rope_head_dim: int) -> int:
+def mla_cache_elements_per_token(
+    kv_lora_rank: int, qk_rope_head_dim: int
+) -> int:
     """Numbers MLA caches per token per layer: d_c + d_h^R (DeepSeek-V3: 512 + 64 = 576)."""
-    return check_positive_int("kv_lora_rank", kv_lora_rank) + check_positive_int(
-        "qk_rope_head_dim", qk_rope_head_dim
-    )
+    return check_positive_int(
+        "kv_lora_rank", kv_lora_rank
+    ) + check_positive_int("qk_rope_head_dim", qk_rope_head_dim)
 
 
 class MultiHeadLatentAttention(nn.Module):
@@ -112,12 +134,17 @@ class MultiHeadLatentAttention(nn.Module):
         self.n_heads = check_positive_int("n_heads", n_heads)
         self.head_dim = check_positive_int("head_dim", head_dim)
         self.kv_lora_rank = check_positive_int("kv_lora_rank", kv_lora_rank)
-        self.qk_rope_head_dim = check_positive_int("qk_rope_head_dim", qk_rope_head_dim)
-        self.v_head_dim = check_positive_int("v_head_dim", head_dim if v_head_dim is None
-                                             else v_head_dim)
+        self.qk_rope_head_dim = check_positive_int(
+            "qk_rope_head_dim", qk_rope_head_dim
+        )
+        self.v_head_dim = check_positive_int(
+            "v_head_dim", head_dim if v_head_dim is None else v_head_dim
+        )
         if rope and qk_rope_head_dim % 2:
-            raise ValueError(f"qk_rope_head_dim: RoPE rotates pairs, expected an even size, "
-                             f"got {qk_rope_head_dim}")
+            raise ValueError(
+                f"qk_rope_head_dim: RoPE rotates pairs, expected an even size, "
+                f"got {qk_rope_head_dim}"
+            )
         self.rope = rope
         self.rope_base = rope_base
         self.scale = (head_dim + qk_rope_head_dim) ** -0.5
@@ -134,7 +161,9 @@ class MultiHeadLatentAttention(nn.Module):
         self.kv_norm = HeadRMSNorm(kv_lora_rank)
         self.w_kr = nn.Linear(d_model, qk_rope_head_dim, bias=False)
         self.w_uk = nn.Linear(kv_lora_rank, n_heads * head_dim, bias=False)
-        self.w_uv = nn.Linear(kv_lora_rank, n_heads * self.v_head_dim, bias=False)
+        self.w_uv = nn.Linear(
+            kv_lora_rank, n_heads * self.v_head_dim, bias=False
+        )
         self.w_o = nn.Linear(n_heads * self.v_head_dim, d_model, bias=False)
 
     def forward(
@@ -149,16 +178,22 @@ class MultiHeadLatentAttention(nn.Module):
         by T tokens in place and is returned, so passing it back continues the sequence."""
         _, t = check_layer_input(x, self.d_model, self.w_o.weight)
         if cache is not None and not isinstance(cache, LatentCache):
-            raise ValueError(f"cache: expected a LatentCache or None, got {type(cache).__name__}")
+            raise ValueError(
+                f"cache: expected a LatentCache or None, got {type(cache).__name__}"
+            )
         start = 0 if cache is None else cache.length
         positions = torch.arange(start, start + t, device=x.device)
         q = split_heads(self.query(x), self.n_heads)  # [B, H, T, d_h + d_h^R]
-        q_nope, q_rope = q.split([self.head_dim, self.qk_rope_head_dim], dim=-1)
+        q_nope, q_rope = q.split(
+            [self.head_dim, self.qk_rope_head_dim], dim=-1
+        )
         c_kv = self.kv_norm(self.w_dkv(x))  # [B, T, d_c]
         k_rope = self.w_kr(x)  # [B, T, d_h^R]
         if self.rope:
             q_rope = apply_rope(q_rope, positions, self.rope_base)
-            k_rope = apply_rope(k_rope[:, None], positions, self.rope_base)[:, 0]
+            k_rope = apply_rope(k_rope[:, None], positions, self.rope_base)[
+                :, 0
+            ]
         if cache is not None:
             c_kv, k_rope = cache.append(c_kv, k_rope)
         elif use_cache:
@@ -175,41 +210,59 @@ class MultiHeadLatentAttention(nn.Module):
         return self.w_uq(self.q_norm(self.w_dq(x)))
 
     def attend_naive(
-        self, q_nope: torch.Tensor, q_rope: torch.Tensor, c_kv: torch.Tensor, k_rope: torch.Tensor
+        self,
+        q_nope: torch.Tensor,
+        q_rope: torch.Tensor,
+        c_kv: torch.Tensor,
+        k_rope: torch.Tensor,
     ) -> torch.Tensor:
-        """Up-project the latent to per-head keys and values, then ordinary attention:
+        """Up-project the latent to per-head keys and values, then ordinary
+        attention:
 
             k_{j,i} = [W^UK_i c_j ; k^R_j],   v_{j,i} = W^UV_i c_j,
             o_i = softmax(q_i·k_i / sqrt(d_h + d_h^R)) v_i.
 
-        q_nope ``[B, H, Tq, d_h]``, q_rope ``[B, H, Tq, d_h^R]``, c_kv ``[B, Tk, d_c]``,
-        k_rope ``[B, Tk, d_h^R]`` -> o ``[B, H, Tq, d_v]``.
+        q_nope ``[B, H, Tq, d_h]``, q_rope ``[B, H, Tq, d_h^R]``, c_kv
+        ``[B, Tk, d_c]``, k_rope ``[B, Tk, d_h^R]`` -> o ``[B, H, Tq, d_v]``.
         """
         h = self.n_heads
         k_nope = split_heads(self.w_uk(c_kv), h)  # [B, H, Tk, d_h]
         v = split_heads(self.w_uv(c_kv), h)  # [B, H, Tk, d_v]
-        k_rope_heads = k_rope[:, None].expand(-1, h, -1, -1)  # one RoPE key shared by all heads
+        # one RoPE key shared by all heads
+        k_rope_heads = k_rope[:, None].expand(-1, h, -1, -1)
         q = torch.cat([q_nope, q_rope], dim=-1)
         k = torch.cat([k_nope, k_rope_heads], dim=-1)
         o, _ = softmax_attention(q, k, v, scale=self.scale)
         return o
 
     def attend_absorbed(
-        self, q_nope: torch.Tensor, q_rope: torch.Tensor, c_kv: torch.Tensor, k_rope: torch.Tensor
+        self,
+        q_nope: torch.Tensor,
+        q_rope: torch.Tensor,
+        c_kv: torch.Tensor,
+        k_rope: torch.Tensor,
     ) -> torch.Tensor:
-        """Attention in the latent space: fold W^UK into the query, apply W^UV afterwards.
+        """Attention in the latent space: fold W^UK into the query, apply W^UV
+        afterwards.
 
-            q^C_i · (W^UK_i c_j) = (W^UK_iᵀ q^C_i) · c_j,     o_i = W^UV_i Σ_j p_ij c_j.
+            q^C_i · (W^UK_i c_j) = (W^UK_iᵀ q^C_i) · c_j,
+            o_i = W^UV_i Σ_j p_ij c_j.
 
-        Every head attends over the one shared cache [c ; k^R]: MQA with key size d_c + d_h^R
-        and value size d_c. Same shapes and result as ``attend_naive``.
+        Every head attends over the one shared cache [c ; k^R]: MQA with key
+        size d_c + d_h^R and value size d_c. Same shapes and result as
+        ``attend_naive``.
         """
         h, d_c = self.n_heads, self.kv_lora_rank
-        w_uk = self.w_uk.weight.view(h, self.head_dim, d_c)  # W^UK_i: [d_h, d_c] per head
-        w_uv = self.w_uv.weight.view(h, self.v_head_dim, d_c)  # W^UV_i: [d_v, d_c] per head
-        q_latent = torch.einsum("bhtd,hdc->bhtc", q_nope, w_uk)  # W^UK_iᵀ q^C_i: [B, H, Tq, d_c]
+        # W^UK_i: [d_h, d_c] per head
+        w_uk = self.w_uk.weight.view(h, self.head_dim, d_c)
+        # W^UV_i: [d_v, d_c] per head
+        w_uv = self.w_uv.weight.view(h, self.v_head_dim, d_c)
+        # W^UK_iᵀ q^C_i: [B, H, Tq, d_c]
+        q_latent = torch.einsum("bhtd,hdc->bhtc", q_nope, w_uk)
         q = torch.cat([q_latent, q_rope], dim=-1)
-        k = torch.cat([c_kv, k_rope], dim=-1)[:, None].expand(-1, h, -1, -1)  # [B, H, Tk, d_c+d_R]
+        # [B, H, Tk, d_c+d_R]
+        k = torch.cat([c_kv, k_rope], dim=-1)[:, None].expand(-1, h, -1, -1)
         v = c_kv[:, None].expand(-1, h, -1, -1)  # [B, H, Tk, d_c]
-        o_latent, _ = softmax_attention(q, k, v, scale=self.scale)  # [B, H, Tq, d_c]
+        # [B, H, Tq, d_c]
+        o_latent, _ = softmax_attention(q, k, v, scale=self.scale)
         return torch.einsum("bhtc,hvc->bhtv", o_latent, w_uv)

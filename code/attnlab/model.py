@@ -44,6 +44,7 @@ from .mla import MultiHeadLatentAttention
 MLA_DECODE_PATHS = ("absorbed", "naive")
 """How :class:`HybridLM` runs its MLA layers on cached decoding steps."""
 
+
 def make_mixer(kind: str, config: ModelConfig) -> nn.Module:
     """The token mixer of one layer of ``kind``, sized by ``config``.
 
@@ -53,7 +54,9 @@ def make_mixer(kind: str, config: ModelConfig) -> nn.Module:
     check_choice("kind", kind, LAYER_KINDS)
     d, h, dh = config.d_model, config.n_heads, config.head_dim
     if kind == "attn":
-        return MultiHeadAttention(d, h, dh, n_kv_heads=config.n_kv_heads, rope=config.rope)
+        return MultiHeadAttention(
+            d, h, dh, n_kv_heads=config.n_kv_heads, rope=config.rope
+        )
     if kind == "mla":
         m = config.mla
         return MultiHeadLatentAttention(
@@ -78,22 +81,31 @@ class HybridBlock(nn.Module):
     ``mla_decode == "absorbed"``, through the naive up-projection when ``"naive"``.
     """
 
-    def __init__(self, kind: str, config: ModelConfig, mla_decode: str = "absorbed") -> None:
+    def __init__(
+        self, kind: str, config: ModelConfig, mla_decode: str = "absorbed"
+    ) -> None:
         super().__init__()
         self.kind = kind
-        self.mla_decode = check_choice("mla_decode", mla_decode, MLA_DECODE_PATHS)
+        self.mla_decode = check_choice(
+            "mla_decode", mla_decode, MLA_DECODE_PATHS
+        )
         self.mixer_norm = HeadRMSNorm(config.d_model)
         self.mixer = make_mixer(kind, config)
         self.mlp_norm = HeadRMSNorm(config.d_model)
         self.mlp = SwiGLU(config.d_model, config.mlp_hidden)
 
     def forward(
-        self, x: torch.Tensor, cache: object | None = None, use_cache: bool = False
+        self,
+        x: torch.Tensor,
+        cache: object | None = None,
+        use_cache: bool = False,
     ) -> tuple[torch.Tensor, object | None]:
         options = {}
         if self.kind == "mla" and cache is not None:
             options["absorb"] = self.mla_decode == "absorbed"
-        y, cache = self.mixer(self.mixer_norm(x), cache=cache, use_cache=use_cache, **options)
+        y, cache = self.mixer(
+            self.mixer_norm(x), cache=cache, use_cache=use_cache, **options
+        )
         x = x + y
         return x + self.mlp(self.mlp_norm(x)), cache
 
@@ -141,18 +153,26 @@ class HybridLM(nn.Module):
     the latent to per-head keys and values); both give the same logits.
     """
 
-    def __init__(self, config: ModelConfig, *, mla_decode: str = "absorbed") -> None:
+    def __init__(
+        self, config: ModelConfig, *, mla_decode: str = "absorbed"
+    ) -> None:
         super().__init__()
         if not isinstance(config, ModelConfig):
-            raise ValueError(f"config: expected a ModelConfig, got {type(config).__name__}")
+            raise ValueError(
+                f"config: expected a ModelConfig, got {type(config).__name__}"
+            )
         check_choice("mla_decode", mla_decode, MLA_DECODE_PATHS)
         self.config = config
         self.embed = nn.Embedding(config.vocab_size, config.d_model)
         nn.init.normal_(self.embed.weight, std=0.02)
-        self.blocks = nn.ModuleList(HybridBlock(kind, config, mla_decode)
-                                    for kind in config.layer_pattern)
+        self.blocks = nn.ModuleList(
+            HybridBlock(kind, config, mla_decode)
+            for kind in config.layer_pattern
+        )
         self.norm = HeadRMSNorm(config.d_model)
-        self.lm_head = nn.Linear(config.d_model, config.vocab_size, bias=False)
+        self.lm_head = nn.Linear(
+            config.d_model, config.vocab_size, bias=False
+        )
         if config.tie_embeddings:
             self.lm_head.weight = self.embed.weight
 
@@ -164,18 +184,26 @@ class HybridLM(nn.Module):
     ) -> tuple[torch.Tensor, HybridCache | None]:
         """Logits for every position, and the cache to continue from.
 
-        With ``cache=None`` and ``use_cache=False`` this is the plain parallel pass and returns
-        ``(logits, None)``. With ``use_cache`` a new cache is built; a given ``cache`` is
-        continued: it grows by the T new tokens in place (like every mixer's cache) and is
-        returned. So ``forward(ids[:, :t], use_cache=True)`` then ``forward(ids[:, t:], cache)``
-        gives the logits of ``forward(ids)`` for the last positions.
+        With ``cache=None`` and ``use_cache=False`` this is the plain
+        parallel pass and returns ``(logits, None)``. With ``use_cache`` a new
+        cache is built; a given ``cache`` is continued: it grows by the T new
+        tokens in place (like every mixer's cache) and is returned. So
+        ``forward(ids[:, :t], use_cache=True)`` then
+        ``forward(ids[:, t:], cache)`` gives the logits of ``forward(ids)``
+        for the last positions.
         """
         self._check_input_ids(input_ids)
         keep = use_cache or cache is not None
-        layer_caches = [None] * self.config.n_layers if cache is None else self._layers_of(cache)
+        layer_caches = (
+            [None] * self.config.n_layers
+            if cache is None
+            else self._layers_of(cache)
+        )
         x = self.embed(input_ids)
         for i, block in enumerate(self.blocks):
-            x, layer_caches[i] = block(x, cache=layer_caches[i], use_cache=keep)
+            x, layer_caches[i] = block(
+                x, cache=layer_caches[i], use_cache=keep
+            )
         logits = self.lm_head(self.norm(x))
         if not keep:
             return logits, None
@@ -203,14 +231,18 @@ class HybridLM(nn.Module):
         record the cache bytes per layer as the sequence grows.
         Returns ``[B, T + max_new_tokens]``.
         """
-        if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) or (
-            max_new_tokens < 0
+        if (
+            isinstance(max_new_tokens, bool)
+            or not isinstance(max_new_tokens, int)
+            or (max_new_tokens < 0)
         ):
             raise ValueError(
                 f"max_new_tokens: expected an integer >= 0, got {max_new_tokens!r}"
             )
         if not isinstance(temperature, int | float) or temperature < 0:
-            raise ValueError(f"temperature: expected a number >= 0, got {temperature!r}")
+            raise ValueError(
+                f"temperature: expected a number >= 0, got {temperature!r}"
+            )
         logits, cache = self(input_ids, use_cache=True)
         tokens = [input_ids]
         for step in range(max_new_tokens):
@@ -224,18 +256,26 @@ class HybridLM(nn.Module):
 
     def _check_input_ids(self, input_ids: object) -> None:
         if not isinstance(input_ids, torch.Tensor):
-            raise ValueError(f"input_ids: expected a torch.Tensor, got {type(input_ids).__name__}")
+            raise ValueError(
+                f"input_ids: expected a torch.Tensor, got {type(input_ids).__name__}"
+            )
         if input_ids.dim() != 2 or input_ids.shape[1] == 0:
             raise ValueError(
                 f"input_ids: expected a 2-D tensor [B, T] with T >= 1, got shape "
                 f"{tuple(input_ids.shape)}"
             )
-        if input_ids.dtype.is_floating_point or input_ids.dtype.is_complex or (
-            input_ids.dtype == torch.bool
+        if (
+            input_ids.dtype.is_floating_point
+            or input_ids.dtype.is_complex
+            or (input_ids.dtype == torch.bool)
         ):
-            raise ValueError(f"input_ids: expected an integer dtype, got {input_ids.dtype}")
+            raise ValueError(
+                f"input_ids: expected an integer dtype, got {input_ids.dtype}"
+            )
         v = self.config.vocab_size
-        if input_ids.numel() and (input_ids.min() < 0 or input_ids.max() >= v):
+        if input_ids.numel() and (
+            input_ids.min() < 0 or input_ids.max() >= v
+        ):
             raise ValueError(
                 f"input_ids: expected token ids in [0, {v}), got min {input_ids.min().item()} "
                 f"and max {input_ids.max().item()}"
@@ -243,7 +283,9 @@ class HybridLM(nn.Module):
 
     def _layers_of(self, cache: object) -> list[object]:
         if not isinstance(cache, HybridCache):
-            raise ValueError(f"cache: expected a HybridCache, got {type(cache).__name__}")
+            raise ValueError(
+                f"cache: expected a HybridCache, got {type(cache).__name__}"
+            )
         if cache.kinds != self.config.layer_pattern:
             raise ValueError(
                 f"cache: expected layer kinds {self.config.layer_pattern}, got {cache.kinds}"
@@ -252,10 +294,13 @@ class HybridLM(nn.Module):
 
 
 def next_token(
-    logits: torch.Tensor, temperature: float, generator: torch.Generator | None = None
+    logits: torch.Tensor,
+    temperature: float,
+    generator: torch.Generator | None = None,
 ) -> torch.Tensor:
-    """Pick one token per row of ``logits [B, V]``: argmax if ``temperature == 0``, else a sample
-    from softmax(logits / temperature). Returns ``[B, 1]`` token ids."""
+    """Pick one token per row of ``logits [B, V]``: argmax if
+    ``temperature == 0``, else a sample from softmax(logits / temperature).
+    Returns ``[B, 1]`` token ids."""
     if temperature == 0:
         return logits.argmax(dim=-1, keepdim=True)
     probs = torch.softmax(logits / temperature, dim=-1)
@@ -263,24 +308,35 @@ def next_token(
 
 
 @torch.no_grad()
-def stepwise_logits(model: HybridLM, input_ids: torch.Tensor, prefill: int = 1) -> tuple[
-        torch.Tensor, HybridCache]:
-    """The logits of ``input_ids [B, T]`` computed the way generation computes them: one pass
-    over the first ``prefill`` tokens, then one cached step per remaining token.
+def stepwise_logits(
+    model: HybridLM, input_ids: torch.Tensor, prefill: int = 1
+) -> tuple[torch.Tensor, HybridCache]:
+    """The logits of ``input_ids [B, T]`` computed the way generation computes
+    them: one pass over the first ``prefill`` tokens, then one cached step per
+    remaining token.
 
-    Returns ``(logits [B, T, vocab_size], cache)``. Up to floating-point rounding the logits equal
-    ``model(input_ids)[0]``, the parallel pass: comparing the two checks every layer's cache.
+    Returns ``(logits [B, T, vocab_size], cache)``. Up to floating-point
+    rounding the logits equal ``model(input_ids)[0]``, the parallel pass:
+    comparing the two checks every layer's cache.
     """
     if not isinstance(model, HybridLM):
-        raise ValueError(f"model: expected a HybridLM, got {type(model).__name__}")
+        raise ValueError(
+            f"model: expected a HybridLM, got {type(model).__name__}"
+        )
     model._check_input_ids(input_ids)
     t = input_ids.shape[1]
-    if isinstance(prefill, bool) or not isinstance(prefill, int) or not 1 <= prefill <= t:
-        raise ValueError(f"prefill: expected an integer in [1, {t}], got {prefill!r}")
+    if (
+        isinstance(prefill, bool)
+        or not isinstance(prefill, int)
+        or not 1 <= prefill <= t
+    ):
+        raise ValueError(
+            f"prefill: expected an integer in [1, {t}], got {prefill!r}"
+        )
     logits, cache = model(input_ids[:, :prefill], use_cache=True)
     out = [logits]
     for i in range(prefill, t):
-        logits, cache = model(input_ids[:, i:i + 1], cache=cache)
+        logits, cache = model(input_ids[:, i : i + 1], cache=cache)
         out.append(logits)
     return torch.cat(out, dim=1), cache
 

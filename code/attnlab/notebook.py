@@ -41,7 +41,9 @@ def glue_md(key: str, text: str) -> None:
     if not isinstance(key, str) or not key:
         raise ValueError(f"key: expected a non-empty string, got {key!r}")
     if not isinstance(text, str):
-        raise ValueError(f"text: expected a string, got {type(text).__name__}")
+        raise ValueError(
+            f"text: expected a string, got {type(text).__name__}"
+        )
     glue(key, Markdown(text), display=False)
 
 
@@ -71,7 +73,13 @@ def sci(x: int | float, digits: int = 1) -> str:
 def vec(x: Iterable[float]) -> str:
     """A short vector with two decimals: ``[1, -0.5]`` → "(1.00, −0.50)" (−0.00 shows as 0.00;
     accepts a list or a 1-D tensor)."""
-    return "(" + ", ".join(f"{round(float(a), 2) + 0.0:.2f}".replace("-", "−") for a in x) + ")"
+    return (
+        "("
+        + ", ".join(
+            f"{round(float(a), 2) + 0.0:.2f}".replace("-", "−") for a in x
+        )
+        + ")"
+    )
 
 
 def ms(seconds: int | float) -> str:
@@ -86,7 +94,13 @@ SECONDS_PER_EQUATION = 10
 SECONDS_PER_FIGURE = 12
 SECONDS_PER_CODE_LINE = 2
 #: Directives whose content is off the core path: "going deeper" dropdowns, exercises, solutions.
-OPTIONAL_DIRECTIVES = ("dropdown", "exercise", "solution", "toggle", "admonition")
+OPTIONAL_DIRECTIVES = (
+    "dropdown",
+    "exercise",
+    "solution",
+    "toggle",
+    "admonition",
+)
 #: Headings after which the rest of a lesson is off the core path.
 END_OF_CORE = re.compile(r"^##\s+(Exercises|Further reading)\b")
 
@@ -102,19 +116,27 @@ class ReadingTime:
 
     @property
     def minutes(self) -> float:
-        return (self.words / WORDS_PER_MINUTE
-                + (self.equations * SECONDS_PER_EQUATION + self.figures * SECONDS_PER_FIGURE
-                   + self.code_lines * SECONDS_PER_CODE_LINE) / 60)
+        return (
+            self.words / WORDS_PER_MINUTE
+            + (
+                self.equations * SECONDS_PER_EQUATION
+                + self.figures * SECONDS_PER_FIGURE
+                + self.code_lines * SECONDS_PER_CODE_LINE
+            )
+            / 60
+        )
 
     def __str__(self) -> str:
         def count(n: int, thing: str) -> str:
             return f"{n:,} {thing}{'' if n == 1 else 's'}"
 
         equations = count(self.equations, "display equation")
-        return (f"about {max(1, round(self.minutes))} minutes ({count(self.words, 'word')} of "
-                f"prose at {WORDS_PER_MINUTE} a minute, {equations}, "
-                f"{count(self.figures, 'figure')} and {count(self.code_lines, 'line')} of code "
-                "shown)")
+        return (
+            f"about {max(1, round(self.minutes))} minutes ({count(self.words, 'word')} of "
+            f"prose at {WORDS_PER_MINUTE} a minute, {equations}, "
+            f"{count(self.figures, 'figure')} and {count(self.code_lines, 'line')} of code "
+            "shown)"
+        )
 
 
 def _core_markdown(source: str) -> tuple[str, bool]:
@@ -124,8 +146,16 @@ def _core_markdown(source: str) -> tuple[str, bool]:
         if END_OF_CORE.match(line):
             return "\n".join(kept), True
         opening = re.match(r"^(:{3,}|`{3,})\s*\{([\w-]+)\}", line)
-        if fence is None and opening and opening.group(2).split("-")[0] in OPTIONAL_DIRECTIVES:
-            fence = None if opening.group(2).endswith("-end") else opening.group(1)
+        if (
+            fence is None
+            and opening
+            and opening.group(2).split("-")[0] in OPTIONAL_DIRECTIVES
+        ):
+            fence = (
+                None
+                if opening.group(2).endswith("-end")
+                else opening.group(1)
+            )
             continue
         if fence is not None:
             fence = None if line.strip() == fence else fence
@@ -149,15 +179,21 @@ def reading_minutes(notebook: str | Path) -> ReadingTime:
         tags = set(cell.get("metadata", {}).get("tags", []))
         if cell["cell_type"] == "code":
             if not tags & {"remove-input", "remove-cell", "hide-input"}:
-                code_lines += len([line for line in source.split("\n") if line.strip()])
-            if "remove-cell" not in tags and re.search(r"show_figure|slider_panel", source):
+                code_lines += len(
+                    [line for line in source.split("\n") if line.strip()]
+                )
+            if "remove-cell" not in tags and re.search(
+                r"show_figure|slider_panel", source
+            ):
                 figures += 1
             continue
         if cell["cell_type"] != "markdown":
             continue
         text, ended = _core_markdown(source)
         equations += len(re.findall(r"\$\$.*?\$\$", text, flags=re.S))
-        figures += len(re.findall(r"\{literalinclude\}|!\[|\{figure\}|\{image\}", text))
+        figures += len(
+            re.findall(r"\{literalinclude\}|!\[|\{figure\}|\{image\}", text)
+        )
         text = re.sub(r"\$\$.*?\$\$|```.*?```", " ", text, flags=re.S)
         text = re.sub(r"\$[^$]+\$|\{[\w:-]+\}`[^`]*`", " x ", text)
         words += len(re.findall(r"[^\W_][\w’'-]*", text))

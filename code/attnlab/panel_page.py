@@ -31,17 +31,28 @@ MAX_TOGGLES = 5
 def is_ordered(values: Sequence[object]) -> bool:
     """True when every value is a real number (a slider fits); words and booleans are
     categories (toggles or a dropdown)."""
-    return all(isinstance(v, numbers.Real) and not isinstance(v, bool) for v in values)
+    return all(
+        isinstance(v, numbers.Real) and not isinstance(v, bool)
+        for v in values
+    )
 
 
-def _control_html(panel_id: str, position: int, label: str, options: Sequence[str],
-                  ordered: bool, default: int) -> str:
+def _control_html(
+    panel_id: str,
+    position: int,
+    label: str,
+    options: Sequence[str],
+    ordered: bool,
+    default: int,
+) -> str:
     """One control: a range input for an ordered grid, toggles or a dropdown for categories."""
     name = f"{panel_id}-c{position}"
     text = html.escape(label)
     shown = html.escape(options[default])
     if ordered:
-        values = html.escape(json.dumps(list(options), ensure_ascii=False), quote=True)
+        values = html.escape(
+            json.dumps(list(options), ensure_ascii=False), quote=True
+        )
         return (
             f'<div class="attnlab-control"><label for="{name}">{text}</label>'
             f'<input type="range" id="{name}" min="0" max="{len(options) - 1}" step="1" '
@@ -51,17 +62,21 @@ def _control_html(panel_id: str, position: int, label: str, options: Sequence[st
     if len(options) <= MAX_TOGGLES:
         buttons = "".join(
             f'<label class="attnlab-toggle"><input type="radio" name="{name}" value="{i}"'
-            f'{" checked" if i == default else ""}><span>{html.escape(option)}</span></label>'
+            f"{' checked' if i == default else ''}><span>{html.escape(option)}</span></label>"
             for i, option in enumerate(options)
         )
-        return (f'<fieldset class="attnlab-control"><legend>{text}</legend>{buttons}'
-                "</fieldset>")
+        return (
+            f'<fieldset class="attnlab-control"><legend>{text}</legend>{buttons}'
+            "</fieldset>"
+        )
     choices = "".join(
         f'<option value="{i}"{" selected" if i == default else ""}>{html.escape(option)}</option>'
         for i, option in enumerate(options)
     )
-    return (f'<div class="attnlab-control"><label for="{name}">{text}</label>'
-            f'<select id="{name}">{choices}</select></div>')
+    return (
+        f'<div class="attnlab-control"><label for="{name}">{text}</label>'
+        f'<select id="{name}">{choices}</select></div>'
+    )
 
 
 def panel_html(
@@ -79,17 +94,21 @@ def panel_html(
     shape = [len(options) for _, options, _ in controls]
     grid = set(itertools.product(*(range(n) for n in shape)))
     if set(frames) != grid:
-        raise ValueError(f"frames: expected one frame for each of the {len(grid)} combinations "
-                         f"of {shape}, got {len(frames)}")
+        raise ValueError(
+            f"frames: expected one frame for each of the {len(grid)} combinations "
+            f"of {shape}, got {len(frames)}"
+        )
     if default not in grid:
-        raise ValueError(f"default: expected positions within {shape}, got {default}")
+        raise ValueError(
+            f"default: expected positions within {shape}, got {default}"
+        )
     inputs = "".join(
         _control_html(panel_id, i, label, options, ordered, default[i])
         for i, (label, options, ordered) in enumerate(controls)
     )
     body = "".join(
         f'<div class="attnlab-frame" data-index="{",".join(map(str, index))}"'
-        f'{"" if index == default else " hidden"}>{content}</div>'
+        f"{'' if index == default else ' hidden'}>{content}</div>"
         for index, (content, _alt) in sorted(frames.items())
     )
     status = html.escape(frames[default][1])

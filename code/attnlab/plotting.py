@@ -39,7 +39,11 @@ PALETTE: tuple[str, ...] = (
 #: The neutral grey of reference curves and "other" categories.
 GREY = "#999999"
 #: Colours and display names of the layer kinds, the same in every lesson that draws a stack.
-KIND_COLOURS: dict[str, str] = {"kda": PALETTE[0], "mla": PALETTE[1], "attn": PALETTE[5]}
+KIND_COLOURS: dict[str, str] = {
+    "kda": PALETTE[0],
+    "mla": PALETTE[1],
+    "attn": PALETTE[5],
+}
 KIND_NAMES: dict[str, str] = {"kda": "KDA", "mla": "MLA", "attn": "attention"}
 #: The smallest text of a figure (annotations, keys), in points: see the figure standard below.
 SMALL_TEXT_PT = 10.5
@@ -74,7 +78,9 @@ def course_style():
     return matplotlib.rc_context(_RC)
 
 
-def new_figure(width: float = 6.4, height: float = 3.6, ncols: int = 0, nrows: int = 1) -> Figure:
+def new_figure(
+    width: float = 6.4, height: float = 3.6, ncols: int = 0, nrows: int = 1
+) -> Figure:
     """A figure in the course style; with ``ncols >= 1`` it already holds ``nrows × ncols`` axes."""
     with course_style():
         fig = Figure(figsize=(width, height), layout="constrained")
@@ -86,8 +92,11 @@ def new_figure(width: float = 6.4, height: float = 3.6, ncols: int = 0, nrows: i
     return fig
 
 
-def fixed_axes(fig: Figure, layout: int | Sequence[tuple[float, float, float, float]],
-               **margins: float) -> list[Axes]:
+def fixed_axes(
+    fig: Figure,
+    layout: int | Sequence[tuple[float, float, float, float]],
+    **margins: float,
+) -> list[Axes]:
     """Axes at fixed places and no layout engine at all (not even the placeholder that
     ``set_layout_engine("none")`` leaves, which makes ``savefig`` draw twice): a slider frame then
     renders in about half the time of a constrained layout. ``layout`` is either a number of
@@ -97,14 +106,24 @@ def fixed_axes(fig: Figure, layout: int | Sequence[tuple[float, float, float, fl
     them all (the figure-standard test checks every frame)."""
     fig.set_layout_engine(None)
     if isinstance(layout, int):
-        return list(fig.subplots(1, layout, squeeze=False, gridspec_kw=margins)[0])
+        return list(
+            fig.subplots(1, layout, squeeze=False, gridspec_kw=margins)[0]
+        )
     if margins:
-        raise ValueError(f"margins: only with a number of axes, got rectangles and {margins}")
+        raise ValueError(
+            f"margins: only with a number of axes, got rectangles and {margins}"
+        )
     return [fig.add_axes(rect) for rect in layout]
 
 
-def fast_bars(ax: Axes, heights: Sequence[float], colours: str | Sequence, *,
-              bottoms: Sequence[float] | None = None, width: float = 0.8) -> None:
+def fast_bars(
+    ax: Axes,
+    heights: Sequence[float],
+    colours: str | Sequence,
+    *,
+    bottoms: Sequence[float] | None = None,
+    width: float = 0.8,
+) -> None:
     """Vertical bars at x = 0, 1, … from ``bottoms`` (default 0) up by ``heights``, like
     ``ax.bar``, as ONE artist: ``ax.bar`` makes one rectangle per bar, which costs more to build
     than the rest of a slider frame. Stack bars by calling again with ``bottoms`` = the tops of
@@ -112,13 +131,27 @@ def fast_bars(ax: Axes, heights: Sequence[float], colours: str | Sequence, *,
     n = len(heights)
     bottoms = [0.0] * n if bottoms is None else list(bottoms)
     if len(bottoms) != n:
-        raise ValueError(f"bottoms: expected {n} values (one per bar), got {len(bottoms)}")
+        raise ValueError(
+            f"bottoms: expected {n} values (one per bar), got {len(bottoms)}"
+        )
     half = width / 2
-    ax.add_collection(PolyCollection(
-        [((j - half, b), (j - half, b + h), (j + half, b + h), (j + half, b))
-         for j, (h, b) in enumerate(zip(heights, bottoms, strict=True))],
-        facecolors=colours, edgecolors="none"))
-    ax.sticky_edges.y.append(0)  # like ax.bar: no margin below a baseline of 0
+    ax.add_collection(
+        PolyCollection(
+            [
+                (
+                    (j - half, b),
+                    (j - half, b + h),
+                    (j + half, b + h),
+                    (j + half, b),
+                )
+                for j, (h, b) in enumerate(zip(heights, bottoms, strict=True))
+            ],
+            facecolors=colours,
+            edgecolors="none",
+        )
+    )
+    # like ax.bar: no margin below a baseline of 0
+    ax.sticky_edges.y.append(0)
     ax.set_xlim(-0.5 - half / 2, n - 0.5 + half / 2)
 
 
@@ -132,9 +165,15 @@ def context_label(tokens: int) -> str:
     return f"{tokens:,}"
 
 
-def place_labels(ax: Axes, xs: Sequence[float], ys: Sequence[float], labels: Sequence[str],
-                 fontsize: float | None = None, distances: Sequence[float] = (7, 14, 24, 36, 50),
-                 leader_beyond: float | None = None) -> None:
+def place_labels(
+    ax: Axes,
+    xs: Sequence[float],
+    ys: Sequence[float],
+    labels: Sequence[str],
+    fontsize: float | None = None,
+    distances: Sequence[float] = (7, 14, 24, 36, 50),
+    leader_beyond: float | None = None,
+) -> None:
     """Label the points (``xs``, ``ys``) of ``ax`` so that no two labels overlap: each label tries
     eight directions around its point at growing ``distances`` (points) and keeps the first
     place where its measured box overlaps no label placed before and stays inside the axes
@@ -143,7 +182,13 @@ def place_labels(ax: Axes, xs: Sequence[float], ys: Sequence[float], labels: Seq
     The axes must already have their final position and limits (use :func:`fixed_axes` and set
     the limits first)."""
     fontsize = SMALL_TEXT_PT if fontsize is None else fontsize
-    leader = {"arrowstyle": "-", "color": GREY, "lw": 0.7, "shrinkA": 0, "shrinkB": 3}
+    leader = {
+        "arrowstyle": "-",
+        "color": GREY,
+        "lw": 0.7,
+        "shrinkA": 0,
+        "shrinkB": 3,
+    }
     renderer = ax.figure.canvas.get_renderer()
     inside = ax.get_window_extent(renderer)
     placed: list = []
@@ -152,19 +197,39 @@ def place_labels(ax: Axes, xs: Sequence[float], ys: Sequence[float], labels: Seq
         for distance in distances:
             for k in range(8):
                 angle = 2 * math.pi * k / 8 + math.pi / 2
-                dx, dy = distance * math.cos(angle), 0.7 * distance * math.sin(angle)
+                dx, dy = (
+                    distance * math.cos(angle),
+                    0.7 * distance * math.sin(angle),
+                )
                 ha = "left" if dx > 1 else ("right" if dx < -1 else "center")
-                text = ax.annotate(label, (x, y), xytext=(dx, dy), textcoords="offset points",
-                                   ha=ha, va="center", fontsize=fontsize)
+                text = ax.annotate(
+                    label,
+                    (x, y),
+                    xytext=(dx, dy),
+                    textcoords="offset points",
+                    ha=ha,
+                    va="center",
+                    fontsize=fontsize,
+                )
                 box = text.get_window_extent(renderer)
-                fits = (inside.x0 <= box.x0 and box.x1 <= inside.x1 and inside.y0 <= box.y0
-                        and box.y1 <= inside.y1 and not any(box.overlaps(p) for p in placed))
+                fits = (
+                    inside.x0 <= box.x0
+                    and box.x1 <= inside.x1
+                    and inside.y0 <= box.y0
+                    and box.y1 <= inside.y1
+                    and not any(box.overlaps(p) for p in placed)
+                )
                 if fits:
                     placed.append(box)
                     if leader_beyond is not None and distance > leader_beyond:
                         # the line is its own (text-less) artist: the label's box stays the text's
-                        ax.annotate("", (x, y), xytext=(dx, dy), textcoords="offset points",
-                                    arrowprops=leader)
+                        ax.annotate(
+                            "",
+                            (x, y),
+                            xytext=(dx, dy),
+                            textcoords="offset points",
+                            arrowprops=leader,
+                        )
                     break
                 if first is None:
                     first = (dx, dy, ha)
@@ -174,13 +239,25 @@ def place_labels(ax: Axes, xs: Sequence[float], ys: Sequence[float], labels: Seq
             break
         else:
             dx, dy, ha = first
-            placed.append(ax.annotate(label, (x, y), xytext=(dx, dy), textcoords="offset points",
-                                      ha=ha, va="center", fontsize=fontsize
-                                      ).get_window_extent(renderer))
+            placed.append(
+                ax.annotate(
+                    label,
+                    (x, y),
+                    xytext=(dx, dy),
+                    textcoords="offset points",
+                    ha=ha,
+                    va="center",
+                    fontsize=fontsize,
+                ).get_window_extent(renderer)
+            )
 
 
-def plain_log_yaxis(ax: Axes, values: Sequence[float], mantissas: Sequence[int] = (1, 2, 5),
-                    max_ticks: int | None = None) -> None:
+def plain_log_yaxis(
+    ax: Axes,
+    values: Sequence[float],
+    mantissas: Sequence[int] = (1, 2, 5),
+    max_ticks: int | None = None,
+) -> None:
     """Log-scaled y axis over ``values`` with explicit ticks m·10^k (m in ``mantissas``) and
     plain labels ("200", not mathtext): cheaper to render than matplotlib's log locator, and
     easier to read. With ``max_ticks``, the last mantissas are dropped while there would be more
@@ -188,7 +265,12 @@ def plain_log_yaxis(ax: Axes, values: Sequence[float], mantissas: Sequence[int] 
     lo, hi = min(values) / 1.4, max(values) * 1.4
     decades = range(math.floor(math.log10(lo)), math.ceil(math.log10(hi)) + 1)
     for n in range(len(mantissas), 0, -1):
-        ticks = [m * 10.0**e for e in decades for m in mantissas[:n] if lo <= m * 10.0**e <= hi]
+        ticks = [
+            m * 10.0**e
+            for e in decades
+            for m in mantissas[:n]
+            if lo <= m * 10.0**e <= hi
+        ]
         if max_ticks is None or len(ticks) <= max_ticks:
             break
     ax.set_yscale("log")
@@ -197,7 +279,9 @@ def plain_log_yaxis(ax: Axes, values: Sequence[float], mantissas: Sequence[int] 
     ax.yaxis.set_minor_locator(NullLocator())
 
 
-def style_axes(ax: Axes, xlabel: str, ylabel: str, title: str | None = None) -> Axes:
+def style_axes(
+    ax: Axes, xlabel: str, ylabel: str, title: str | None = None
+) -> Axes:
     """Apply the course style to ``ax`` and label it (labels carry units, e.g. "bytes (MiB)")."""
     for key in ("top", "right"):
         ax.spines[key].set_visible(False)
@@ -217,8 +301,14 @@ def title_at_top(ax, text: str) -> None:
     ax.set_title(text, y=1.0)
 
 
-def text_legend(ax, entries: Sequence[tuple[str, str]], x: float = 0.03, y: float = 0.97,
-                fontsize: float | None = None, ha: str = "left") -> None:
+def text_legend(
+    ax,
+    entries: Sequence[tuple[str, str]],
+    x: float = 0.03,
+    y: float = 0.97,
+    fontsize: float | None = None,
+    ha: str = "left",
+) -> None:
     """A legend made of coloured lines of text from (``x``, ``y``) in axes fractions down, each
     line aligned ``ha`` on x: each entry is (text, colour), the text starting with its own key
     (e.g. "■" for a bar colour, "– –" for a dashed line). Several times cheaper to draw than
@@ -227,12 +317,27 @@ def text_legend(ax, entries: Sequence[tuple[str, str]], x: float = 0.03, y: floa
     step = 1.35 * fontsize / 72  # inches between baselines
     for i, (text, colour) in enumerate(entries):
         offset = ScaledTranslation(0, -i * step, ax.figure.dpi_scale_trans)
-        ax.text(x, y, text, color=colour, fontsize=fontsize, ha=ha, va="top",
-                transform=ax.transAxes + offset)
+        ax.text(
+            x,
+            y,
+            text,
+            color=colour,
+            fontsize=fontsize,
+            ha=ha,
+            va="top",
+            transform=ax.transAxes + offset,
+        )
 
 
-def light_xticks(ax, positions: Sequence[float], labels: Sequence[str],
-                 grid: bool | None = None, *, marks: bool = True, rotation: float = 0) -> None:
+def light_xticks(
+    ax,
+    positions: Sequence[float],
+    labels: Sequence[str],
+    grid: bool | None = None,
+    *,
+    marks: bool = True,
+    rotation: float = 0,
+) -> None:
     """x ticks as matplotlib would draw them in the current style (marks, vertical grid lines
     if ``grid``, by default as ``axes.grid`` says, labels), made of one line of marks, one
     collection of grid lines and one text per label instead of one ``Tick`` object (5 artists)
@@ -246,21 +351,53 @@ def light_xticks(ax, positions: Sequence[float], labels: Sequence[str],
     ax.set_xticks([])
     at_bottom = blended_transform_factory(ax.transData, ax.transAxes)
     if grid:
-        ax.vlines(positions, 0, 1, transform=at_bottom, colors=rc["grid.color"],
-                  alpha=rc["grid.alpha"], linewidth=rc["grid.linewidth"],
-                  linestyles=rc["grid.linestyle"], zorder=1.5)
-    size, pad = (rc["xtick.major.size"] if marks else 0), rc["xtick.major.pad"]
+        ax.vlines(
+            positions,
+            0,
+            1,
+            transform=at_bottom,
+            colors=rc["grid.color"],
+            alpha=rc["grid.alpha"],
+            linewidth=rc["grid.linewidth"],
+            linestyles=rc["grid.linestyle"],
+            zorder=1.5,
+        )
+    size, pad = (
+        (rc["xtick.major.size"] if marks else 0),
+        rc["xtick.major.pad"],
+    )
     if marks:
-        ax.plot(positions, [0] * len(positions), transform=at_bottom, linestyle="none",
-                marker=TICKDOWN, markersize=size, markeredgewidth=rc["xtick.major.width"],
-                color=rc["xtick.color"], clip_on=False)
-    below = at_bottom + ScaledTranslation(0, -(size + pad) / 72, ax.figure.dpi_scale_trans)
+        ax.plot(
+            positions,
+            [0] * len(positions),
+            transform=at_bottom,
+            linestyle="none",
+            marker=TICKDOWN,
+            markersize=size,
+            markeredgewidth=rc["xtick.major.width"],
+            color=rc["xtick.color"],
+            clip_on=False,
+        )
+    below = at_bottom + ScaledTranslation(
+        0, -(size + pad) / 72, ax.figure.dpi_scale_trans
+    )
     for x, label in zip(positions, labels, strict=True):
-        ax.text(x, 0, label, transform=below, ha="right" if rotation else "center", va="top",
-                rotation=rotation,
-                fontsize=rc["xtick.labelsize"], color=rc["xtick.labelcolor"]
-                if rc["xtick.labelcolor"] != "inherit" else rc["xtick.color"])
-    label_height = FontProperties(size=rc["xtick.labelsize"]).get_size_in_points()
+        ax.text(
+            x,
+            0,
+            label,
+            transform=below,
+            ha="right" if rotation else "center",
+            va="top",
+            rotation=rotation,
+            fontsize=rc["xtick.labelsize"],
+            color=rc["xtick.labelcolor"]
+            if rc["xtick.labelcolor"] != "inherit"
+            else rc["xtick.color"],
+        )
+    label_height = FontProperties(
+        size=rc["xtick.labelsize"]
+    ).get_size_in_points()
     ax.xaxis.labelpad = size + pad + 1.2 * label_height + rc["axes.labelpad"]
 
 
@@ -289,15 +426,24 @@ def heatmap(
     drawn as a row."""
     data = torch.as_tensor(matrix).detach().to(torch.float64).cpu()
     if data.dim() != 2:
-        raise ValueError(f"matrix: expected a 2-D tensor [rows, cols], got {tuple(data.shape)}")
-    image = ax.imshow(data.numpy(), cmap=cmap, vmin=vmin, vmax=vmax, aspect=aspect)
+        raise ValueError(
+            f"matrix: expected a 2-D tensor [rows, cols], got {tuple(data.shape)}"
+        )
+    image = ax.imshow(
+        data.numpy(), cmap=cmap, vmin=vmin, vmax=vmax, aspect=aspect
+    )
     ax.grid(False)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     if title:
         ax.set_title(title)
     if xticklabels is not None:
-        ax.set_xticks(range(len(xticklabels)), list(xticklabels), rotation=45, ha="right")
+        ax.set_xticks(
+            range(len(xticklabels)),
+            list(xticklabels),
+            rotation=45,
+            ha="right",
+        )
     if yticklabels is not None:
         ax.set_yticks(range(len(yticklabels)), list(yticklabels))
     if colorbar_label is not None:
@@ -305,42 +451,88 @@ def heatmap(
     if annotate:
         for (i, j), value in _cells(data):
             if math.isfinite(value):
-                ax.text(j, i, fmt.format(value), ha="center", va="center",
-                        fontsize=SMALL_TEXT_PT, color=text_colour_on(image.cmap(image.norm(value))))
+                ax.text(
+                    j,
+                    i,
+                    fmt.format(value),
+                    ha="center",
+                    va="center",
+                    fontsize=SMALL_TEXT_PT,
+                    color=text_colour_on(image.cmap(image.norm(value))),
+                )
     return ax
 
 
 def text_colour_on(rgba: Sequence[float]) -> str:
-    """"black" or "white", whichever contrasts more with the colour ``rgba`` (components in
+    """ "black" or "white", whichever contrasts more with the colour ``rgba`` (components in
     [0, 1]): black on colours whose relative luminance (WCAG) is above 0.179."""
+
     def linear(c: float) -> float:
         return c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
 
     r, g, b = (linear(float(c)) for c in rgba[:3])
-    return "black" if 0.2126 * r + 0.7152 * g + 0.0722 * b > 0.179 else "white"
+    return (
+        "black" if 0.2126 * r + 0.7152 * g + 0.0722 * b > 0.179 else "white"
+    )
 
 
-def fast_colour_bar(ax: Axes, cmap, norm, ticks: Sequence[float], label: str,
-                    left: float = 1.02, width: float = 0.03) -> None:
+def fast_colour_bar(
+    ax: Axes,
+    cmap,
+    norm,
+    ticks: Sequence[float],
+    label: str,
+    left: float = 1.02,
+    width: float = 0.03,
+) -> None:
     """A colour bar drawn by ``ax`` itself just right of it (from ``left`` to ``left + width``,
     axes fractions): a gradient over ``norm``'s range, the ``ticks`` values beside it and its
     ``label`` along it. It reads like ``fig.colorbar`` but costs no extra axes, which is most
     of a colour bar's drawing time on a slider. Set ``ax``'s limits after calling this."""
     if isinstance(cmap, str):
         cmap = matplotlib.colormaps[cmap]
-    image = ax.imshow([[x / 127] for x in range(128)], cmap=cmap, vmin=0, vmax=1,
-                      origin="lower", aspect="auto", interpolation="bilinear",
-                      extent=(left, left + width, 0, 1), transform=ax.transAxes)
+    image = ax.imshow(
+        [[x / 127] for x in range(128)],
+        cmap=cmap,
+        vmin=0,
+        vmax=1,
+        origin="lower",
+        aspect="auto",
+        interpolation="bilinear",
+        extent=(left, left + width, 0, 1),
+        transform=ax.transAxes,
+    )
     image.set_clip_on(False)
-    size = FontProperties(size=matplotlib.rcParams["ytick.labelsize"]).get_size_in_points()
-    right = ax.transAxes + ScaledTranslation(3 / 72, 0, ax.figure.dpi_scale_trans)  # 3 points
+    size = FontProperties(
+        size=matplotlib.rcParams["ytick.labelsize"]
+    ).get_size_in_points()
+    # 3 points
+    right = ax.transAxes + ScaledTranslation(
+        3 / 72, 0, ax.figure.dpi_scale_trans
+    )
     widest = max(len(f"{value:g}") for value in ticks)
     for value in ticks:
-        ax.text(left + width, float(norm(value)), f"{value:g}", transform=right, ha="left",
-                va="center", fontsize=size)
-    beyond = ax.transAxes + ScaledTranslation((6 + 0.62 * size * widest) / 72, 0,
-                                              ax.figure.dpi_scale_trans)
-    ax.text(left + width, 0.5, label, transform=beyond, rotation=90, ha="left", va="center")
+        ax.text(
+            left + width,
+            float(norm(value)),
+            f"{value:g}",
+            transform=right,
+            ha="left",
+            va="center",
+            fontsize=size,
+        )
+    beyond = ax.transAxes + ScaledTranslation(
+        (6 + 0.62 * size * widest) / 72, 0, ax.figure.dpi_scale_trans
+    )
+    ax.text(
+        left + width,
+        0.5,
+        label,
+        transform=beyond,
+        rotation=90,
+        ha="left",
+        va="center",
+    )
 
 
 def _cells(data: torch.Tensor):
@@ -362,21 +554,37 @@ MIN_TEXT_CSS_PX = 11
 MIN_PHONE_TEXT_CSS_PX = 8
 
 
-def display_width_css(fig: Figure, column_css: float = COLUMN_CSS_PX) -> float:
+def display_width_css(
+    fig: Figure, column_css: float = COLUMN_CSS_PX
+) -> float:
     """The width (CSS px) at which ``fig`` is shown in a text column ``column_css`` wide."""
     return min(fig.get_figwidth() * CSS_DPI, column_css)
 
 
-def text_css_px(fig: Figure, fontsize_pt: float, column_css: float = COLUMN_CSS_PX) -> float:
+def text_css_px(
+    fig: Figure, fontsize_pt: float, column_css: float = COLUMN_CSS_PX
+) -> float:
     """The size in CSS px of ``fontsize_pt``-point text of ``fig`` shown in a column
     ``column_css`` wide: fontsize × display width / figure width (inches) / 72."""
-    return fontsize_pt * display_width_css(fig, column_css) / fig.get_figwidth() / 72
+    return (
+        fontsize_pt
+        * display_width_css(fig, column_css)
+        / fig.get_figwidth()
+        / 72
+    )
 
 
 #: Colours a palette PNG must keep exactly: the course palette, its grey, white and text greys.
 #: Adaptive quantisation alone gives most entries to the largest areas (a heat map's gradient)
 #: and can shift a thin line's or a legend's colour to a neighbour (blue drawn as teal).
-EXACT_COLOURS: tuple[str, ...] = (*PALETTE, GREY, "#FFFFFF", "#262626", "#4D4D4D", "#CCCCCC")
+EXACT_COLOURS: tuple[str, ...] = (
+    *PALETTE,
+    GREY,
+    "#FFFFFF",
+    "#262626",
+    "#4D4D4D",
+    "#CCCCCC",
+)
 
 
 def _palette_png(png: bytes) -> bytes:
@@ -385,13 +593,22 @@ def _palette_png(png: bytes) -> bytes:
     from PIL import Image
 
     image = Image.open(io.BytesIO(png)).convert("RGB")
-    exact = [tuple(int(c[i:i + 2], 16) for i in (1, 3, 5)) for c in EXACT_COLOURS]
-    if (found := image.getcolors(256)) is not None:  # few colours: keep every one of them
+    exact = [
+        tuple(int(c[i : i + 2], 16) for i in (1, 3, 5)) for c in EXACT_COLOURS
+    ]
+    if (
+        found := image.getcolors(256)
+    ) is not None:  # few colours: keep every one of them
         chosen = [colour for _, colour in found]
     else:
-        adaptive = image.quantize(colors=256 - len(exact), method=Image.Quantize.MEDIANCUT,
-                                  dither=Image.Dither.NONE).getpalette()[:3 * (256 - len(exact))]
-        chosen = exact + [tuple(adaptive[i:i + 3]) for i in range(0, len(adaptive), 3)]
+        adaptive = image.quantize(
+            colors=256 - len(exact),
+            method=Image.Quantize.MEDIANCUT,
+            dither=Image.Dither.NONE,
+        ).getpalette()[: 3 * (256 - len(exact))]
+        chosen = exact + [
+            tuple(adaptive[i : i + 3]) for i in range(0, len(adaptive), 3)
+        ]
     palette = Image.new("P", (1, 1))
     flat = [value for colour in chosen for value in colour]
     palette.putpalette(flat + flat[:3] * (256 - len(chosen)))
@@ -401,7 +618,9 @@ def _palette_png(png: bytes) -> bytes:
     return out.getvalue()
 
 
-def figure_png(fig: Figure, density: float = PIXEL_DENSITY, palette: bool | None = None) -> bytes:
+def figure_png(
+    fig: Figure, density: float = PIXEL_DENSITY, palette: bool | None = None
+) -> bytes:
     """Render ``fig`` to PNG bytes at ``density`` pixels per CSS px (``CSS_DPI × density`` dots
     per inch). With ``palette`` (default: when ``density`` ≥ 2, i.e. for the website) the PNG is
     8-bit, 256 colours: about a third of the bytes, with the course's colours kept exactly
@@ -410,8 +629,12 @@ def figure_png(fig: Figure, density: float = PIXEL_DENSITY, palette: bool | None
     buffer = io.BytesIO()
     with course_style():  # text settings apply when the figure is drawn
         # zlib level 1: ~40% less encoding time than the default 6, for ~5% more bytes
-        fig.savefig(buffer, format="png", dpi=CSS_DPI * density,
-                    pil_kwargs={"compress_level": 1})
+        fig.savefig(
+            buffer,
+            format="png",
+            dpi=CSS_DPI * density,
+            pil_kwargs={"compress_level": 1},
+        )
     if palette if palette is not None else density >= 2:
         buffer = io.BytesIO(_palette_png(buffer.getvalue()))
     return buffer.getvalue()
@@ -421,7 +644,9 @@ def figure_html(fig: Figure, alt: str, density: float = PIXEL_DENSITY) -> str:
     """An ``<img>`` tag holding the figure as a data URI, with its alt text, sized in CSS px
     (``width``/``height`` = inches × ``CSS_DPI``) and scaled down to narrower columns."""
     if not alt or not alt.strip():
-        raise ValueError("alt: every figure needs alt text describing what it shows")
+        raise ValueError(
+            "alt: every figure needs alt text describing what it shows"
+        )
     data = base64.b64encode(figure_png(fig, density)).decode("ascii")
     width, height = (round(x * CSS_DPI) for x in fig.get_size_inches())
     return (
@@ -434,7 +659,9 @@ def figure_html(fig: Figure, alt: str, density: float = PIXEL_DENSITY) -> str:
 class FigureDisplay:
     """A rendered figure with alt text, displayed as an ``<img>`` in notebooks and the book."""
 
-    def __init__(self, fig: Figure, alt: str, density: float = PIXEL_DENSITY) -> None:
+    def __init__(
+        self, fig: Figure, alt: str, density: float = PIXEL_DENSITY
+    ) -> None:
         self.alt = alt
         self.html = figure_html(fig, alt, density)
 
@@ -442,6 +669,8 @@ class FigureDisplay:
         return self.html
 
 
-def show_figure(fig: Figure, alt: str, density: float = PIXEL_DENSITY) -> FigureDisplay:
+def show_figure(
+    fig: Figure, alt: str, density: float = PIXEL_DENSITY
+) -> FigureDisplay:
     """Return ``fig`` as a displayable image with ``alt`` text (make it a cell's last line)."""
     return FigureDisplay(fig, alt, density)

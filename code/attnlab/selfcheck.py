@@ -89,50 +89,84 @@ def _call(fn: Callable, label: str, *args, hint: str = "", **kwargs):
     try:
         return fn(*args, **kwargs)
     except NotImplementedError:
-        raise _Failed("not implemented yet: replace `raise NotImplementedError` with your code, "
-                      "then run this cell again.", "not_implemented") from None
+        raise _Failed(
+            "not implemented yet: replace `raise NotImplementedError` with your code, "
+            "then run this cell again.",
+            "not_implemented",
+        ) from None
     except Exception as error:  # noqa: BLE001 - every learner error becomes a diagnosis
-        raise _Failed(f"your function raised {type(error).__name__} ({label}): {error}. "
-                      "Compare the shapes of your tensors with the ones in the docstring." + hint,
-                      "exception") from None
+        raise _Failed(
+            f"your function raised {type(error).__name__} ({label}): {error}. "
+            "Compare the shapes of your tensors with the ones in the docstring."
+            + hint,
+            "exception",
+        ) from None
 
 
-def _tensor(out: object, what: str, shape: tuple[int, ...], dims: str) -> torch.Tensor:
+def _tensor(
+    out: object, what: str, shape: tuple[int, ...], dims: str
+) -> torch.Tensor:
     """The learner's tensor (the first element of a tuple), checked for type and shape."""
     if isinstance(out, tuple | list) and out:
         out = out[0]
     if not isinstance(out, torch.Tensor):
-        raise _Failed(f"{what}: expected a tensor {dims}, got {type(out).__name__}.", "type")
+        raise _Failed(
+            f"{what}: expected a tensor {dims}, got {type(out).__name__}.",
+            "type",
+        )
     if tuple(out.shape) != shape:
-        raise _Failed(f"{what} has shape {tuple(out.shape)}, expected {shape} {dims}.", "shape")
+        raise _Failed(
+            f"{what} has shape {tuple(out.shape)}, expected {shape} {dims}.",
+            "shape",
+        )
     return out
 
 
 def _close(a: torch.Tensor, b: torch.Tensor) -> bool:
-    return a.shape == b.shape and torch.allclose(a.double(), b.double(), rtol=RTOL, atol=ATOL)
+    return a.shape == b.shape and torch.allclose(
+        a.double(), b.double(), rtol=RTOL, atol=ATOL
+    )
 
 
-def _diagnose(out: torch.Tensor, ref: torch.Tensor, label: str,
-              mistakes: dict[str, tuple[Callable[[], torch.Tensor], str]], fallback: str) -> None:
+def _diagnose(
+    out: torch.Tensor,
+    ref: torch.Tensor,
+    label: str,
+    mistakes: dict[str, tuple[Callable[[], torch.Tensor], str]],
+    fallback: str,
+) -> None:
     """Raise the diagnosis of the first known mistake ``out`` reproduces, else ``fallback``."""
     if not torch.isfinite(out).all():
-        raise _Failed(f"NaN or inf in your output ({label}); the reference is finite. "
-                      + ("Subtract each row's maximum score before exp (exp overflows)."
-                         if "large" in label else fallback), "nonfinite")
+        raise _Failed(
+            f"NaN or inf in your output ({label}); the reference is finite. "
+            + (
+                "Subtract each row's maximum score before exp (exp overflows)."
+                if "large" in label
+                else fallback
+            ),
+            "nonfinite",
+        )
     matches = []
     for mistake, (make, diagnosis) in mistakes.items():
         try:
             wrong = make()
-        except (RuntimeError, ValueError):  # the mistake cannot be formed for these shapes
+        except (
+            RuntimeError,
+            ValueError,
+        ):  # the mistake cannot be formed for these shapes
             continue
         if _close(out, wrong):
             matches.append(_Failed(f"{diagnosis} ({label})", mistake))
     if matches:
         if len(matches) == 1:
             raise matches[0]
-        raise _Ambiguous("one of these: " + " Or: ".join(m.message for m in matches))
+        raise _Ambiguous(
+            "one of these: " + " Or: ".join(m.message for m in matches)
+        )
     error = (out.double() - ref.double()).abs().max().item()
-    raise _Failed(f"differs from the reference by up to {error:.3g} ({label}). {fallback}")
+    raise _Failed(
+        f"differs from the reference by up to {error:.3g} ({label}). {fallback}"
+    )
 
 
 def _diagnose_later(pending: list[_Failed], *args) -> None:
@@ -153,25 +187,51 @@ def _run(name: str, body: Callable[[], list[str]]) -> CheckResult:
         labels = body()
     except _Failed as failed:
         return CheckResult(name, False, failed.message, failed.mistake)
-    return CheckResult(name, True, f"matches the package's reference in all {len(labels)} "
-                       f"cases ({'; '.join(labels)}).")
+    return CheckResult(
+        name,
+        True,
+        f"matches the package's reference in all {len(labels)} "
+        f"cases ({'; '.join(labels)}).",
+    )
 
 
-def _randn(gen: torch.Generator, *shape: int, std: float = 1.0) -> torch.Tensor:
+def _randn(
+    gen: torch.Generator, *shape: int, std: float = 1.0
+) -> torch.Tensor:
     return std * torch.randn(*shape, generator=gen)
 
 
 # --- softmax attention -------------------------------------------------------------------------
 
-def _attention_cases(causal: bool) -> list[tuple[str, torch.Tensor, torch.Tensor, torch.Tensor]]:
+
+def _attention_cases(
+    causal: bool,
+) -> list[tuple[str, torch.Tensor, torch.Tensor, torch.Tensor]]:
     gen = torch.Generator().manual_seed(0)
-    shapes = [("random inputs, T = 5", 5, 5), ("T = 1", 1, 1), ("T = 2", 2, 2)]
+    shapes = [
+        ("random inputs, T = 5", 5, 5),
+        ("T = 1", 1, 1),
+        ("T = 2", 2, 2),
+    ]
     if not causal:
         shapes.append(("3 queries, 7 keys", 3, 7))
-    cases = [(label, _randn(gen, 2, 2, tq, 8), _randn(gen, 2, 2, tk, 8), _randn(gen, 2, 2, tk, 6))
-             for label, tq, tk in shapes]
-    cases.append(("large scores (about ±1000), T = 6", _randn(gen, 1, 2, 6, 8, std=12.0),
-                  _randn(gen, 1, 2, 6, 8, std=12.0), _randn(gen, 1, 2, 6, 6)))
+    cases = [
+        (
+            label,
+            _randn(gen, 2, 2, tq, 8),
+            _randn(gen, 2, 2, tk, 8),
+            _randn(gen, 2, 2, tk, 6),
+        )
+        for label, tq, tk in shapes
+    ]
+    cases.append(
+        (
+            "large scores (about ±1000), T = 6",
+            _randn(gen, 1, 2, 6, 8, std=12.0),
+            _randn(gen, 1, 2, 6, 8, std=12.0),
+            _randn(gen, 1, 2, 6, 6),
+        )
+    )
     return cases
 
 
@@ -179,8 +239,12 @@ def _check_attention_fn(fn: Callable, causal: bool) -> list[str]:
     cases = _attention_cases(causal)
     for label, q, k, v in cases:
         ref, _ = attention.softmax_attention(q, k, v, causal=causal)
-        out = _tensor(_call(fn, label, q.clone(), k.clone(), v.clone()), "the output",
-                      tuple(ref.shape), "[B, H, Tq, Dv]")
+        out = _tensor(
+            _call(fn, label, q.clone(), k.clone(), v.clone()),
+            "the output",
+            tuple(ref.shape),
+            "[B, H, Tq, Dv]",
+        )
         if _close(out, ref):
             continue
         fallback = "Compare with o = softmax(q kᵀ / √d_k) v."
@@ -188,12 +252,17 @@ def _check_attention_fn(fn: Callable, causal: bool) -> list[str]:
             t = q.shape[2]
             first_bad = not torch.isfinite(out[:, :, 0]).all()
             if t > 1 and first_bad and torch.isfinite(out[:, :, 1:]).all():
-                raise _Failed(f"NaN in the first token's output only ({label}): it has no "
-                              "allowed key. A token must see itself: keep the diagonal, "
-                              "j ≤ i.", "mask_strict")
+                raise _Failed(
+                    f"NaN in the first token's output only ({label}): it has no "
+                    "allowed key. A token must see itself: keep the diagonal, "
+                    "j ≤ i.",
+                    "mask_strict",
+                )
             if _changes_with_future(fn, q, k, v, label):
                 fallback = "Future tokens change the output: the mask is missing or transposed."
-        _diagnose(out, ref, label, attention_mistakes(q, k, v, causal), fallback)
+        _diagnose(
+            out, ref, label, attention_mistakes(q, k, v, causal), fallback
+        )
     return [case[0] for case in cases]
 
 
@@ -203,52 +272,96 @@ def _changes_with_future(fn: Callable, q, k, v, label: str) -> bool:
     k2[:, :, -1] += 3.0
     v2[:, :, -1] += 3.0
     shape, dims = tuple(v.shape), "[B, H, T, Dv]"
-    before = _tensor(_call(fn, label, q.clone(), k.clone(), v.clone()), "the output", shape, dims)
-    after = _tensor(_call(fn, label, q.clone(), k2, v2), "the output", shape, dims)
+    before = _tensor(
+        _call(fn, label, q.clone(), k.clone(), v.clone()),
+        "the output",
+        shape,
+        dims,
+    )
+    after = _tensor(
+        _call(fn, label, q.clone(), k2, v2), "the output", shape, dims
+    )
     return not _close(before[:, :, :-1], after[:, :, :-1])
 
 
 def check_attention(fn: Callable) -> CheckResult:
     """Check ``fn(q, k, v) -> o``: softmax(q kᵀ/√d_k) v without a mask (see the module doc)."""
-    return _run("scaled dot-product attention", lambda: _check_attention_fn(fn, causal=False))
+    return _run(
+        "scaled dot-product attention",
+        lambda: _check_attention_fn(fn, causal=False),
+    )
 
 
 def check_causal_attention(fn: Callable) -> CheckResult:
     """Check ``fn(q, k, v) -> o``: causal attention, token i sees keys j ≤ i."""
-    return _run("causal attention", lambda: _check_attention_fn(fn, causal=True))
+    return _run(
+        "causal attention", lambda: _check_attention_fn(fn, causal=True)
+    )
 
 
 # --- one decoding step with a KV cache ---------------------------------------------------------
 
+
 def _check_decode(fn: Callable) -> list[str]:
     gen = torch.Generator().manual_seed(1)
-    cases = [("one step from an empty cache", 0, 1, 1.0), ("two steps", 0, 2, 1.0),
-             ("six steps", 0, 6, 1.0), ("three steps after a prefix of 4 cached tokens", 4, 3, 1.0),
-             ("large scores, six steps", 0, 6, 12.0)]
+    cases = [
+        ("one step from an empty cache", 0, 1, 1.0),
+        ("two steps", 0, 2, 1.0),
+        ("six steps", 0, 6, 1.0),
+        ("three steps after a prefix of 4 cached tokens", 4, 3, 1.0),
+        ("large scores, six steps", 0, 6, 12.0),
+    ]
     pending: list[_Failed] = []
     for label, prefix, steps, std in cases:
-        q, k = (_randn(gen, 1, 2, prefix + steps, 8, std=std) for _ in range(2))
+        q, k = (
+            _randn(gen, 1, 2, prefix + steps, 8, std=std) for _ in range(2)
+        )
         v = _randn(gen, 1, 2, prefix + steps, 6)
         ref, _ = attention.softmax_attention(q, k, v, causal=True)
         cache = KVCache(k[:, :, :prefix].clone(), v[:, :, :prefix].clone())
         for t in range(prefix, prefix + steps):
             step = f"{label}, token {t + 1}"
             before = cache.length
-            hint = (" The cache was empty before this step: append (k_t, v_t) before attending."
-                    if before == 0 else "")
+            hint = (
+                " The cache was empty before this step: append (k_t, v_t) before attending."
+                if before == 0
+                else ""
+            )
             now = slice(t, t + 1)
-            out = _tensor(_call(fn, step, q[:, :, now].clone(), k[:, :, now].clone(),
-                                v[:, :, now].clone(), cache, hint=hint), "o_t", (1, 2, 1, 6),
-                          "[B, H, 1, Dv]")
+            out = _tensor(
+                _call(
+                    fn,
+                    step,
+                    q[:, :, now].clone(),
+                    k[:, :, now].clone(),
+                    v[:, :, now].clone(),
+                    cache,
+                    hint=hint,
+                ),
+                "o_t",
+                (1, 2, 1, 6),
+                "[B, H, 1, Dv]",
+            )
             if cache.length != before + 1:
-                raise _Failed(f"the cache held {before} tokens before the step and {cache.length} "
-                              f"after ({step}): append the new (k_t, v_t) exactly once, with "
-                              "cache.append(k_t, v_t).", "cache_length")
+                raise _Failed(
+                    f"the cache held {before} tokens before the step and {cache.length} "
+                    f"after ({step}): append the new (k_t, v_t) exactly once, with "
+                    "cache.append(k_t, v_t).",
+                    "cache_length",
+                )
             if _close(out, ref[:, :, now]):
                 continue
-            mistakes = decode_mistakes(q[:, :, now], k[:, :, : t + 1], v[:, :, : t + 1])
-            _diagnose_later(pending, out, ref[:, :, now], step, mistakes,
-                            "Compare with o_t = softmax(K q_t / √d_k)ᵀ V over the whole cache.")
+            mistakes = decode_mistakes(
+                q[:, :, now], k[:, :, : t + 1], v[:, :, : t + 1]
+            )
+            _diagnose_later(
+                pending,
+                out,
+                ref[:, :, now],
+                step,
+                mistakes,
+                "Compare with o_t = softmax(K q_t / √d_k)ᵀ V over the whole cache.",
+            )
     _raise_pending(pending)
     return [case[0] for case in cases]
 
@@ -260,15 +373,18 @@ def check_decode_step(fn: Callable) -> CheckResult:
 
 # --- one pre-norm residual block ---------------------------------------------------------------
 
+
 def _block_parts(gen: torch.Generator, d: int) -> tuple[Callable, ...]:
     """A mixer, an MLP and two RMSNorms with random weights, as plain functions."""
-    w_mix, w_in, w_out = (_randn(gen, d, d, std=d ** -0.5) for _ in range(3))
+    w_mix, w_in, w_out = (_randn(gen, d, d, std=d**-0.5) for _ in range(3))
     norms = [HeadRMSNorm(d) for _ in range(2)]
     with torch.no_grad():
         for norm in norms:
             norm.weight.copy_(0.5 + torch.rand(d, generator=gen))
 
-    def mixer(h: torch.Tensor) -> torch.Tensor:  # mixes positions, as attention does
+    def mixer(
+        h: torch.Tensor,
+    ) -> torch.Tensor:  # mixes positions, as attention does
         return torch.tanh(h @ w_mix).cumsum(dim=1)
 
     def mlp(h: torch.Tensor) -> torch.Tensor:
@@ -285,17 +401,29 @@ def _block_parts(gen: torch.Generator, d: int) -> tuple[Callable, ...]:
 
 def _check_block(fn: Callable) -> list[str]:
     gen = torch.Generator().manual_seed(2)
-    cases = [("random inputs, T = 5", 2, 5, 1.0), ("T = 1", 1, 1, 1.0),
-             ("a large stream (|x| ≈ 30)", 1, 4, 30.0)]
+    cases = [
+        ("random inputs, T = 5", 2, 5, 1.0),
+        ("T = 1", 1, 1, 1.0),
+        ("a large stream (|x| ≈ 30)", 1, 4, 30.0),
+    ]
     for label, b, t, std in cases:
         x = _randn(gen, b, t, 8, std=std)
         parts = _block_parts(gen, 8)
         ref = reference_prenorm_block(x, *parts)
-        out = _tensor(_call(fn, label, x.clone(), *parts), "the output", tuple(ref.shape),
-                      "[B, T, d]")
+        out = _tensor(
+            _call(fn, label, x.clone(), *parts),
+            "the output",
+            tuple(ref.shape),
+            "[B, T, d]",
+        )
         if not _close(out, ref):
-            _diagnose(out, ref, label, block_mistakes(x, *parts),
-                      "Compare with h = x + Mixer(RMSNorm₁(x)); y = h + MLP(RMSNorm₂(h)).")
+            _diagnose(
+                out,
+                ref,
+                label,
+                block_mistakes(x, *parts),
+                "Compare with h = x + Mixer(RMSNorm₁(x)); y = h + MLP(RMSNorm₂(h)).",
+            )
     return [case[0] for case in cases]
 
 
@@ -306,36 +434,64 @@ def check_prenorm_block(fn: Callable) -> CheckResult:
 
 # --- recurrent steps: linear attention, delta rule, gated delta rule, KDA --------------------
 
-_HINTS = {"kda": " The gate g [B, H, Dk] decays the state's rows (Dk): "
-                   "g.exp()[..., :, None] * state."}
+_HINTS = {
+    "kda": " The gate g [B, H, Dk] decays the state's rows (Dk): "
+    "g.exp()[..., :, None] * state."
+}
 _GATED_KINDS = ("gated", "kda")
 
 
 def _step_cases(kind: str) -> list[dict]:
     """Sequences of (q, k, v, beta, g) with the starting state; adversarial ones by name."""
     gen = torch.Generator().manual_seed(2)
-    specs = [("one token from an empty state", 1, False, {}),
-             ("two tokens from an empty state", 2, False, {}),
-             ("six tokens from a random state", 6, True, {})]
+    specs = [
+        ("one token from an empty state", 1, False, {}),
+        ("two tokens from an empty state", 2, False, {}),
+        ("six tokens from a random state", 6, True, {}),
+    ]
     if kind != "linear":
-        specs += [("β = 0", 4, True, {"beta": 0.0}), ("β = 1", 4, True, {"beta": 1.0}),
-                  ("keys of length 1.4", 4, True, {"key_norm": 1.4})]
+        specs += [
+            ("β = 0", 4, True, {"beta": 0.0}),
+            ("β = 1", 4, True, {"beta": 1.0}),
+            ("keys of length 1.4", 4, True, {"key_norm": 1.4}),
+        ]
     if kind in _GATED_KINDS:
-        specs += [("gates g = 0 (no decay)", 4, True, {"g": 0.0}),
-                  ("very negative gates g = -30", 4, True, {"g": -30.0})]
+        specs += [
+            ("gates g = 0 (no decay)", 4, True, {"g": 0.0}),
+            ("very negative gates g = -30", 4, True, {"g": -30.0}),
+        ]
     cases = []
     for label, t, random_state, extra in specs:
         dk, dv = (4, 4) if kind == "kda" and "random" in label else (6, 4)
         q, k = _randn(gen, 1, 2, t, dk), _randn(gen, 1, 2, t, dk)
         k = extra.get("key_norm", 1.0) * k / k.norm(dim=-1, keepdim=True)
-        beta = torch.full((1, 2, t), extra["beta"]) if "beta" in extra else torch.rand(
-            1, 2, t, generator=gen)
+        beta = (
+            torch.full((1, 2, t), extra["beta"])
+            if "beta" in extra
+            else torch.rand(1, 2, t, generator=gen)
+        )
         gate_shape = (1, 2, t, dk) if kind == "kda" else (1, 2, t)
-        g = (torch.full(gate_shape, extra["g"]) if "g" in extra
-             else -torch.rand(*gate_shape, generator=gen))
-        state = _randn(gen, 1, 2, dk, dv, std=0.5) if random_state else torch.zeros(1, 2, dk, dv)
-        cases.append(dict(label=label, q=q, k=k, v=_randn(gen, 1, 2, t, dv), beta=beta, g=g,
-                          state=state))
+        g = (
+            torch.full(gate_shape, extra["g"])
+            if "g" in extra
+            else -torch.rand(*gate_shape, generator=gen)
+        )
+        state = (
+            _randn(gen, 1, 2, dk, dv, std=0.5)
+            if random_state
+            else torch.zeros(1, 2, dk, dv)
+        )
+        cases.append(
+            dict(
+                label=label,
+                q=q,
+                k=k,
+                v=_randn(gen, 1, 2, t, dv),
+                beta=beta,
+                g=g,
+                state=state,
+            )
+        )
     return cases
 
 
@@ -347,7 +503,9 @@ def _reference(kind: str, c: dict) -> tuple[torch.Tensor, torch.Tensor]:
     if kind == "delta":
         return delta_rule_recurrent(*args, beta=c["beta"], **common)
     if kind == "gated":
-        return gated_delta_rule_recurrent(*args, g=c["g"], beta=c["beta"], **common)
+        return gated_delta_rule_recurrent(
+            *args, g=c["g"], beta=c["beta"], **common
+        )
     return kda_recurrent(*args, g=c["g"], beta=c["beta"], **common)
 
 
@@ -361,7 +519,9 @@ def _check_steps(fn: Callable, kind: str) -> list[str]:
         dv = c["v"].shape[-1]
         for i in range(t):
             label = f"{c['label']}, token {i + 1} of {t}"
-            q, k, v, beta, g = (c[n][:, :, i].clone() for n in ("q", "k", "v", "beta", "g"))
+            q, k, v, beta, g = (
+                c[n][:, :, i].clone() for n in ("q", "k", "v", "beta", "g")
+            )
             if kind == "linear":
                 beta = torch.ones_like(beta)
             kwargs = {"state": state.clone()}
@@ -370,24 +530,51 @@ def _check_steps(fn: Callable, kind: str) -> list[str]:
             if kind in _GATED_KINDS:
                 kwargs["g"] = g
             given = kwargs["state"].clone()
-            out = _call(fn, label, q.clone(), k.clone(), v.clone(), hint=_HINTS.get(kind, ""),
-                        **kwargs)
+            out = _call(
+                fn,
+                label,
+                q.clone(),
+                k.clone(),
+                v.clone(),
+                hint=_HINTS.get(kind, ""),
+                **kwargs,
+            )
             if not (isinstance(out, tuple | list) and len(out) == 2):
-                raise _Failed(f"expected the pair (o, new_state), got {type(out).__name__} "
-                              f"({label}).", "type")
-            o = _tensor(out[0], "o", (1, 2, dv), "[B, H, Dv]: the read is Sᵀ q")
-            new_state = _tensor(out[1], "the new state", (1, 2, dk, dv),
-                                "[B, H, Dk, Dv]: the write is k vᵀ (k a column, v a row)")
+                raise _Failed(
+                    f"expected the pair (o, new_state), got {type(out).__name__} "
+                    f"({label}).",
+                    "type",
+                )
+            o = _tensor(
+                out[0], "o", (1, 2, dv), "[B, H, Dv]: the read is Sᵀ q"
+            )
+            new_state = _tensor(
+                out[1],
+                "the new state",
+                (1, 2, dk, dv),
+                "[B, H, Dk, Dv]: the write is k vᵀ (k a column, v a row)",
+            )
             if not torch.equal(kwargs["state"], given):
-                raise _Failed(f"your step changed the state it was given, in place ({label}): "
-                              "return a new tensor instead (state = state + …, not +=).",
-                              "in_place")
+                raise _Failed(
+                    f"your step changed the state it was given, in place ({label}): "
+                    "return a new tensor instead (state = state + …, not +=).",
+                    "in_place",
+                )
             if not _close(o, ref_o[:, :, i]):
                 mistakes = step_mistakes(kind, q, k, v, beta, g, state)
-                where = (f"matches up to token {i} but diverges at token {i + 1}: "
-                         if i > 0 else "")
-                _diagnose_later(pending, o, ref_o[:, :, i], label, _prefixed(mistakes, where),
-                                "Compare your step with the equations in the docstring.")
+                where = (
+                    f"matches up to token {i} but diverges at token {i + 1}: "
+                    if i > 0
+                    else ""
+                )
+                _diagnose_later(
+                    pending,
+                    o,
+                    ref_o[:, :, i],
+                    label,
+                    _prefixed(mistakes, where),
+                    "Compare your step with the equations in the docstring.",
+                )
             state = new_state.detach()
     _raise_pending(pending)
     return [c["label"] for c in cases]
@@ -419,26 +606,43 @@ def check_kda_step(fn: Callable) -> CheckResult:
 
 # --- reference steps (what a correct answer looks like; the exercises' hidden solutions) -----
 
+
 def reference_linear_attention_step(q, k, v, *, state):
     """The package's linear-attention step: ``linear_attention_recurrent`` on one token."""
-    o, new = linear_attention_recurrent(q[:, :, None], k[:, :, None], v[:, :, None],
-                                        initial_state=state, output_final_state=True)
+    o, new = linear_attention_recurrent(
+        q[:, :, None],
+        k[:, :, None],
+        v[:, :, None],
+        initial_state=state,
+        output_final_state=True,
+    )
     return o[:, :, 0], new
 
 
 def reference_delta_step(q, k, v, *, beta, state):
     """The package's delta-rule step: ``delta_rule_recurrent`` on one token."""
-    o, new = delta_rule_recurrent(q[:, :, None], k[:, :, None], v[:, :, None],
-                                  beta=beta[:, :, None], initial_state=state,
-                                  output_final_state=True)
+    o, new = delta_rule_recurrent(
+        q[:, :, None],
+        k[:, :, None],
+        v[:, :, None],
+        beta=beta[:, :, None],
+        initial_state=state,
+        output_final_state=True,
+    )
     return o[:, :, 0], new
 
 
 def reference_gated_delta_step(q, k, v, *, g, beta, state):
     """The package's gated delta step: ``gated_delta_rule_recurrent`` on one token."""
-    o, new = gated_delta_rule_recurrent(q[:, :, None], k[:, :, None], v[:, :, None],
-                                        g=g[:, :, None], beta=beta[:, :, None],
-                                        initial_state=state, output_final_state=True)
+    o, new = gated_delta_rule_recurrent(
+        q[:, :, None],
+        k[:, :, None],
+        v[:, :, None],
+        g=g[:, :, None],
+        beta=beta[:, :, None],
+        initial_state=state,
+        output_final_state=True,
+    )
     return o[:, :, 0], new
 
 

@@ -36,7 +36,9 @@ from .memory import dtype_name, format_bytes, tensor_bytes
 
 def _check_architecture(arch: object) -> None:
     if not isinstance(arch, Architecture):
-        raise ValueError(f"arch: expected an Architecture, got {type(arch).__name__}")
+        raise ValueError(
+            f"arch: expected an Architecture, got {type(arch).__name__}"
+        )
 
 
 def _check_count(name: str, value: object) -> None:
@@ -58,8 +60,13 @@ class SequenceBytes:
         return self.cache + self.state + self.conv
 
 
-def sequence_bytes(arch: Architecture, context: int, *, cache_dtype: str = "bf16",
-                   state_dtype: str = "fp32") -> SequenceBytes:
+def sequence_bytes(
+    arch: Architecture,
+    context: int,
+    *,
+    cache_dtype: str = "bf16",
+    state_dtype: str = "fp32",
+) -> SequenceBytes:
     """Bytes one sequence of ``context`` tokens keeps, layer tensors rounded up to bytes.
 
     cache = Σ_layers ⌈T · per_token · bits / 8⌉, state = Σ ⌈state · bits_S / 8⌉,
@@ -69,13 +76,18 @@ def sequence_bytes(arch: Architecture, context: int, *, cache_dtype: str = "bf16
     _check_count("context", context)
     act, state = dtype_name(cache_dtype), dtype_name(state_dtype)
     return SequenceBytes(
-        cache=sum(tensor_bytes(context * layer.per_token, act) for layer in arch.layers),
+        cache=sum(
+            tensor_bytes(context * layer.per_token, act)
+            for layer in arch.layers
+        ),
         state=sum(tensor_bytes(layer.state, state) for layer in arch.layers),
         conv=sum(tensor_bytes(layer.conv, act) for layer in arch.layers),
     )
 
 
-def cache_bytes_per_token(arch: Architecture, cache_dtype: str = "bf16") -> int:
+def cache_bytes_per_token(
+    arch: Architecture, cache_dtype: str = "bf16"
+) -> int:
     """Bytes the cache grows by per token of one sequence (all layers); exact for 4-bit caches
     when every layer's per-token count is even."""
     return sequence_bytes(arch, 1, cache_dtype=cache_dtype).cache
@@ -108,46 +120,86 @@ class MemoryNeed:
         return self.weights + self.per_batch
 
 
-def memory_needed(arch: Architecture, context: int, batch: int = 1, *,
-                  weight_dtype: str | None = None, cache_dtype: str = "bf16",
-                  state_dtype: str = "fp32") -> MemoryNeed:
+def memory_needed(
+    arch: Architecture,
+    context: int,
+    batch: int = 1,
+    *,
+    weight_dtype: str | None = None,
+    cache_dtype: str = "bf16",
+    state_dtype: str = "fp32",
+) -> MemoryNeed:
     """weights + batch · (cache + state + conv) bytes, for ``batch`` sequences of ``context``."""
     check_positive_int("batch", batch)
-    seq = sequence_bytes(arch, context, cache_dtype=cache_dtype, state_dtype=state_dtype)
-    return MemoryNeed(weight_bytes(arch, weight_dtype), batch * seq.cache, batch * seq.state,
-                      batch * seq.conv)
+    seq = sequence_bytes(
+        arch, context, cache_dtype=cache_dtype, state_dtype=state_dtype
+    )
+    return MemoryNeed(
+        weight_bytes(arch, weight_dtype),
+        batch * seq.cache,
+        batch * seq.state,
+        batch * seq.conv,
+    )
 
 
-def largest_batch(arch: Architecture, context: int, memory_bytes: int, *,
-                  weight_dtype: str | None = None, cache_dtype: str = "bf16",
-                  state_dtype: str = "fp32") -> int:
+def largest_batch(
+    arch: Architecture,
+    context: int,
+    memory_bytes: int,
+    *,
+    weight_dtype: str | None = None,
+    cache_dtype: str = "bf16",
+    state_dtype: str = "fp32",
+) -> int:
     """The most sequences of ``context`` tokens that fit in ``memory_bytes`` with the weights:
     ⌊(memory − weights) / bytes per sequence⌋, 0 if not even one fits."""
     _check_count("memory_bytes", memory_bytes)
     free = memory_bytes - weight_bytes(arch, weight_dtype)
-    per_sequence = sequence_bytes(arch, context, cache_dtype=cache_dtype,
-                                  state_dtype=state_dtype).total
+    per_sequence = sequence_bytes(
+        arch, context, cache_dtype=cache_dtype, state_dtype=state_dtype
+    ).total
     return max(free, 0) // per_sequence if per_sequence else 0
 
 
-def largest_context(arch: Architecture, batch: int, memory_bytes: int, *,
-                    weight_dtype: str | None = None, cache_dtype: str = "bf16",
-                    state_dtype: str = "fp32") -> int:
+def largest_context(
+    arch: Architecture,
+    batch: int,
+    memory_bytes: int,
+    *,
+    weight_dtype: str | None = None,
+    cache_dtype: str = "bf16",
+    state_dtype: str = "fp32",
+) -> int:
     """The longest context each of ``batch`` sequences can reach within ``memory_bytes``
     (0 if the weights and fixed states alone do not fit). A model without any growing cache
     has no limit: the answer is then ``-1``."""
     check_positive_int("batch", batch)
     _check_count("memory_bytes", memory_bytes)
-    fixed = memory_needed(arch, 0, batch, weight_dtype=weight_dtype, cache_dtype=cache_dtype,
-                          state_dtype=state_dtype).total
+    fixed = memory_needed(
+        arch,
+        0,
+        batch,
+        weight_dtype=weight_dtype,
+        cache_dtype=cache_dtype,
+        state_dtype=state_dtype,
+    ).total
     if fixed > memory_bytes:
         return 0
     if cache_bytes_per_token(arch, cache_dtype) == 0:
         return -1
 
     def fits(tokens: int) -> bool:
-        return memory_needed(arch, tokens, batch, weight_dtype=weight_dtype,
-                             cache_dtype=cache_dtype, state_dtype=state_dtype).total <= memory_bytes
+        return (
+            memory_needed(
+                arch,
+                tokens,
+                batch,
+                weight_dtype=weight_dtype,
+                cache_dtype=cache_dtype,
+                state_dtype=state_dtype,
+            ).total
+            <= memory_bytes
+        )
 
     lo, hi = 0, 1
     while fits(hi):
@@ -158,20 +210,28 @@ def largest_context(arch: Architecture, batch: int, memory_bytes: int, *,
     return lo
 
 
-def expected_experts_touched(n_experts: int, experts_per_token: int, batch: int) -> float:
+def expected_experts_touched(
+    n_experts: int, experts_per_token: int, batch: int
+) -> float:
     """Experts a batch of ``batch`` tokens reaches on average if each token picks
     ``experts_per_token`` of ``n_experts`` uniformly: E · (1 − (1 − k/E)^B)."""
-    for name, value in (("n_experts", n_experts), ("experts_per_token", experts_per_token),
-                        ("batch", batch)):
+    for name, value in (
+        ("n_experts", n_experts),
+        ("experts_per_token", experts_per_token),
+        ("batch", batch),
+    ):
         check_positive_int(name, value)
     if experts_per_token > n_experts:
-        raise ValueError(f"experts_per_token: expected at most n_experts={n_experts}, "
-                         f"got {experts_per_token}")
+        raise ValueError(
+            f"experts_per_token: expected at most n_experts={n_experts}, "
+            f"got {experts_per_token}"
+        )
     return n_experts * (1 - (1 - experts_per_token / n_experts) ** batch)
 
 
-def weights_read_per_step(arch: Architecture, batch: int = 1,
-                          weight_dtype: str | None = None) -> int:
+def weights_read_per_step(
+    arch: Architecture, batch: int = 1, weight_dtype: str | None = None
+) -> int:
     """Weight bytes one decode step reads for ``batch`` tokens at once.
 
     Dense: all weights. MoE with E experts, k per token: the shared part D = active − k · e plus
@@ -206,58 +266,103 @@ class StepBytes:
         return "weight-bound" if self.weights >= self.cache else "cache-bound"
 
 
-def decode_step_bytes(arch: Architecture, context: int, batch: int = 1, *,
-                      weight_dtype: str | None = None, cache_dtype: str = "bf16",
-                      state_dtype: str = "fp32") -> StepBytes:
+def decode_step_bytes(
+    arch: Architecture,
+    context: int,
+    batch: int = 1,
+    *,
+    weight_dtype: str | None = None,
+    cache_dtype: str = "bf16",
+    state_dtype: str = "fp32",
+) -> StepBytes:
     """Bytes read by one decode step of ``batch`` sequences at ``context`` tokens each."""
     check_positive_int("batch", batch)
-    seq = sequence_bytes(arch, context, cache_dtype=cache_dtype, state_dtype=state_dtype)
-    return StepBytes(weights_read_per_step(arch, batch, weight_dtype), batch * seq.total)
+    seq = sequence_bytes(
+        arch, context, cache_dtype=cache_dtype, state_dtype=state_dtype
+    )
+    return StepBytes(
+        weights_read_per_step(arch, batch, weight_dtype), batch * seq.total
+    )
 
 
-def step_seconds(step: StepBytes, bandwidth: float, overhead: float = 0.0) -> float:
+def step_seconds(
+    step: StepBytes, bandwidth: float, overhead: float = 0.0
+) -> float:
     """Modelled time of one decode step: bytes / bandwidth (B/s) + a fixed overhead (s)."""
     if not isinstance(step, StepBytes):
-        raise ValueError(f"step: expected StepBytes, got {type(step).__name__}")
+        raise ValueError(
+            f"step: expected StepBytes, got {type(step).__name__}"
+        )
     if not isinstance(bandwidth, int | float) or bandwidth <= 0:
-        raise ValueError(f"bandwidth: expected bytes per second > 0, got {bandwidth!r}")
+        raise ValueError(
+            f"bandwidth: expected bytes per second > 0, got {bandwidth!r}"
+        )
     if not isinstance(overhead, int | float) or overhead < 0:
         raise ValueError(f"overhead: expected seconds >= 0, got {overhead!r}")
     return step.total / bandwidth + overhead
 
 
-def crossover_batch(arch: Architecture, context: int, *, max_batch: int = 4096,
-                    weight_dtype: str | None = None, cache_dtype: str = "bf16",
-                    state_dtype: str = "fp32") -> int | None:
+def crossover_batch(
+    arch: Architecture,
+    context: int,
+    *,
+    max_batch: int = 4096,
+    weight_dtype: str | None = None,
+    cache_dtype: str = "bf16",
+    state_dtype: str = "fp32",
+) -> int | None:
     """The smallest batch at which a decode step reads more cache than weight bytes (None if
     not reached by ``max_batch``)."""
     check_positive_int("max_batch", max_batch)
     for batch in range(1, max_batch + 1):
-        step = decode_step_bytes(arch, context, batch, weight_dtype=weight_dtype,
-                                 cache_dtype=cache_dtype, state_dtype=state_dtype)
+        step = decode_step_bytes(
+            arch,
+            context,
+            batch,
+            weight_dtype=weight_dtype,
+            cache_dtype=cache_dtype,
+            state_dtype=state_dtype,
+        )
         if step.bound == "cache-bound":
             return batch
     return None
 
 
-def attention_prefill_flops(context: int, n_heads: int, qk_dim: int, v_dim: int) -> int:
+def attention_prefill_flops(
+    context: int, n_heads: int, qk_dim: int, v_dim: int
+) -> int:
     """FLOPs of causal softmax attention over a prompt of T tokens, one layer (projections not
     counted): 2 · H · (d_qk + d_v) · T (T + 1) / 2 — every query against every earlier key."""
-    for name, value in (("context", context), ("n_heads", n_heads), ("qk_dim", qk_dim),
-                        ("v_dim", v_dim)):
+    for name, value in (
+        ("context", context),
+        ("n_heads", n_heads),
+        ("qk_dim", qk_dim),
+        ("v_dim", v_dim),
+    ):
         check_positive_int(name, value)
     return n_heads * (qk_dim + v_dim) * context * (context + 1)
 
 
-def chunkwise_prefill_flops(context: int, n_heads: int, key_dim: int, value_dim: int,
-                            chunk: int = 64) -> int:
+def chunkwise_prefill_flops(
+    context: int, n_heads: int, key_dim: int, value_dim: int, chunk: int = 64
+) -> int:
     """FLOPs of a chunkwise linear-attention/delta-rule prefill, one layer (projections not
     counted): per token 2 · H · (C · (d_k + d_v) + 2 · d_k · d_v) — attention inside its chunk of
     C tokens, reading and updating the d_k × d_v state. Linear in T."""
-    for name, value in (("context", context), ("n_heads", n_heads), ("key_dim", key_dim),
-                        ("value_dim", value_dim), ("chunk", chunk)):
+    for name, value in (
+        ("context", context),
+        ("n_heads", n_heads),
+        ("key_dim", key_dim),
+        ("value_dim", value_dim),
+        ("chunk", chunk),
+    ):
         check_positive_int(name, value)
-    return 2 * n_heads * context * (chunk * (key_dim + value_dim) + 2 * key_dim * value_dim)
+    return (
+        2
+        * n_heads
+        * context
+        * (chunk * (key_dim + value_dim) + 2 * key_dim * value_dim)
+    )
 
 
 @dataclass(frozen=True)
@@ -274,31 +379,54 @@ class WhatIf:
     step: StepBytes
 
     def __str__(self) -> str:
-        fits = "fits" if self.need.total <= self.memory_bytes else "does NOT fit"
-        longest = "no limit" if self.max_context < 0 else f"{self.max_context:,} tokens"
-        return "\n".join([
-            f"{self.name}: {self.batch} x {self.context:,} tokens in "
-            f"{format_bytes(self.memory_bytes)}: {fits}",
-            f"  weights {format_bytes(self.need.weights)}, caches {format_bytes(self.need.cache)}"
-            f", states {format_bytes(self.need.state)}, conv {format_bytes(self.need.conv)}",
-            f"  largest batch at {self.context:,} tokens: {self.max_batch}",
-            f"  longest context at batch {self.batch}: {longest}",
-            f"  one decode step reads {format_bytes(self.step.total)} "
-            f"(weights {format_bytes(self.step.weights)}, {self.step.bound})",
-        ])
+        fits = (
+            "fits" if self.need.total <= self.memory_bytes else "does NOT fit"
+        )
+        longest = (
+            "no limit"
+            if self.max_context < 0
+            else f"{self.max_context:,} tokens"
+        )
+        return "\n".join(
+            [
+                f"{self.name}: {self.batch} x {self.context:,} tokens in "
+                f"{format_bytes(self.memory_bytes)}: {fits}",
+                f"  weights {format_bytes(self.need.weights)}, "
+                f"caches {format_bytes(self.need.cache)},",
+                f"  states {format_bytes(self.need.state)}, "
+                f"conv {format_bytes(self.need.conv)}",
+                f"  largest batch at {self.context:,} tokens: {self.max_batch}",
+                f"  longest context at batch {self.batch}: {longest}",
+                f"  one decode step reads {format_bytes(self.step.total)}",
+                f"  (weights {format_bytes(self.step.weights)}, "
+                f"{self.step.bound})",
+            ]
+        )
 
 
-def what_if(arch: Architecture, context: int, batch: int, memory_bytes: int, *,
-            weight_dtype: str | None = None, cache_dtype: str = "bf16",
-            state_dtype: str = "fp32") -> WhatIf:
+def what_if(
+    arch: Architecture,
+    context: int,
+    batch: int,
+    memory_bytes: int,
+    *,
+    weight_dtype: str | None = None,
+    cache_dtype: str = "bf16",
+    state_dtype: str = "fp32",
+) -> WhatIf:
     """Everything the calculator answers for ``batch`` sequences of ``context`` tokens in
     ``memory_bytes``: the memory needed, the largest batch and context that fit, the bytes one
     decode step reads."""
-    dtypes = {"weight_dtype": weight_dtype, "cache_dtype": cache_dtype,
-              "state_dtype": state_dtype}
+    dtypes = {
+        "weight_dtype": weight_dtype,
+        "cache_dtype": cache_dtype,
+        "state_dtype": state_dtype,
+    }
     return WhatIf(
         name=arch.name if isinstance(arch, Architecture) else str(arch),
-        context=context, batch=batch, memory_bytes=memory_bytes,
+        context=context,
+        batch=batch,
+        memory_bytes=memory_bytes,
         need=memory_needed(arch, context, batch, **dtypes),
         max_batch=largest_batch(arch, context, memory_bytes, **dtypes),
         max_context=largest_context(arch, batch, memory_bytes, **dtypes),

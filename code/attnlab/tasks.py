@@ -25,7 +25,11 @@ from typing import Literal
 import torch
 
 from ._checks import check_choice, check_positive_int, check_tensor
-from .delta import delta_rule_chunk, delta_rule_recurrent, gated_delta_rule_chunk
+from .delta import (
+    delta_rule_chunk,
+    delta_rule_recurrent,
+    gated_delta_rule_chunk,
+)
 from .gated import check_gate, gla_chunk
 from .linear import linear_attention_recurrent
 
@@ -35,15 +39,23 @@ IGNORE = -100
 
 def _check_generator(generator: object) -> torch.Generator:
     if not isinstance(generator, torch.Generator):
-        raise ValueError(f"generator: expected a torch.Generator, got {type(generator).__name__}")
+        raise ValueError(
+            f"generator: expected a torch.Generator, got {type(generator).__name__}"
+        )
     return generator
 
 
 def _sample_distinct(
-    batch_size: int, count: int, low: int, high: int, generator: torch.Generator
+    batch_size: int,
+    count: int,
+    low: int,
+    high: int,
+    generator: torch.Generator,
 ) -> torch.Tensor:
     """``count`` distinct integers from ``[low, high)`` for each row: ``[batch_size, count]``."""
-    order = torch.rand(batch_size, high - low, generator=generator).argsort(dim=1)
+    order = torch.rand(batch_size, high - low, generator=generator).argsort(
+        dim=1
+    )
     return order[:, :count] + low
 
 
@@ -58,38 +70,59 @@ def mqar_value_range(vocab_size: int) -> tuple[int, int]:
 
 
 def mqar_batch(
-    batch_size: int, n_pairs: int, *, vocab_size: int = 128, generator: torch.Generator
+    batch_size: int,
+    n_pairs: int,
+    *,
+    vocab_size: int = 128,
+    generator: torch.Generator,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """A batch of MQAR sequences in the compact layout (see the module docstring).
+    """A batch of MQAR sequences in the compact layout (see the module
+    docstring).
 
-    Returns ``(input_ids, targets)``, both ``int64 [batch_size, 4 * n_pairs]``. ``targets[b, t]``
-    is ``input_ids[b, t + 1]`` (the paired value) at the ``n_pairs`` query positions
-    ``t = 2N, 2N + 2, …, 4N − 2`` and ``IGNORE`` everywhere else. Every key appears once in the
-    context and once as a query, in an independent random order.
+    Returns ``(input_ids, targets)``, both
+    ``int64 [batch_size, 4 * n_pairs]``. ``targets[b, t]`` is
+    ``input_ids[b, t + 1]`` (the paired value) at the ``n_pairs`` query
+    positions ``t = 2N, 2N + 2, …, 4N − 2`` and ``IGNORE`` everywhere else.
+    Every key appears once in the context and once as a query, in an
+    independent random order.
     """
     check_positive_int("batch_size", batch_size)
     check_positive_int("n_pairs", n_pairs)
     check_positive_int("vocab_size", vocab_size)
     if vocab_size < 4:
-        raise ValueError(f"vocab_size: expected at least 4 (keys and values), got {vocab_size}")
+        raise ValueError(
+            "vocab_size: expected at least 4 (keys and values), "
+            f"got {vocab_size}"
+        )
     key_low, key_high = mqar_key_range(vocab_size)
     value_low, value_high = mqar_value_range(vocab_size)
     n_keys = min(key_high - key_low, value_high - value_low)
     if n_pairs > n_keys:
         raise ValueError(
-            f"n_pairs: expected at most {n_keys} distinct keys for vocab_size={vocab_size}, "
-            f"got {n_pairs}"
+            f"n_pairs: expected at most {n_keys} distinct keys "
+            f"for vocab_size={vocab_size}, got {n_pairs}"
         )
     generator = _check_generator(generator)
 
-    keys = _sample_distinct(batch_size, n_pairs, key_low, key_high, generator)  # [B, N]
-    values = _sample_distinct(batch_size, n_pairs, value_low, value_high, generator)  # [B, N]
-    order = torch.rand(batch_size, n_pairs, generator=generator).argsort(dim=1)  # [B, N]
+    # [B, N]
+    keys = _sample_distinct(batch_size, n_pairs, key_low, key_high, generator)
+    # [B, N]
+    values = _sample_distinct(
+        batch_size, n_pairs, value_low, value_high, generator
+    )
+    # [B, N]
+    order = torch.rand(batch_size, n_pairs, generator=generator).argsort(
+        dim=1
+    )
     query_keys = keys.gather(1, order)
     query_values = values.gather(1, order)
 
-    context = torch.stack([keys, values], dim=2).reshape(batch_size, 2 * n_pairs)
-    queries = torch.stack([query_keys, query_values], dim=2).reshape(batch_size, 2 * n_pairs)
+    context = torch.stack([keys, values], dim=2).reshape(
+        batch_size, 2 * n_pairs
+    )
+    queries = torch.stack([query_keys, query_values], dim=2).reshape(
+        batch_size, 2 * n_pairs
+    )
     input_ids = torch.cat([context, queries], dim=1)  # [B, 4N]
 
     targets = torch.full_like(input_ids, IGNORE)
@@ -106,11 +139,17 @@ def mqar_eval_set(
     scored on one shared set. Shapes ``[n_sequences, 4 * n_pairs]``.
     """
     generator = torch.Generator().manual_seed(seed)
-    return mqar_batch(n_sequences, n_pairs, vocab_size=vocab_size, generator=generator)
+    return mqar_batch(
+        n_sequences, n_pairs, vocab_size=vocab_size, generator=generator
+    )
 
 
 def copy_batch(
-    batch_size: int, length: int, *, vocab_size: int = 16, generator: torch.Generator
+    batch_size: int,
+    length: int,
+    *,
+    vocab_size: int = 16,
+    generator: torch.Generator,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """A batch of the copy task: ``x1 … xL  0  x1 … xL`` (token 0 is the separator).
 
@@ -123,10 +162,14 @@ def copy_batch(
     check_positive_int("length", length)
     check_positive_int("vocab_size", vocab_size)
     if vocab_size < 2:
-        raise ValueError(f"vocab_size: expected at least 2 (separator, tokens), got {vocab_size}")
+        raise ValueError(
+            f"vocab_size: expected at least 2 (separator, tokens), got {vocab_size}"
+        )
     generator = _check_generator(generator)
 
-    tokens = torch.randint(1, vocab_size, (batch_size, length), generator=generator)
+    tokens = torch.randint(
+        1, vocab_size, (batch_size, length), generator=generator
+    )
     separator = torch.zeros(batch_size, 1, dtype=torch.long)
     input_ids = torch.cat([tokens, separator, tokens], dim=1)  # [B, 2L+1]
 
@@ -158,7 +201,9 @@ def associative_pairs(
     gaussian = torch.randn(n_pairs, dim, generator=generator, dtype=dtype)
     if orthogonal:
         q, r = torch.linalg.qr(gaussian.T)  # q [dim, N], orthonormal columns
-        keys = (q * torch.sign(torch.diagonal(r))).T  # sign fix: a uniformly random frame
+        keys = (
+            q * torch.sign(torch.diagonal(r))
+        ).T  # sign fix: a uniformly random frame
     else:
         keys = gaussian / gaussian.norm(dim=1, keepdim=True)
     values = torch.randn(n_pairs, dim, generator=generator, dtype=dtype)
@@ -166,22 +211,35 @@ def associative_pairs(
 
 
 def write_state(
-    keys: torch.Tensor, values: torch.Tensor, *, write: Literal["add", "delta"], beta: float = 1.0
+    keys: torch.Tensor,
+    values: torch.Tensor,
+    *,
+    write: Literal["add", "delta"],
+    beta: float = 1.0,
 ) -> torch.Tensor:
-    """Write the pairs in order into a state ``S [dim, dim]`` starting from ``S = 0``.
+    """Write the pairs in order into a state ``S [dim, dim]`` starting from
+    ``S = 0``.
 
-    ``add``:   S ← S + k vᵀ                  (linear attention; S = Σ k_i v_iᵀ)
-    ``delta``: S ← S + β k (v − Sᵀ k)ᵀ        (the delta rule)
+    ``add``:   S ← S + k vᵀ              (linear attention; S = Σ k_i v_iᵀ)
+    ``delta``: S ← S + β k (v − Sᵀ k)ᵀ    (the delta rule)
 
     Uses the course's recurrent kernels with one batch and one head.
     """
     check_choice("write", write, ("add", "delta"))
-    q, k, v = (t[None, None] for t in (keys, keys, values))  # [1, 1, N, dim]; q is not used
+    # [1, 1, N, dim]; q is not used
+    q, k, v = (t[None, None] for t in (keys, keys, values))
     if write == "add":
-        _, state = linear_attention_recurrent(q, k, v, output_final_state=True)
+        _, state = linear_attention_recurrent(
+            q, k, v, output_final_state=True
+        )
     else:
-        betas = torch.full(keys.shape[:1], float(beta), dtype=keys.dtype)[None, None]  # [1, 1, N]
-        _, state = delta_rule_recurrent(q, k, v, beta=betas, output_final_state=True)
+        # [1, 1, N]
+        betas = torch.full(keys.shape[:1], float(beta), dtype=keys.dtype)[
+            None, None
+        ]
+        _, state = delta_rule_recurrent(
+            q, k, v, beta=betas, output_final_state=True
+        )
     return state[0, 0]
 
 
@@ -193,12 +251,20 @@ def recall_error(
 ) -> float:
     """Mean relative error of reading every value back from the written state.
 
-    error = mean_i ‖Sᵀ k_i − v_i‖ / ‖v_i‖, with ``S = write_state(keys, values, write=…)``.
-    ``keys, values [N, dim]``. Zero means perfect recall; additive writes of non-orthogonal keys
-    leave crosstalk, the delta rule overwrites what a key already retrieves.
+    error = mean_i ‖Sᵀ k_i − v_i‖ / ‖v_i‖, with
+    ``S = write_state(keys, values, write=…)``. ``keys, values [N, dim]``.
+    Zero means perfect recall; additive writes of non-orthogonal keys leave
+    crosstalk, the delta rule overwrites what a key already retrieves.
     """
     sizes = check_tensor("keys", keys, ("N", "Dk"))
-    check_tensor("values", values, ("N", "Dv"), sizes, dtype=keys.dtype, device=keys.device)
+    check_tensor(
+        "values",
+        values,
+        ("N", "Dv"),
+        sizes,
+        dtype=keys.dtype,
+        device=keys.device,
+    )
     state = write_state(keys, values, write=write, beta=beta)
     read = keys @ state  # row i is (Sᵀ k_i)ᵀ: [N, Dv]
     return ((read - values).norm(dim=1) / values.norm(dim=1)).mean().item()
@@ -219,38 +285,59 @@ def recall_errors_by_pair(
     ``[B, H, N]`` (H = 1 when ``g`` is None); pair i's error includes its fading, 1 − Π α.
     """
     sizes = check_tensor("keys", keys, ("B", "N", "Dk"))
-    check_tensor("values", values, ("B", "N", "Dv"), sizes, dtype=keys.dtype, device=keys.device)
+    check_tensor(
+        "values",
+        values,
+        ("B", "N", "Dv"),
+        sizes,
+        dtype=keys.dtype,
+        device=keys.device,
+    )
     b, n = sizes["B"], sizes["N"]
     if g is None:
         g = keys.new_zeros(b, 1, n)
     elif not isinstance(g, torch.Tensor) or g.dim() not in (3, 4):
-        raise ValueError("g: expected None or a tensor [B, H, N] or [B, H, N, Dk], got "
-                         f"{tuple(g.shape) if isinstance(g, torch.Tensor) else type(g).__name__}")
+        raise ValueError(
+            "g: expected None or a tensor [B, H, N] or [B, H, N, Dk], got "
+            f"{tuple(g.shape) if isinstance(g, torch.Tensor) else type(g).__name__}"
+        )
     heads = g.shape[1]
     k = keys[:, None].expand(b, heads, n, sizes["Dk"])  # [B, H, N, Dk]
     v = values[:, None].expand(b, heads, n, sizes["Dv"])  # [B, H, N, Dv]
     check_gate(g, dict(B=b, H=heads, T=n, Dk=sizes["Dk"]), keys)
-    _, state = gla_chunk(k, k, v, g=g, scale=1.0, output_final_state=True)  # q is not used
+    # q is not used
+    _, state = gla_chunk(k, k, v, g=g, scale=1.0, output_final_state=True)
     read = k @ state  # row i is (S_Nᵀ k_i)ᵀ: [B, H, N, Dv]
     return (read - v).norm(dim=-1) / v.norm(dim=-1)
 
 
 def mean_recall_error(
-    n_pairs: int, dim: int, *, orthogonal: bool, n_trials: int = 16, seed: int = 0
+    n_pairs: int,
+    dim: int,
+    *,
+    orthogonal: bool,
+    n_trials: int = 16,
+    seed: int = 0,
 ) -> float:
     """``recall_error`` of additive writes, averaged over ``n_trials`` independent draws of
     ``associative_pairs(n_pairs, dim, orthogonal=…)`` (one generator seeded with ``seed``) and
     over the pairs: the mean of ‖Sᵀ k_i − v_i‖ / ‖v_i‖ with ``S = Σ k_i v_iᵀ``."""
     check_positive_int("n_trials", n_trials)
     generator = torch.Generator().manual_seed(seed)
-    draws = [associative_pairs(n_pairs, dim, orthogonal=orthogonal, generator=generator)
-             for _ in range(n_trials)]
+    draws = [
+        associative_pairs(
+            n_pairs, dim, orthogonal=orthogonal, generator=generator
+        )
+        for _ in range(n_trials)
+    ]
     keys = torch.stack([k for k, _ in draws])  # [n_trials, N, dim]
     values = torch.stack([v for _, v in draws])
     return recall_errors_by_pair(keys, values).mean().item()
 
 
-def expected_crosstalk(n_pairs: int, dim: int, *, alpha: float = 1.0) -> float:
+def expected_crosstalk(
+    n_pairs: int, dim: int, *, alpha: float = 1.0
+) -> float:
     """The predicted root-mean-square crosstalk, relative to ‖v‖, with random unit keys:
 
         Sᵀ k_j − v_j = Σ_{i≠j} (k_i·k_j) v_i,     E[(k_i·k_j)²] = 1/dim,   E‖v_i‖² = E‖v_j‖²
@@ -271,18 +358,25 @@ def expected_crosstalk(n_pairs: int, dim: int, *, alpha: float = 1.0) -> float:
     if alpha == 1.0:
         return ((n - 1) / d) ** 0.5
     log_a2 = 2 * math.log(alpha)
-    total = math.exp(log_a2) * math.expm1((n - 1) * log_a2) / math.expm1(log_a2)  # Σ α^(2a)
+    # Σ α^(2a)
+    total = (
+        math.exp(log_a2) * math.expm1((n - 1) * log_a2) / math.expm1(log_a2)
+    )
     return (total / d) ** 0.5
 
 
-def _check_number(name: str, value: object, low: float, high: float, low_open: bool = False):
+def _check_number(
+    name: str, value: object, low: float, high: float, low_open: bool = False
+):
     """A real number (not a bool) in [low, high] (or (low, high] with ``low_open``)."""
     ok = not isinstance(value, bool) and isinstance(value, int | float)
     if ok:
         ok = (low < value if low_open else low <= value) and value <= high
     if not ok:
         interval = f"{'(' if low_open else '['}{low:g}, {high:g}]"
-        raise ValueError(f"{name}: expected a number in {interval}, got {value!r}")
+        raise ValueError(
+            f"{name}: expected a number in {interval}, got {value!r}"
+        )
     return float(value)
 
 
@@ -300,11 +394,20 @@ def delta_recall_errors_by_pair(
     counterpart is :func:`recall_errors_by_pair`.
     """
     sizes = check_tensor("keys", keys, ("B", "N", "Dk"))
-    check_tensor("values", values, ("B", "N", "Dv"), sizes, dtype=keys.dtype, device=keys.device)
+    check_tensor(
+        "values",
+        values,
+        ("B", "N", "Dv"),
+        sizes,
+        dtype=keys.dtype,
+        device=keys.device,
+    )
     beta = _check_number("beta", beta, 0.0, 2.0)
     k, v = keys[:, None], values[:, None]  # one head: [B, 1, N, D]
     betas = keys.new_full((sizes["B"], 1, sizes["N"]), beta)
-    _, state = delta_rule_chunk(k, k, v, beta=betas, scale=1.0, output_final_state=True)
+    _, state = delta_rule_chunk(
+        k, k, v, beta=betas, scale=1.0, output_final_state=True
+    )
     read = k @ state  # row i is (S_Nᵀ k_i)ᵀ: [B, 1, N, Dv]
     return ((read - v).norm(dim=-1) / v.norm(dim=-1))[:, 0]
 
@@ -354,27 +457,48 @@ def document_switch_stream(
     key of the new document. Its keys are orthonormal so that additive writes of the new
     document have no crosstalk: what can go wrong is the old document and the overwrites.
     """
-    for name, value in [("n_old", n_old), ("n_new", n_new), ("dim", dim),
-                        ("n_sequences", n_sequences)]:
+    for name, value in [
+        ("n_old", n_old),
+        ("n_new", n_new),
+        ("dim", dim),
+        ("n_sequences", n_sequences),
+    ]:
         check_positive_int(name, value)
     if n_new > dim:
-        raise ValueError(f"n_new: at most dim={dim} keys can be orthonormal, got {n_new}")
-    if isinstance(n_overwrite, bool) or not isinstance(n_overwrite, int) or not (
-            0 <= n_overwrite <= n_new):
-        raise ValueError(f"n_overwrite: expected an integer in [0, n_new={n_new}], "
-                         f"got {n_overwrite!r}")
+        raise ValueError(
+            f"n_new: at most dim={dim} keys can be orthonormal, got {n_new}"
+        )
+    if (
+        isinstance(n_overwrite, bool)
+        or not isinstance(n_overwrite, int)
+        or not (0 <= n_overwrite <= n_new)
+    ):
+        raise ValueError(
+            f"n_overwrite: expected an integer in [0, n_new={n_new}], "
+            f"got {n_overwrite!r}"
+        )
     generator = _check_generator(generator)
     s = n_sequences
     old_keys = torch.randn(s, n_old, dim, generator=generator, dtype=dtype)
     old_keys = old_keys / old_keys.norm(dim=-1, keepdim=True)
     old_values = torch.randn(s, n_old, dim, generator=generator, dtype=dtype)
-    frame, _ = torch.linalg.qr(torch.randn(s, dim, dim, generator=generator, dtype=dtype))
-    new_keys = frame[..., :n_new].transpose(-1, -2)  # [S, n_new, dim], orthonormal rows
+    frame, _ = torch.linalg.qr(
+        torch.randn(s, dim, dim, generator=generator, dtype=dtype)
+    )
+    # [S, n_new, dim], orthonormal rows
+    new_keys = frame[..., :n_new].transpose(-1, -2)
     new_values = torch.randn(s, n_new, dim, generator=generator, dtype=dtype)
-    later_values = torch.randn(s, n_overwrite, dim, generator=generator, dtype=dtype)
-    noise = torch.randn(s, n_new, dim, generator=generator, dtype=dtype) / dim**0.5
+    later_values = torch.randn(
+        s, n_overwrite, dim, generator=generator, dtype=dtype
+    )
+    noise = (
+        torch.randn(s, n_new, dim, generator=generator, dtype=dtype)
+        / dim**0.5
+    )
     return SwitchStream(
-        keys=torch.cat([old_keys, new_keys, new_keys[:, :n_overwrite]], dim=1),
+        keys=torch.cat(
+            [old_keys, new_keys, new_keys[:, :n_overwrite]], dim=1
+        ),
         values=torch.cat([old_values, new_values, later_values], dim=1),
         boundary=n_old,
         query_keys=new_keys,
@@ -406,12 +530,15 @@ def switch_stream_state(
     Computed with ``gla_chunk``, ``delta_rule_chunk`` and ``gated_delta_rule_chunk``.
     """
     check_choice("mixer", mixer, SWITCH_MIXERS)
-    alpha_boundary = _check_number("alpha_boundary", alpha_boundary, 0.0, 1.0, low_open=True)
+    alpha_boundary = _check_number(
+        "alpha_boundary", alpha_boundary, 0.0, 1.0, low_open=True
+    )
     alpha = _check_number("alpha", alpha, 0.0, 1.0, low_open=True)
     beta = _check_number("beta", beta, 0.0, 2.0)
     if mixer == "latest_only":
         return stream.query_keys.transpose(-1, -2) @ stream.targets
-    k, v = stream.keys[:, None], stream.values[:, None]  # one head: [S, 1, T, dim]
+    # one head: [S, 1, T, dim]
+    k, v = (stream.keys[:, None], stream.values[:, None])
     s, _, t, _ = k.shape
     g = k.new_full((s, 1, t), math.log(alpha))
     g[:, :, stream.boundary] = math.log(alpha_boundary)
@@ -419,10 +546,13 @@ def switch_stream_state(
     if mixer == "gla":
         _, state = gla_chunk(k, k, v, g=g, scale=1.0, output_final_state=True)
     elif mixer == "deltanet":
-        _, state = delta_rule_chunk(k, k, v, beta=betas, scale=1.0, output_final_state=True)
+        _, state = delta_rule_chunk(
+            k, k, v, beta=betas, scale=1.0, output_final_state=True
+        )
     else:
-        _, state = gated_delta_rule_chunk(k, k, v, g=g, beta=betas, scale=1.0,
-                                          output_final_state=True)
+        _, state = gated_delta_rule_chunk(
+            k, k, v, g=g, beta=betas, scale=1.0, output_final_state=True
+        )
     return state[:, 0]
 
 
@@ -439,13 +569,23 @@ def latest_value_errors(
     exactly; 0 means exact queries). Returns (mean error over the overwritten keys, mean error
     over the unchanged keys), each averaged over the S sequences; NaN for an empty group.
     """
-    sizes = check_tensor("stream.query_keys", stream.query_keys, ("S", "N", "Dk"))
+    sizes = check_tensor(
+        "stream.query_keys", stream.query_keys, ("S", "N", "Dk")
+    )
     check_tensor("stream.targets", stream.targets, ("S", "N", "Dv"), sizes)
-    check_tensor("state", state, ("S", "Dk", "Dv"), sizes, dtype=stream.query_keys.dtype,
-                 device=stream.query_keys.device)
+    check_tensor(
+        "state",
+        state,
+        ("S", "Dk", "Dv"),
+        sizes,
+        dtype=stream.query_keys.dtype,
+        device=stream.query_keys.device,
+    )
     query_noise = _check_number("query_noise", query_noise, 0.0, math.inf)
     queries = stream.query_keys + query_noise * stream.query_noise
     read = queries @ state  # row j is (Sᵀ q_j)ᵀ: [S, n_new, Dv]
-    errors = (read - stream.targets).norm(dim=-1) / stream.targets.norm(dim=-1)
+    errors = (read - stream.targets).norm(dim=-1) / stream.targets.norm(
+        dim=-1
+    )
     n = stream.n_overwrite
     return errors[:, :n].mean().item(), errors[:, n:].mean().item()

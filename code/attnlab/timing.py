@@ -24,14 +24,22 @@ import torch.nn.functional as F
 from ._checks import check_choice, check_positive_int
 from .costs import DELTA_FORMS, LINEAR_FORMS
 from .delta import delta_rule_chunk, delta_rule_recurrent
-from .linear import linear_attention_chunk, linear_attention_parallel, linear_attention_recurrent
+from .linear import (
+    linear_attention_chunk,
+    linear_attention_parallel,
+    linear_attention_recurrent,
+)
 
 
-def _timed_calls(fn: Callable[[], object], repeats: int, warmup: bool) -> list[float]:
+def _timed_calls(
+    fn: Callable[[], object], repeats: int, warmup: bool
+) -> list[float]:
     """Seconds of each of ``repeats`` calls of ``fn()`` under ``torch.no_grad()``, after one
     untimed call when ``warmup``."""
     if not callable(fn):
-        raise ValueError(f"fn: expected a callable taking no arguments, got {type(fn).__name__}")
+        raise ValueError(
+            f"fn: expected a callable taking no arguments, got {type(fn).__name__}"
+        )
     check_positive_int("repeats", repeats)
     if not isinstance(warmup, bool):
         raise ValueError(f"warmup: expected True or False, got {warmup!r}")
@@ -46,7 +54,9 @@ def _timed_calls(fn: Callable[[], object], repeats: int, warmup: bool) -> list[f
     return seconds
 
 
-def best_seconds(fn: Callable[[], object], *, repeats: int, warmup: bool = True) -> float:
+def best_seconds(
+    fn: Callable[[], object], *, repeats: int, warmup: bool = True
+) -> float:
     """Fastest wall-clock seconds of ``repeats`` calls of ``fn()`` under ``torch.no_grad()``.
 
     When ``warmup`` is true, ``fn`` is first called once untimed (so it is called
@@ -56,7 +66,9 @@ def best_seconds(fn: Callable[[], object], *, repeats: int, warmup: bool = True)
     return min(_timed_calls(fn, repeats, warmup))
 
 
-def median_seconds(fn: Callable[[], object], *, repeats: int, warmup: bool = True) -> float:
+def median_seconds(
+    fn: Callable[[], object], *, repeats: int, warmup: bool = True
+) -> float:
     """Median wall-clock seconds of ``repeats`` calls of ``fn()`` under ``torch.no_grad()``.
 
     Same arguments and checks as ``best_seconds``; an even ``repeats`` gives the mean of the two
@@ -65,7 +77,9 @@ def median_seconds(fn: Callable[[], object], *, repeats: int, warmup: bool = Tru
     return statistics.median(_timed_calls(fn, repeats, warmup))
 
 
-def _check_kernel_timing(form: str, forms: tuple[str, ...], **sizes: int) -> None:
+def _check_kernel_timing(
+    form: str, forms: tuple[str, ...], **sizes: int
+) -> None:
     check_choice("form", form, forms)
     for name, value in sizes.items():
         check_positive_int(name, value)
@@ -88,14 +102,28 @@ def time_linear_attention(
     Returns ``best_seconds`` of ``repeats`` runs (after one warm-up run when ``warmup``).
     ``chunk_size`` is used by the chunkwise form only.
     """
-    _check_kernel_timing(form, LINEAR_FORMS, length=length, n_heads=n_heads, head_dim=head_dim,
-                         chunk_size=chunk_size)
+    _check_kernel_timing(
+        form,
+        LINEAR_FORMS,
+        length=length,
+        n_heads=n_heads,
+        head_dim=head_dim,
+        chunk_size=chunk_size,
+    )
     g = torch.Generator().manual_seed(seed)
-    q, k, v = (torch.randn(1, n_heads, length, head_dim, generator=g) for _ in range(3))
-    kernel = {"parallel": linear_attention_parallel, "recurrent": linear_attention_recurrent,
-              "chunk": linear_attention_chunk}[form]
+    q, k, v = (
+        torch.randn(1, n_heads, length, head_dim, generator=g)
+        for _ in range(3)
+    )
+    kernel = {
+        "parallel": linear_attention_parallel,
+        "recurrent": linear_attention_recurrent,
+        "chunk": linear_attention_chunk,
+    }[form]
     kwargs = {"chunk_size": chunk_size} if form == "chunk" else {}
-    return best_seconds(lambda: kernel(q, k, v, **kwargs), repeats=repeats, warmup=warmup)
+    return best_seconds(
+        lambda: kernel(q, k, v, **kwargs), repeats=repeats, warmup=warmup
+    )
 
 
 def time_delta_rule(
@@ -115,16 +143,28 @@ def time_delta_rule(
     Returns ``best_seconds`` of ``repeats`` runs (after one warm-up run when ``warmup``).
     ``chunk_size`` is used by the chunkwise form only.
     """
-    _check_kernel_timing(form, DELTA_FORMS, length=length, n_heads=n_heads, head_dim=head_dim,
-                         chunk_size=chunk_size)
+    _check_kernel_timing(
+        form,
+        DELTA_FORMS,
+        length=length,
+        n_heads=n_heads,
+        head_dim=head_dim,
+        chunk_size=chunk_size,
+    )
     gen = torch.Generator().manual_seed(seed)
-    q, k, v = (torch.randn(1, n_heads, length, head_dim, generator=gen) for _ in range(3))
+    q, k, v = (
+        torch.randn(1, n_heads, length, head_dim, generator=gen)
+        for _ in range(3)
+    )
     k = F.normalize(k, dim=-1)
     beta = torch.rand(1, n_heads, length, generator=gen)
     if form == "chunk":
+
         def run():
             return delta_rule_chunk(q, k, v, beta=beta, chunk_size=chunk_size)
     else:
+
         def run():
             return delta_rule_recurrent(q, k, v, beta=beta)
+
     return best_seconds(run, repeats=repeats, warmup=warmup)

@@ -30,8 +30,19 @@ from tqdm.auto import tqdm
 from ._checks import check_choice, check_positive_int
 from ._mode import widget_mode
 from .attention import softmax_attention
-from .blocks import ConvQKV, HeadRMSNorm, ShortConvolution, SwiGLU, merge_heads
-from .layers import DeltaNetLayer, GatedDeltaNetLayer, KDALayer, LinearAttentionLayer
+from .blocks import (
+    ConvQKV,
+    HeadRMSNorm,
+    ShortConvolution,
+    SwiGLU,
+    merge_heads,
+)
+from .layers import (
+    DeltaNetLayer,
+    GatedDeltaNetLayer,
+    KDALayer,
+    LinearAttentionLayer,
+)
 from .tasks import IGNORE, mqar_batch, mqar_eval_set
 
 RECALL_MIXERS = ("attn", "kda", "gdn", "deltanet", "linear")
@@ -59,7 +70,9 @@ class ConvSoftmaxAttention(nn.Module):
     x ``[B, T, d_model]`` -> ``(y [B, T, d_model], None)``: it keeps no decoding cache.
     """
 
-    def __init__(self, d_model: int, n_heads: int, head_dim: int, conv_size: int = 4) -> None:
+    def __init__(
+        self, d_model: int, n_heads: int, head_dim: int, conv_size: int = 4
+    ) -> None:
         super().__init__()
         self.qkv = ConvQKV(d_model, n_heads, head_dim, conv_size)
         self.out = nn.Linear(n_heads * head_dim, d_model, bias=False)
@@ -75,7 +88,9 @@ RECALL_DECAY = 0.999
 
 
 @torch.no_grad()
-def init_decay_near_one_(layer: nn.Module, alpha: float = RECALL_DECAY) -> None:
+def init_decay_near_one_(
+    layer: nn.Module, alpha: float = RECALL_DECAY
+) -> None:
     """Start every channel of a GDN or KDA layer at the decay ``alpha`` (for zero input).
 
     Their gate is g = −exp(A_log) · softplus(W x + dt_bias); with A_log = 0 and
@@ -87,23 +102,36 @@ def init_decay_near_one_(layer: nn.Module, alpha: float = RECALL_DECAY) -> None:
     layer.dt_bias.fill_(math.log(math.expm1(dt)))
 
 
-def make_recall_mixer(kind: str, d_model: int, n_heads: int, head_dim: int) -> nn.Module:
-    """The mixer of one layer of the recall toy; ``kind`` is one of ``RECALL_MIXERS``.
+def make_recall_mixer(
+    kind: str, d_model: int, n_heads: int, head_dim: int
+) -> nn.Module:
+    """The mixer of one layer of the recall toy; ``kind`` is one of
+    ``RECALL_MIXERS``.
 
-    Options chosen for recall: every mixer has a short convolution of width 4; linear attention
-    uses the elu+1 feature map with its normaliser; the gated layers start with decay
-    ``RECALL_DECAY`` (``init_decay_near_one_``); output norms use ``RECALL_NORM_EPS``.
+    Options chosen for recall: every mixer has a short convolution of width 4;
+    linear attention uses the elu+1 feature map with its normaliser; the gated
+    layers start with decay ``RECALL_DECAY`` (``init_decay_near_one_``);
+    output norms use ``RECALL_NORM_EPS``.
     """
     check_choice("kind", kind, RECALL_MIXERS)
     if kind == "attn":
         return ConvSoftmaxAttention(d_model, n_heads, head_dim)
     if kind == "linear":
-        return LinearAttentionLayer(d_model, n_heads, head_dim, feature_map="elu+1",
-                                    normalize=True, norm_eps=RECALL_NORM_EPS)
+        return LinearAttentionLayer(
+            d_model,
+            n_heads,
+            head_dim,
+            feature_map="elu+1",
+            normalize=True,
+            norm_eps=RECALL_NORM_EPS,
+        )
     if kind == "deltanet":
-        return DeltaNetLayer(d_model, n_heads, head_dim, norm_eps=RECALL_NORM_EPS)
-    layer = {"kda": KDALayer, "gdn": GatedDeltaNetLayer}[kind](d_model, n_heads, head_dim,
-                                                              norm_eps=RECALL_NORM_EPS)
+        return DeltaNetLayer(
+            d_model, n_heads, head_dim, norm_eps=RECALL_NORM_EPS
+        )
+    layer = {"kda": KDALayer, "gdn": GatedDeltaNetLayer}[kind](
+        d_model, n_heads, head_dim, norm_eps=RECALL_NORM_EPS
+    )
     init_decay_near_one_(layer)
     return layer
 
@@ -111,7 +139,9 @@ def make_recall_mixer(kind: str, d_model: int, n_heads: int, head_dim: int) -> n
 class RecallBlock(nn.Module):
     """x ← x + Mixer(RMSNorm(x));  x ← x + SwiGLU(RMSNorm(x)).  Shapes ``[B, T, d_model]``."""
 
-    def __init__(self, mixer: nn.Module, d_model: int, mlp_hidden: int) -> None:
+    def __init__(
+        self, mixer: nn.Module, d_model: int, mlp_hidden: int
+    ) -> None:
         super().__init__()
         self.mixer_norm = HeadRMSNorm(d_model)
         self.mixer = mixer
@@ -146,19 +176,29 @@ class RecallModel(nn.Module):
         check_positive_int("vocab_size", vocab_size)
         check_positive_int("d_model", d_model)
         check_positive_int("n_heads", n_heads)
-        head_dim = check_positive_int("head_dim", d_model // n_heads if head_dim is None
-                                      else head_dim)
-        mlp_hidden = check_positive_int("mlp_hidden", 2 * d_model if mlp_hidden is None
-                                        else mlp_hidden)
+        head_dim = check_positive_int(
+            "head_dim", d_model // n_heads if head_dim is None else head_dim
+        )
+        mlp_hidden = check_positive_int(
+            "mlp_hidden", 2 * d_model if mlp_hidden is None else mlp_hidden
+        )
         if isinstance(pattern, str) or not pattern:
-            raise ValueError(f"pattern: expected a non-empty sequence of mixer kinds, "
-                             f"got {pattern!r}")
-        self.pattern = tuple(check_choice(f"pattern[{i}]", kind, RECALL_MIXERS)
-                             for i, kind in enumerate(pattern))
+            raise ValueError(
+                f"pattern: expected a non-empty sequence of mixer kinds, "
+                f"got {pattern!r}"
+            )
+        self.pattern = tuple(
+            check_choice(f"pattern[{i}]", kind, RECALL_MIXERS)
+            for i, kind in enumerate(pattern)
+        )
         self.embed = nn.Embedding(vocab_size, d_model)
         nn.init.normal_(self.embed.weight, std=0.02)
         self.blocks = nn.ModuleList(
-            RecallBlock(make_recall_mixer(kind, d_model, n_heads, head_dim), d_model, mlp_hidden)
+            RecallBlock(
+                make_recall_mixer(kind, d_model, n_heads, head_dim),
+                d_model,
+                mlp_hidden,
+            )
             for kind in self.pattern
         )
         self.norm = HeadRMSNorm(d_model)
@@ -183,21 +223,29 @@ def masked_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
 
     logits ``[B, L, V]``, targets ``[B, L]`` -> a scalar.
     """
-    return F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=IGNORE)
+    return F.cross_entropy(
+        logits.flatten(0, 1), targets.flatten(), ignore_index=IGNORE
+    )
 
 
 @torch.no_grad()
-def accuracy(model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor) -> float:
+def accuracy(
+    model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor
+) -> float:
     """Fraction of scored positions (``targets != IGNORE``) where argmax(logits) is the target.
 
     For MQAR these are exactly the query positions. inputs, targets ``[B, L]``.
     """
     if inputs.shape != targets.shape:
-        raise ValueError(f"targets: expected the shape of inputs {tuple(inputs.shape)}, "
-                         f"got {tuple(targets.shape)}")
+        raise ValueError(
+            f"targets: expected the shape of inputs {tuple(inputs.shape)}, "
+            f"got {tuple(targets.shape)}"
+        )
     scored = targets != IGNORE
     if not scored.any():
-        raise ValueError("targets: no position is scored (every target is IGNORE)")
+        raise ValueError(
+            "targets: no position is scored (every target is IGNORE)"
+        )
     was_training = model.training
     model.eval()
     predictions = logits_of(model, inputs).argmax(dim=-1)
@@ -208,18 +256,26 @@ def accuracy(model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor) -> f
 def parameter_groups(model: nn.Module, weight_decay: float) -> list[dict]:
     """AdamW groups: weight decay on matrices; none on biases, norm gains, gates (all 1-D) or
     short-convolution filters."""
-    conv_params = {id(p) for m in model.modules() if isinstance(m, ShortConvolution | nn.Conv1d)
-                   for p in m.parameters()}
+    conv_params = {
+        id(p)
+        for m in model.modules()
+        if isinstance(m, ShortConvolution | nn.Conv1d)
+        for p in m.parameters()
+    }
     decay, no_decay = [], []
     for p in model.parameters():
         if not p.requires_grad:
             continue
         (no_decay if p.dim() < 2 or id(p) in conv_params else decay).append(p)
-    return [{"params": decay, "weight_decay": weight_decay},
-            {"params": no_decay, "weight_decay": 0.0}]
+    return [
+        {"params": decay, "weight_decay": weight_decay},
+        {"params": no_decay, "weight_decay": 0.0},
+    ]
 
 
-def warmup_cosine(step: int, total_steps: int, warmup_fraction: float = 0.1) -> float:
+def warmup_cosine(
+    step: int, total_steps: int, warmup_fraction: float = 0.1
+) -> float:
     """Learning-rate multiplier: linear warm-up over the first ``w = warmup_fraction · total``
     steps, then cosine decay to 0:  m(s) = (s+1)/w  for s < w,  ½(1 + cos(π (s−w)/(total−w))).
     """
@@ -298,13 +354,20 @@ def train(
     """
     check_positive_int("steps", steps)
     check_positive_int("eval_every", eval_every)
-    if (not isinstance(betas, tuple) or len(betas) != 2
-            or not all(isinstance(b, float) and 0.0 <= b < 1.0 for b in betas)):
-        raise ValueError(f"betas: expected a pair of floats in [0, 1), got {betas!r}")
+    if (
+        not isinstance(betas, tuple)
+        or len(betas) != 2
+        or not all(isinstance(b, float) and 0.0 <= b < 1.0 for b in betas)
+    ):
+        raise ValueError(
+            f"betas: expected a pair of floats in [0, 1), got {betas!r}"
+        )
     generator = torch.Generator().manual_seed(seed)
     if eval_set is None:
         eval_set = make_batch(torch.Generator().manual_seed(seed + 1))
-    optimizer = torch.optim.AdamW(parameter_groups(model, weight_decay), lr=lr, betas=betas)
+    optimizer = torch.optim.AdamW(
+        parameter_groups(model, weight_decay), lr=lr, betas=betas
+    )
     schedule = torch.optim.lr_scheduler.LambdaLR(
         optimizer, lambda s: warmup_cosine(s, steps, warmup_fraction)
     )
@@ -314,7 +377,9 @@ def train(
     model.train()
     if progress is None:
         progress = widget_mode() == "live"
-    with tqdm(total=steps, desc=description, disable=not progress, leave=False) as bar:
+    with tqdm(
+        total=steps, desc=description, disable=not progress, leave=False
+    ) as bar:
         for step in range(1, steps + 1):
             inputs, targets = make_batch(generator)
             loss = masked_loss(logits_of(model, inputs), targets)
@@ -334,7 +399,9 @@ def train(
                 history.loss.append(sum(losses) / len(losses))
                 history.accuracy.append(acc)
                 history.seconds.append(time.perf_counter() - start)
-                bar.set_postfix(loss=f"{history.loss[-1]:.3f}", acc=f"{acc:.3f}")
+                bar.set_postfix(
+                    loss=f"{history.loss[-1]:.3f}", acc=f"{acc:.3f}"
+                )
                 losses = []
                 if target_accuracy is not None and acc >= target_accuracy:
                     history.stopped_early = step < steps
@@ -355,40 +422,65 @@ def train_language_model(
     progress: bool | None = None,
     on_step: Callable[[int], None] | None = None,
 ) -> list[float]:
-    """Next-token training on one long stream of token ids; returns the loss of every step.
+    """Next-token training on one long stream of token ids; returns the loss
+    of every step.
 
-    Each step draws ``batch_size`` windows of ``seq_len + 1`` consecutive ids at random offsets
-    (generator seeded by ``seed``) and minimises the mean cross-entropy
+    Each step draws ``batch_size`` windows of ``seq_len + 1`` consecutive ids
+    at random offsets (generator seeded by ``seed``) and minimises the mean
+    cross-entropy
     L = −(1 / (B·L)) Σ_{b,t} log softmax(logits_{b,t})[x_{b,t+1}]
-    with :func:`train` (AdamW with betas 0.9, 0.95, the usual choice for language models; the
-    recall experiment keeps ``train``'s 0.98). Shapes: token_ids ``[N]`` (int64), model
-    ``[B, L] -> logits [B, L, V]`` (or a ``(logits, cache)`` pair, as ``HybridLM`` returns).
-    ``on_step`` is passed on to :func:`train`. The model is left in eval mode.
+    with :func:`train` (AdamW with betas 0.9, 0.95, the usual choice for
+    language models; the recall experiment keeps ``train``'s 0.98). Shapes:
+    token_ids ``[N]`` (int64), model ``[B, L] -> logits [B, L, V]`` (or a
+    ``(logits, cache)`` pair, as ``HybridLM`` returns). ``on_step`` is
+    passed on to :func:`train`. The model is left in eval mode.
     """
-    if not isinstance(token_ids, torch.Tensor) or token_ids.dim() != 1 or (
-            token_ids.dtype != torch.long):
-        raise ValueError("token_ids: expected a 1-D int64 tensor of token ids, got "
-                         f"{getattr(token_ids, 'dtype', type(token_ids).__name__)} "
-                         f"of shape {tuple(getattr(token_ids, 'shape', ()))}")
+    if (
+        not isinstance(token_ids, torch.Tensor)
+        or token_ids.dim() != 1
+        or (token_ids.dtype != torch.long)
+    ):
+        raise ValueError(
+            "token_ids: expected a 1-D int64 tensor of token ids, got "
+            f"{getattr(token_ids, 'dtype', type(token_ids).__name__)} "
+            f"of shape {tuple(getattr(token_ids, 'shape', ()))}"
+        )
     steps = check_positive_int("steps", steps)
     batch_size = check_positive_int("batch_size", batch_size)
     seq_len = check_positive_int("seq_len", seq_len)
     if token_ids.numel() < seq_len + 2:
-        raise ValueError(f"token_ids: expected at least seq_len + 2 = {seq_len + 2} ids, "
-                         f"got {token_ids.numel()}")
+        raise ValueError(
+            f"token_ids: expected at least seq_len + 2 = {seq_len + 2} ids, "
+            f"got {token_ids.numel()}"
+        )
     if not isinstance(lr, int | float) or isinstance(lr, bool) or lr <= 0:
         raise ValueError(f"lr: expected a number > 0, got {lr!r}")
     offsets = torch.arange(seq_len + 1)
 
     def windows(generator: torch.Generator) -> Batch:
-        starts = torch.randint(0, token_ids.numel() - seq_len, (batch_size, 1),
-                               generator=generator)
+        starts = torch.randint(
+            0,
+            token_ids.numel() - seq_len,
+            (batch_size, 1),
+            generator=generator,
+        )
         window = token_ids[starts + offsets]
         return window[:, :-1], window[:, 1:]
 
-    history = train(model, windows, steps=steps, lr=lr, eval_every=steps, target_accuracy=None,
-                    seed=seed, weight_decay=weight_decay, betas=(0.9, 0.95), progress=progress,
-                    description="training", on_step=on_step)
+    history = train(
+        model,
+        windows,
+        steps=steps,
+        lr=lr,
+        eval_every=steps,
+        target_accuracy=None,
+        seed=seed,
+        weight_decay=weight_decay,
+        betas=(0.9, 0.95),
+        progress=progress,
+        description="training",
+        on_step=on_step,
+    )
     model.eval()
     return history.step_losses
 
@@ -433,32 +525,59 @@ def run_recall_experiment(
     Row keys: ``mixer`` (label), ``pattern``, ``n_pairs``, ``seed``, ``accuracy``, ``steps``
     (steps run), ``seconds``, ``history`` (the ``TrainHistory``).
     """
-    patterns = [(m,) * n_layers if isinstance(m, str) else tuple(m) for m in mixers]
+    patterns = [
+        (m,) * n_layers if isinstance(m, str) else tuple(m) for m in mixers
+    ]
     previous_threads = torch.get_num_threads()
     if threads is not None:
         torch.set_num_threads(check_positive_int("threads", threads))
     rows = []
     try:
         for n_pairs in n_pairs_list:
-            eval_set = mqar_eval_set(eval_size, n_pairs, eval_seed, vocab_size=vocab_size)
+            eval_set = mqar_eval_set(
+                eval_size, n_pairs, eval_seed, vocab_size=vocab_size
+            )
 
             def make_batch(g: torch.Generator, n: int = n_pairs) -> Batch:
-                return mqar_batch(batch_size, n, vocab_size=vocab_size, generator=g)
+                return mqar_batch(
+                    batch_size, n, vocab_size=vocab_size, generator=g
+                )
 
             for pattern in patterns:
                 label = pattern_label(pattern)
                 for seed in seeds:
                     torch.manual_seed(seed)
-                    model = RecallModel(vocab_size, d_model, pattern, n_heads=n_heads,
-                                        head_dim=head_dim)
-                    history = train(model, make_batch, steps=steps, lr=lr, eval_set=eval_set,
-                                    eval_every=eval_every, target_accuracy=target_accuracy,
-                                    seed=seed, progress=progress,
-                                    description=f"{label} N={n_pairs} seed={seed}")
-                    rows.append({"mixer": label, "pattern": pattern, "n_pairs": n_pairs,
-                                 "seed": seed, "accuracy": history.final_accuracy,
-                                 "steps": history.steps_run, "seconds": history.total_seconds,
-                                 "history": history})
+                    model = RecallModel(
+                        vocab_size,
+                        d_model,
+                        pattern,
+                        n_heads=n_heads,
+                        head_dim=head_dim,
+                    )
+                    history = train(
+                        model,
+                        make_batch,
+                        steps=steps,
+                        lr=lr,
+                        eval_set=eval_set,
+                        eval_every=eval_every,
+                        target_accuracy=target_accuracy,
+                        seed=seed,
+                        progress=progress,
+                        description=f"{label} N={n_pairs} seed={seed}",
+                    )
+                    rows.append(
+                        {
+                            "mixer": label,
+                            "pattern": pattern,
+                            "n_pairs": n_pairs,
+                            "seed": seed,
+                            "accuracy": history.final_accuracy,
+                            "steps": history.steps_run,
+                            "seconds": history.total_seconds,
+                            "history": history,
+                        }
+                    )
     finally:
         torch.set_num_threads(previous_threads)
     return rows

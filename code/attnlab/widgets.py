@@ -46,7 +46,9 @@ MAX_FRAMES = 40
 
 #: Every panel alive in this process (its sliders keep it alive), by number: ``make bench``
 #: moves their sliders.
-_OPEN_PANELS: weakref.WeakValueDictionary[int, SliderPanel] = weakref.WeakValueDictionary()
+_OPEN_PANELS: weakref.WeakValueDictionary[int, SliderPanel] = (
+    weakref.WeakValueDictionary()
+)
 _PANEL_NUMBERS = itertools.count(1)
 
 
@@ -86,7 +88,9 @@ class Control:
     def __post_init__(self) -> None:
         self.values = list(self.values)
         if not self.values:
-            raise ValueError(f"controls[{self.name!r}]: expected at least one value, got none")
+            raise ValueError(
+                f"controls[{self.name!r}]: expected at least one value, got none"
+            )
         if self.default not in self.values:
             raise ValueError(
                 f"defaults[{self.name!r}]: expected one of {self.values}, got {self.default!r}"
@@ -119,7 +123,10 @@ class SliderPanel:
 
     def values_at(self, index: tuple[int, ...]) -> dict[str, Any]:
         """The keyword arguments of ``draw`` for one combination of slider positions."""
-        return {c.name: c.values[i] for c, i in zip(self.controls, index, strict=True)}
+        return {
+            c.name: c.values[i]
+            for c, i in zip(self.controls, index, strict=True)
+        }
 
     def current_index(self) -> tuple[int, ...]:
         """The slider positions now (the defaults, in static mode, where there are no sliders)."""
@@ -141,7 +148,9 @@ class SliderPanel:
     def remember_layout(self, layout: tuple[str, ...] | None) -> None:
         """After a frame was rendered: keep its axes positions for later frames of its shape."""
         if layout is not None and layout not in self.layouts:
-            self.layouts[layout] = [ax.get_position() for ax in self.figure.axes]
+            self.layouts[layout] = [
+                ax.get_position() for ax in self.figure.axes
+            ]
 
     def render(self, index: tuple[int, ...]) -> str:
         """Run ``draw`` for one combination and return the frame's HTML (image or message).
@@ -156,9 +165,13 @@ class SliderPanel:
             content = figure_html(self.figure, alt, density=self.density)
         except ValueError as error:
             content = _message_html(str(error))
-        except Exception as error:  # any other failure: a frame must never stay blank
-            content = _message_html(f"{type(error).__name__}: {error}",
-                                    heading="This frame could not be drawn:")
+        except (
+            Exception
+        ) as error:  # any other failure: a frame must never stay blank
+            content = _message_html(
+                f"{type(error).__name__}: {error}",
+                heading="This frame could not be drawn:",
+            )
         else:
             self.remember_layout(layout)
         seconds = time.perf_counter() - start
@@ -177,8 +190,14 @@ class SliderPanel:
             return None
         # the y labels and the widest y tick label set the left margin: frames that differ in
         # them get their own layout (else a longer label would be clipped)
-        key = tuple((ax.get_label() or type(ax).__name__, ax.get_ylabel(), _widest_ytick(ax))
-                    for ax in fig.axes)
+        key = tuple(
+            (
+                ax.get_label() or type(ax).__name__,
+                ax.get_ylabel(),
+                _widest_ytick(ax),
+            )
+            for ax in fig.axes
+        )
         if key in self.layouts:
             _remove_layout_engine(fig)
             for ax, position in zip(fig.axes, self.layouts[key], strict=True):
@@ -197,18 +216,29 @@ class SliderPanel:
     def _ipython_display_(self) -> None:
         from IPython.display import HTML, display
 
-        display(HTML(self.page_html) if self.mode == "static" else self.widget)
+        display(
+            HTML(self.page_html) if self.mode == "static" else self.widget
+        )
 
     def static_html(self) -> str:
         """Every frame rendered, as the plain-HTML panel of the website (no widgets)."""
-        controls = [(c.label, [c.fmt(v) for v in c.values], is_ordered(c.values))
-                    for c in self.controls]
+        controls = [
+            (c.label, [c.fmt(v) for v in c.values], is_ordered(c.values))
+            for c in self.controls
+        ]
         frames = {}
-        for index in itertools.product(*(range(len(c.values)) for c in self.controls)):
+        for index in itertools.product(
+            *(range(len(c.values)) for c in self.controls)
+        ):
             values = self.values_at(index)
             alt = self.alt(**values) if callable(self.alt) else self.alt
             frames[index] = (self.render(index), alt)
-        return panel_html(f"attnlab-panel-{self.number}", controls, frames, self.current_index())
+        return panel_html(
+            f"attnlab-panel-{self.number}",
+            controls,
+            frames,
+            self.current_index(),
+        )
 
 
 def slider_panel(
@@ -233,16 +263,24 @@ def slider_panel(
     defaults, labels, formats = defaults or {}, labels or {}, formats or {}
     for name in list(defaults) + list(labels) + list(formats):
         if name not in controls:
-            raise ValueError(f"{name!r}: not one of the controls {list(controls)}")
+            raise ValueError(
+                f"{name!r}: not one of the controls {list(controls)}"
+            )
     if not callable(alt) and not (isinstance(alt, str) and alt.strip()):
-        raise ValueError("alt: every panel needs alt text (or a function of the values giving it)")
+        raise ValueError(
+            "alt: every panel needs alt text (or a function of the values giving it)"
+        )
     mode = mode or widget_mode()
     if mode not in ("live", "static"):
         raise ValueError(f"mode: expected 'live' or 'static', got {mode!r}")
     parsed = [
-        Control(name, list(values), labels.get(name, name),
-                defaults.get(name, list(values)[0] if len(values) else None),
-                formats.get(name, _format_value))
+        Control(
+            name,
+            list(values),
+            labels.get(name, name),
+            defaults.get(name, list(values)[0] if len(values) else None),
+            formats.get(name, _format_value),
+        )
         for name, values in controls.items()
     ]
     n_frames = 1
@@ -256,7 +294,9 @@ def slider_panel(
     # the website's frames at 2× pixel density (build time only); live frames at 1×, which keeps
     # a slider move within its latency budget, shown at the same CSS size
     density = PIXEL_DENSITY if mode == "static" else 1
-    panel = SliderPanel(draw, parsed, alt, mode, new_figure(width, height), density)
+    panel = SliderPanel(
+        draw, parsed, alt, mode, new_figure(width, height), density
+    )
     panel.default_index = tuple(c.values.index(c.default) for c in parsed)
     if mode == "static":
         panel.page_html = panel.static_html()
@@ -269,7 +309,9 @@ def slider_panel(
         for index in itertools.product(*(range(n) for n in shape))
     }
     stack = _nested_stack(panel, (), 0)
-    panel.widget = widgets.VBox([*panel.sliders, stack], layout=widgets.Layout(width="100%"))
+    panel.widget = widgets.VBox(
+        [*panel.sliders, stack], layout=widgets.Layout(width="100%")
+    )
     panel.widget.add_class("attnlab-panel")
 
     panel.fill(panel.current_index())
@@ -289,9 +331,16 @@ def _clear_figure(fig: Figure) -> None:
 def _widest_ytick(ax) -> int:
     """The number of characters of the longest y tick label shown (within the y limits)."""
     low, high = sorted(ax.get_ylim())
-    return max((len(label.get_text()) for value, label in zip(ax.get_yticks(),
-                                                               ax.get_yticklabels(), strict=False)
-                if low <= value <= high), default=0)
+    return max(
+        (
+            len(label.get_text())
+            for value, label in zip(
+                ax.get_yticks(), ax.get_yticklabels(), strict=False
+            )
+            if low <= value <= high
+        ),
+        default=0,
+    )
 
 
 def _remove_layout_engine(fig: Figure) -> None:
@@ -301,12 +350,16 @@ def _remove_layout_engine(fig: Figure) -> None:
     fig.set_layout_engine(None)
 
 
-def _nested_stack(panel: SliderPanel, prefix: tuple[int, ...], depth: int) -> widgets.Widget:
+def _nested_stack(
+    panel: SliderPanel, prefix: tuple[int, ...], depth: int
+) -> widgets.Widget:
     """Stack for slider ``depth``: its pages are the frames (last slider) or deeper stacks."""
     control = panel.controls[depth]
     last = depth == len(panel.controls) - 1
     pages = [
-        panel.frames[(*prefix, i)] if last else _nested_stack(panel, (*prefix, i), depth + 1)
+        panel.frames[(*prefix, i)]
+        if last
+        else _nested_stack(panel, (*prefix, i), depth + 1)
         for i in range(len(control.values))
     ]
     slider = panel.sliders[depth]
@@ -319,11 +372,18 @@ def _make_control(control: Control) -> widgets.ValueWidget:
     """A slider for an ordered grid (numbers); toggle buttons, or a dropdown past
     ``MAX_TOGGLES`` options, for categories — as on the website (see ``panel_page``)."""
     options = [(control.fmt(v), v) for v in control.values]
-    common = dict(options=options, value=control.default, description=control.label,
-                  style={"description_width": "initial"})
+    common = dict(
+        options=options,
+        value=control.default,
+        description=control.label,
+        style={"description_width": "initial"},
+    )
     if is_ordered(control.values):
-        return widgets.SelectionSlider(**common, continuous_update=False,
-                                       layout=widgets.Layout(width="min(100%, 520px)"))
+        return widgets.SelectionSlider(
+            **common,
+            continuous_update=False,
+            layout=widgets.Layout(width="min(100%, 520px)"),
+        )
     if len(options) <= MAX_TOGGLES:
         return widgets.ToggleButtons(**common)
     return widgets.Dropdown(**common)
@@ -335,7 +395,9 @@ def _format_value(value: Any) -> str:
     return str(value)
 
 
-def _message_html(message: str, heading: str = "Not a valid combination:") -> str:
+def _message_html(
+    message: str, heading: str = "Not a valid combination:"
+) -> str:
     return (
         '<div class="attnlab-message" role="status" style="border-left:4px solid #D55E00;'
         'padding:0.5em 1em;background:#fff4ec">'

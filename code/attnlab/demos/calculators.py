@@ -7,11 +7,7 @@ import dataclasses
 
 from .._checks import check_choice
 from ..configs import SOPHIA, ModelConfig
-from ..memory import (
-    BYTES_PER_ELEMENT,
-    as_all_attention,
-    cache_breakdown,
-)
+from ..memory import BYTES_PER_ELEMENT, as_all_attention, cache_breakdown
 from ..mla import mla_cache_elements_per_token
 
 #: The calculator's reference line: the memory of one 24 GiB accelerator.
@@ -26,8 +22,10 @@ def as_all_linear(config: ModelConfig) -> ModelConfig:
         name=f"{config.name} (all linear attention)",
         layer_pattern=("linear",) * config.n_layers,
         mla=None,
-        notes=(f"Every one of the {config.n_layers} layers of {config.name} as linear attention "
-               f"with {config.n_heads} heads, state {config.head_dim} x {config.head_dim}."),
+        notes=(
+            f"Every one of the {config.n_layers} layers of {config.name} as linear attention "
+            f"with {config.n_heads} heads, state {config.head_dim} x {config.head_dim}."
+        ),
     )
 
 
@@ -38,7 +36,9 @@ ALL_ATTENTION = f"all {SOPHIA.n_layers} layers softmax attention (KV cache)"
 ALL_LINEAR = f"all {SOPHIA.n_layers} layers linear attention (state)"
 
 
-AS_BUILT = f"Sophia as built: {SOPHIA.count('kda')} KDA + {SOPHIA.count('mla')} MLA"
+AS_BUILT = (
+    f"Sophia as built: {SOPHIA.count('kda')} KDA + {SOPHIA.count('mla')} MLA"
+)
 
 
 MEMORY_MODELS: dict[str, ModelConfig] = {
@@ -52,12 +52,21 @@ def memory_at(name: str, context: int, dtype: str) -> int:
     """Total bytes kept while decoding (cache + state + conv inputs), batch 1, of the memory
     panel's model ``name`` after ``context`` tokens, everything in ``dtype``."""
     if name not in MEMORY_MODELS:
-        raise ValueError(f"name: expected one of {list(MEMORY_MODELS)}, got {name!r}")
+        raise ValueError(
+            f"name: expected one of {list(MEMORY_MODELS)}, got {name!r}"
+        )
     dtype = check_choice("dtype", dtype, BYTES_PER_ELEMENT)
-    return cache_breakdown(MEMORY_MODELS[name], context, dtype=dtype).total_bytes
+    return cache_breakdown(
+        MEMORY_MODELS[name], context, dtype=dtype
+    ).total_bytes
 
 
-def mla_sweep_bytes(kv_lora_rank: int, rope_dim: int, dtype: str = "bf16") -> int:
+def mla_sweep_bytes(
+    kv_lora_rank: int, rope_dim: int, dtype: str = "bf16"
+) -> int:
     """Bytes MLA caches per token per layer: (d_c + d_h^R) · bytes per element."""
     check_choice("dtype", dtype, BYTES_PER_ELEMENT)
-    return mla_cache_elements_per_token(kv_lora_rank, rope_dim) * BYTES_PER_ELEMENT[dtype]
+    return (
+        mla_cache_elements_per_token(kv_lora_rank, rope_dim)
+        * BYTES_PER_ELEMENT[dtype]
+    )

@@ -11,13 +11,26 @@ from .._checks import check_float_in, check_int_in
 from ..kda import association_retention, kda_states
 
 
-def toy_chunk(length: int, head_dim: int, value_dim: int | None = None, seed: int = 0):
+def toy_chunk(
+    length: int, head_dim: int, value_dim: int | None = None, seed: int = 0
+):
     """A chunk of toy inputs, float64: unit-norm keys k ``[1, 1, length, head_dim]``, values
     ``[1, 1, length, value_dim]`` (default head_dim) and β uniform in (0, 1) ``[1, 1, length]``."""
     gen = torch.Generator().manual_seed(seed)
-    k = F.normalize(torch.randn(1, 1, length, head_dim, generator=gen, dtype=torch.float64),
-                    dim=-1)
-    v = torch.randn(1, 1, length, value_dim or head_dim, generator=gen, dtype=torch.float64)
+    k = F.normalize(
+        torch.randn(
+            1, 1, length, head_dim, generator=gen, dtype=torch.float64
+        ),
+        dim=-1,
+    )
+    v = torch.randn(
+        1,
+        1,
+        length,
+        value_dim or head_dim,
+        generator=gen,
+        dtype=torch.float64,
+    )
     beta = torch.rand(1, 1, length, generator=gen, dtype=torch.float64)
     return k, v, beta
 
@@ -35,7 +48,9 @@ RETENTION_CHANNELS = 16
 RETENTION_HALF_LIFE = 16.0
 
 
-def channel_log_gates(n_channels: int, half_life: float, spread: float) -> torch.Tensor:
+def channel_log_gates(
+    n_channels: int, half_life: float, spread: float
+) -> torch.Tensor:
     """Per-channel log-decays g_d = log α_d = −ln 2 / h_d, float64 ``[n_channels]``, with
     half-lives h_d = half_life · 2^(spread · z_d) for z_d evenly spaced in [−1, 1]: spread 0
     gives every channel the same decay, spread s spans s octaves either side of ``half_life``.
@@ -43,14 +58,22 @@ def channel_log_gates(n_channels: int, half_life: float, spread: float) -> torch
     n = check_int_in("n_channels", n_channels, 1, 1024)
     h = check_float_in("half_life", half_life, 1e-3, 1e6)
     s = check_float_in("spread", spread, 0.0, 10.0)
-    z = torch.linspace(-1.0, 1.0, n, dtype=torch.float64) if n > 1 else torch.zeros(
-        1, dtype=torch.float64)
+    z = (
+        torch.linspace(-1.0, 1.0, n, dtype=torch.float64)
+        if n > 1
+        else torch.zeros(1, dtype=torch.float64)
+    )
     return -math.log(2) / (h * torch.exp2(s * z))
 
 
-def retention_demo(spread: float, write_strength: float, steps: int = RETENTION_STEPS,
-                   n_channels: int = RETENTION_CHANNELS, half_life: float = RETENTION_HALF_LIFE,
-                   seed: int = 0) -> dict[str, torch.Tensor]:
+def retention_demo(
+    spread: float,
+    write_strength: float,
+    steps: int = RETENTION_STEPS,
+    n_channels: int = RETENTION_CHANNELS,
+    half_life: float = RETENTION_HALF_LIFE,
+    seed: int = 0,
+) -> dict[str, torch.Tensor]:
     """An old association k₀v₀ᵀ (k₀ spread evenly over the channels) in S_0, then ``steps``
     tokens with random unit keys, values orthogonal to v₀ and β = ``write_strength``, under
     constant per-channel gates (``channel_log_gates``). Returns float64 tensors:
@@ -67,19 +90,32 @@ def retention_demo(spread: float, write_strength: float, steps: int = RETENTION_
     beta_value = check_float_in("write_strength", write_strength, 0.0, 1.0)
     gen = torch.Generator().manual_seed(seed)
     dv = dk
-    key = torch.full((1, 1, dk), dk ** -0.5, dtype=torch.float64)
-    value = F.normalize(torch.randn(1, 1, dv, generator=gen, dtype=torch.float64), dim=-1)
-    k = F.normalize(torch.randn(1, 1, t, dk, generator=gen, dtype=torch.float64), dim=-1)
+    key = torch.full((1, 1, dk), dk**-0.5, dtype=torch.float64)
+    value = F.normalize(
+        torch.randn(1, 1, dv, generator=gen, dtype=torch.float64), dim=-1
+    )
+    k = F.normalize(
+        torch.randn(1, 1, t, dk, generator=gen, dtype=torch.float64), dim=-1
+    )
     v = torch.randn(1, 1, t, dv, generator=gen, dtype=torch.float64)
     v = v - (v @ value[0, 0])[..., None] * value[0, 0]  # orthogonal to v₀
     beta = torch.full((1, 1, t), beta_value, dtype=torch.float64)
     s0 = key[..., :, None] * value[..., None, :]
     out = {"log_gates": log_gates}
-    for name, gates in (("", log_gates), ("_shared", log_gates.mean().expand(dk))):
+    for name, gates in (
+        ("", log_gates),
+        ("_shared", log_gates.mean().expand(dk)),
+    ):
         g = gates.view(1, 1, 1, dk).expand(1, 1, t, dk)
-        states = torch.cat([s0[:, :, None], kda_states(k, v, g=g, beta=beta, initial_state=s0)],
-                           dim=2)
-        retention = association_retention(states, key, value)[0, 0]  # [T + 1, Dk]
+        states = torch.cat(
+            [
+                s0[:, :, None],
+                kda_states(k, v, g=g, beta=beta, initial_state=s0),
+            ],
+            dim=2,
+        )
+        # [T + 1, Dk]
+        retention = association_retention(states, key, value)[0, 0]
         if not name:
             out["retention"] = retention
         out["recall" + name] = (retention * key[0, 0] ** 2).sum(-1)

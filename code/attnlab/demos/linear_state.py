@@ -21,13 +21,18 @@ def demo_stream(steps: int = DEMO_STEPS, dim: int = DEMO_DIM, seed: int = 0):
     """The toy stream: feature-mapped keys φ(k) ``[1, 1, steps, dim]`` (φ = elu + 1) and values
     v ``[1, 1, steps, dim]``, float64, from a fixed seed."""
     g = torch.Generator().manual_seed(seed)
-    k = elu_plus_one(torch.randn(1, 1, steps, dim, generator=g, dtype=torch.float64))
+    k = elu_plus_one(
+        torch.randn(1, 1, steps, dim, generator=g, dtype=torch.float64)
+    )
     v = torch.randn(1, 1, steps, dim, generator=g, dtype=torch.float64)
     return k, v
 
 
-def crossing(lengths: Sequence[int], slower_first: Sequence[float],
-             slower_later: Sequence[float]) -> float | None:
+def crossing(
+    lengths: Sequence[int],
+    slower_first: Sequence[float],
+    slower_later: Sequence[float],
+) -> float | None:
     """The length at which the curve ``slower_later`` (faster at the shortest length) becomes
     slower than ``slower_first``, interpolated on log–log axes; None if it never does, and the
     first length if it already is from the start. Used for "where the measured curves cross"."""
@@ -38,5 +43,9 @@ def crossing(lengths: Sequence[int], slower_first: Sequence[float],
             r0 = math.log(slower_later[i - 1] / slower_first[i - 1])
             r1 = math.log(b / a)
             x0, x1 = math.log(lengths[i - 1]), math.log(lengths[i])
-            return math.exp(x0 + (x1 - x0) * (0 - r0) / (r1 - r0)) if r1 != r0 else lengths[i]
+            return (
+                math.exp(x0 + (x1 - x0) * (0 - r0) / (r1 - r0))
+                if r1 != r0
+                else lengths[i]
+            )
     return None

@@ -9,9 +9,7 @@ from functools import cache
 import torch
 
 from .._checks import check_int_in
-from ..gated import (
-    segment_decay,
-)
+from ..gated import segment_decay
 from ..tasks import (
     associative_pairs,
     mean_recall_error,
@@ -30,17 +28,31 @@ CAPACITY_TRIALS = 16
 
 
 def seeded_generator(seed: int) -> torch.Generator:
-    return torch.Generator().manual_seed(check_int_in("seed", seed, 0, 2**31 - 1))
+    return torch.Generator().manual_seed(
+        check_int_in("seed", seed, 0, 2**31 - 1)
+    )
 
 
 @cache
-def capacity_curve(dim: int, orthogonal: bool) -> tuple[tuple[int, float], ...]:
+def capacity_curve(
+    dim: int, orthogonal: bool
+) -> tuple[tuple[int, float], ...]:
     """(N, mean relative recall error) over ``CAPACITY_PAIRS`` for one ``dim``, additive writes,
     ``CAPACITY_TRIALS`` draws each (``tasks.mean_recall_error``). Orthonormal keys stop at N = dim.
     Cached: the capacity panel draws from it."""
     return tuple(
-        (n, mean_recall_error(n, dim, orthogonal=orthogonal, n_trials=CAPACITY_TRIALS, seed=n))
-        for n in CAPACITY_PAIRS if not (orthogonal and n > dim)
+        (
+            n,
+            mean_recall_error(
+                n,
+                dim,
+                orthogonal=orthogonal,
+                n_trials=CAPACITY_TRIALS,
+                seed=n,
+            ),
+        )
+        for n in CAPACITY_PAIRS
+        if not (orthogonal and n > dim)
     )
 
 
@@ -49,7 +61,9 @@ def capacity_curve(dim: int, orthogonal: bool) -> tuple[tuple[int, float], ...]:
 FORGET_DIM = 96
 
 
-FORGET_ALPHAS: tuple[float, ...] = tuple(1 - 2.0 ** -k for k in range(2, 10)) + (1.0,)
+FORGET_ALPHAS: tuple[float, ...] = tuple(
+    1 - 2.0**-k for k in range(2, 10)
+) + (1.0,)
 
 
 FORGET_LENGTHS: tuple[int, ...] = (96, 192, 384, 768)
@@ -70,11 +84,14 @@ def forgetting_errors(length: int) -> torch.Tensor:
     draws. One ``recall_errors_by_pair`` call per draw, the decays as its heads. Cached."""
     n = check_int_in("length", length, 1, 4096)
     generator = seeded_generator(length)
-    log_alpha = torch.log(torch.tensor(FORGET_ALPHAS, dtype=torch.float64))  # [H]
+    # [H]
+    log_alpha = torch.log(torch.tensor(FORGET_ALPHAS, dtype=torch.float64))
     g = log_alpha[None, :, None].expand(1, len(FORGET_ALPHAS), n)  # [1, H, N]
     total = torch.zeros(len(FORGET_ALPHAS), n, dtype=torch.float64)
     for _ in range(FORGET_TRIALS):
-        keys, values = associative_pairs(n, FORGET_DIM, orthogonal=False, generator=generator)
+        keys, values = associative_pairs(
+            n, FORGET_DIM, orthogonal=False, generator=generator
+        )
         total += recall_errors_by_pair(keys[None], values[None], g=g)[0]
     return total / FORGET_TRIALS
 
@@ -90,6 +107,8 @@ def recalled_pairs(alpha: float, length: int) -> int:
     """How many of the ``length`` pairs are read back with relative error below
     ``RECALL_THRESHOLD``, each pair's error averaged over the draws (``forgetting_errors``)."""
     if alpha not in FORGET_ALPHAS:
-        raise ValueError(f"alpha: expected one of {list(FORGET_ALPHAS)}, got {alpha!r}")
+        raise ValueError(
+            f"alpha: expected one of {list(FORGET_ALPHAS)}, got {alpha!r}"
+        )
     errors = forgetting_errors(length)[FORGET_ALPHAS.index(alpha)]
     return int((errors < RECALL_THRESHOLD).sum())

@@ -17,7 +17,10 @@ from ..plotting import heatmap
 
 def _check_square(weights: torch.Tensor, words: Sequence[str]) -> None:
     t = len(words)
-    if not isinstance(weights, torch.Tensor) or tuple(weights.shape) != (t, t):
+    if not isinstance(weights, torch.Tensor) or tuple(weights.shape) != (
+        t,
+        t,
+    ):
         raise ValueError(
             f"weights: expected a tensor [{t}, {t}] (one row per word), got "
             f"{tuple(getattr(weights, 'shape', ()))}"
@@ -58,17 +61,37 @@ def draw_built_and_learned(
     labels = _labels(words)
     axes = fig.subplots(1, 2, sharey=True)
     titles = ["built by hand (Lesson 4):\nprevious word", f"learned: {name}"]
-    for ax, weights, title in zip(axes, [built, learned], titles, strict=True):
-        heatmap(ax, weights, xlabel="key", ylabel="", title=title,
-                yticklabels=labels, vmin=0, vmax=1)
+    for ax, weights, title in zip(
+        axes, [built, learned], titles, strict=True
+    ):
+        heatmap(
+            ax,
+            weights,
+            xlabel="key",
+            ylabel="",
+            title=title,
+            yticklabels=labels,
+            vmin=0,
+            vmax=1,
+        )
         _word_labels(ax, words)
     axes[0].set_ylabel("query (word, position)")
-    fig.colorbar(axes[-1].images[0], ax=list(axes), label="attention weight",
-                 orientation="horizontal", location="top", shrink=0.5, aspect=30)
+    fig.colorbar(
+        axes[-1].images[0],
+        ax=list(axes),
+        label="attention weight",
+        orientation="horizontal",
+        location="top",
+        shrink=0.5,
+        aspect=30,
+    )
 
 
 def draw_head_at_step(
-    fig: Figure, weights: torch.Tensor, words: Sequence[str], step: int,
+    fig: Figure,
+    weights: torch.Tensor,
+    words: Sequence[str],
+    step: int,
     share: float,
 ) -> None:
     """One learned head's weights on ``words`` after ``step`` training steps.
@@ -77,9 +100,19 @@ def draw_head_at_step(
     _check_square(weights, words)
     ax = fig.subplots()
     labels = _labels(words)
-    title = (f"after {step} steps: weight on the word before \"the\" "
-             f"= {share:.2f}")
-    heatmap(ax, weights, xlabel="key (word, position)",
-            ylabel="query (word, position)", title=title, yticklabels=labels,
-            vmin=0, vmax=1, colorbar_label="attention weight", aspect="equal")
+    title = (
+        f'after {step} steps: weight on the word before "the" = {share:.2f}'
+    )
+    heatmap(
+        ax,
+        weights,
+        xlabel="key (word, position)",
+        ylabel="query (word, position)",
+        title=title,
+        yticklabels=labels,
+        vmin=0,
+        vmax=1,
+        colorbar_label="attention weight",
+        aspect="equal",
+    )
     _word_labels(ax, words)

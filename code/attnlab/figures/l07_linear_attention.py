@@ -34,42 +34,82 @@ def draw_cache_and_state(fig: Figure, t: int = 6) -> None:
     per panel for every t so that the reader sees the state fill up."""
     t = check_int_in("t", t, 1, DEMO_STEPS)
     k, v = demo_stream()
-    _, state = linear_attention_recurrent(k[:, :, :t], k[:, :, :t], v[:, :, :t], scale=1.0,
-                                          output_final_state=True)
-    _, full = linear_attention_recurrent(k, k, v, scale=1.0, output_final_state=True)
+    _, state = linear_attention_recurrent(
+        k[:, :, :t],
+        k[:, :, :t],
+        v[:, :, :t],
+        scale=1.0,
+        output_final_state=True,
+    )
+    _, full = linear_attention_recurrent(
+        k, k, v, scale=1.0, output_final_state=True
+    )
     d = DEMO_DIM
     ax_cache, ax_state = fig.subplots(1, 2, width_ratios=[1.15, 1])
     rows = torch.full((DEMO_STEPS, 2 * d), float("nan"), dtype=torch.float64)
     rows[:t, :d], rows[:t, d:] = k[0, 0, :t], v[0, 0, :t]
     limit = float(torch.cat([k, v], -1).abs().max())
-    heatmap(ax_cache, rows, xlabel="cached numbers: φ(k_i) (left) | v_i (right)",
-            ylabel="token i", cmap=DIVERGING_CMAP, vmin=-limit, vmax=limit,
-            colorbar_label="cached number")
-    title_at_top(ax_cache, f"KV cache after t = {t} tokens:\n2 × {t} × {d} = {2 * t * d} numbers "
-                           "(grows)")
+    heatmap(
+        ax_cache,
+        rows,
+        xlabel="cached numbers: φ(k_i) (left) | v_i (right)",
+        ylabel="token i",
+        cmap=DIVERGING_CMAP,
+        vmin=-limit,
+        vmax=limit,
+        colorbar_label="cached number",
+    )
+    title_at_top(
+        ax_cache,
+        f"KV cache after t = {t} tokens:\n2 × {t} × {d} = {2 * t * d} numbers "
+        "(grows)",
+    )
     ax_cache.axvline(d - 0.5, color="black", linewidth=1)
-    ax_cache.add_patch(Rectangle((-0.5, -0.5), 2 * d, DEMO_STEPS, fill=False, linestyle=":",
-                                 edgecolor="#999999"))
-    ax_cache.set_yticks(range(0, DEMO_STEPS, 3), [str(i + 1) for i in range(0, DEMO_STEPS, 3)])
+    ax_cache.add_patch(
+        Rectangle(
+            (-0.5, -0.5),
+            2 * d,
+            DEMO_STEPS,
+            fill=False,
+            linestyle=":",
+            edgecolor="#999999",
+        )
+    )
+    ax_cache.set_yticks(
+        range(0, DEMO_STEPS, 3), [str(i + 1) for i in range(0, DEMO_STEPS, 3)]
+    )
     ax_cache.set_xticks([])
     s_limit = float(full.abs().max())
-    heatmap(ax_state, state[0, 0], xlabel="value channel (column of S)",
-            ylabel="key channel (row of S)", cmap=DIVERGING_CMAP, vmin=-s_limit, vmax=s_limit,
-            colorbar_label="entry of S")
-    title_at_top(ax_state, f"state S_{t}, sums i ≤ {t}:\n{d} × {d} = {d * d} numbers "
-                           "(fixed)")
+    heatmap(
+        ax_state,
+        state[0, 0],
+        xlabel="value channel (column of S)",
+        ylabel="key channel (row of S)",
+        cmap=DIVERGING_CMAP,
+        vmin=-s_limit,
+        vmax=s_limit,
+        colorbar_label="entry of S",
+    )
+    title_at_top(
+        ax_state,
+        f"state S_{t}, sums i ≤ {t}:\n{d} × {d} = {d * d} numbers (fixed)",
+    )
     ax_state.set_xticks([])
     ax_state.set_yticks([])
 
 
 @functools.cache
-def _memory_curve(name: str, dtype: str, contexts: tuple[int, ...]) -> tuple[int, ...]:
+def _memory_curve(
+    name: str, dtype: str, contexts: tuple[int, ...]
+) -> tuple[int, ...]:
     """``memory_at(name, T, dtype)`` for each T of ``contexts``, computed once per argument set
     (the memory panel redraws the same curves at every slider move)."""
     return tuple(memory_at(name, c, dtype) for c in contexts)
 
 
-def draw_memory_vs_context(fig: Figure, context: int = 4096, dtype: str = "bf16") -> None:
+def draw_memory_vs_context(
+    fig: Figure, context: int = 4096, dtype: str = "bf16"
+) -> None:
     """What Sophia keeps while decoding one sequence, against the context (log–log): with all 28
     layers as softmax attention (the KV cache grows), as linear attention (a fixed state), and
     as built (21 KDA states plus 7 MLA caches). The dots mark ``context``; the legend gives the
@@ -84,12 +124,19 @@ def draw_memory_vs_context(fig: Figure, context: int = 4096, dtype: str = "bf16"
         values = [b / mib for b in _memory_curve(name, dtype, contexts)]
         plotted += values
         chosen = memory_at(name, context, dtype)
-        style = dict(color=PALETTE[i], linewidth=2.5 if i < 2 else 1.5,
-                     linestyle="-" if i < 2 else "--")
-        ax.plot(contexts, values, **style, label=f"{name}: {format_bytes(chosen)}")
+        style = dict(
+            color=PALETTE[i],
+            linewidth=2.5 if i < 2 else 1.5,
+            linestyle="-" if i < 2 else "--",
+        )
+        ax.plot(
+            contexts, values, **style, label=f"{name}: {format_bytes(chosen)}"
+        )
         dots.append(chosen / mib)
     # the three dots as one artist: a scatter with one colour per model
-    ax.scatter([context] * len(dots), dots, s=64, c=PALETTE[:len(dots)], zorder=5)
+    ax.scatter(
+        [context] * len(dots), dots, s=64, c=PALETTE[: len(dots)], zorder=5
+    )
     ax.axvline(context, color="#999999", linewidth=0.8, linestyle=":")
     ax.set_xscale("log", base=2)
     ticks = [16, 256, 4096, 65536, 2**20]
@@ -97,7 +144,14 @@ def draw_memory_vs_context(fig: Figure, context: int = 4096, dtype: str = "bf16"
     ax.xaxis.set_minor_locator(NullLocator())
     plain_log_yaxis(ax, plotted, mantissas=(1,))
     ax.set_xlim(_MEMORY_T_MIN, _MEMORY_T_MAX)
-    style_axes(ax, "context T (tokens in the sequence)", "memory kept, batch 1 (MiB, log scale)")
-    title_at_top(ax, f"Sophia while decoding, T = {context:,} tokens, {dtype} "
-                     f"({BYTES_PER_ELEMENT[dtype]} B per number)")
+    style_axes(
+        ax,
+        "context T (tokens in the sequence)",
+        "memory kept, batch 1 (MiB, log scale)",
+    )
+    title_at_top(
+        ax,
+        f"Sophia while decoding, T = {context:,} tokens, {dtype} "
+        f"({BYTES_PER_ELEMENT[dtype]} B per number)",
+    )
     ax.legend(loc="upper left", fontsize=SMALL_TEXT_PT)

@@ -13,27 +13,64 @@ def draw_switch_stream(fig: Figure) -> None:
     """The stream as a strip: old document, the boundary where the gate may close, the new
     document's writes and overwrites, and the reads."""
     setup = SWITCH_SETUP
-    n_old, n_new, n_over = setup["n_old"], setup["n_new"], setup["n_overwrite"]
+    n_old, n_new, n_over = (
+        setup["n_old"],
+        setup["n_new"],
+        setup["n_overwrite"],
+    )
     ax = fig.subplots()
     # the old document is drawn compressed: its 128 writes take 40 % of the strip
     old_w, new_w, over_w, read_w = 4.0, 2.4, 1.2, 1.6
     x = 0.0
     parts = [
-        (old_w, GREY, f"old document\n{n_old} pairs, random keys\n({n_old // setup['dim']}× the "
-                      f"{setup['dim']} pairs a {setup['dim']}×{setup['dim']} state\n"
-                      f"can hold exactly)"),
-        (new_w, PALETTE[0], f"new document\n{n_new} pairs\n(orthonormal keys)"),
+        (
+            old_w,
+            GREY,
+            f"old document\n{n_old} pairs, random keys\n({n_old // setup['dim']}× the "
+            f"{setup['dim']} pairs a {setup['dim']}×{setup['dim']} state\n"
+            f"can hold exactly)",
+        ),
+        (
+            new_w,
+            PALETTE[0],
+            f"new document\n{n_new} pairs\n(orthonormal keys)",
+        ),
         (over_w, PALETTE[1], f"{n_over} of those\nkeys get\nnew values"),
-        (read_w, PALETTE[2], f"read the latest\nvalue of all {n_new}\nnew keys"),
+        (
+            read_w,
+            PALETTE[2],
+            f"read the latest\nvalue of all {n_new}\nnew keys",
+        ),
     ]
     for width, colour, text in parts:
-        ax.add_patch(Rectangle((x, 0), width, 1, facecolor=colour, alpha=0.35, edgecolor=colour))
-        ax.text(x + width / 2, 0.5, text, ha="center", va="center", fontsize=SMALL_TEXT_PT)
+        ax.add_patch(
+            Rectangle(
+                (x, 0),
+                width,
+                1,
+                facecolor=colour,
+                alpha=0.35,
+                edgecolor=colour,
+            )
+        )
+        ax.text(
+            x + width / 2,
+            0.5,
+            text,
+            ha="center",
+            va="center",
+            fontsize=SMALL_TEXT_PT,
+        )
         x += width
-    ax.annotate("gate α_b at the\ndocument boundary", xy=(old_w, 1.0), xytext=(old_w, 1.45),
-                ha="center",
-                fontsize=SMALL_TEXT_PT, arrowprops={"arrowstyle": "->", "color": PALETTE[5]},
-                color=PALETTE[5])
+    ax.annotate(
+        "gate α_b at the\ndocument boundary",
+        xy=(old_w, 1.0),
+        xytext=(old_w, 1.45),
+        ha="center",
+        fontsize=SMALL_TEXT_PT,
+        arrowprops={"arrowstyle": "->", "color": PALETTE[5]},
+        color=PALETTE[5],
+    )
     ax.plot([old_w, old_w], [0, 1], color=PALETTE[5], linewidth=2.5)
     ax.set_xlim(-0.1, x + 0.1)
     ax.set_ylim(-0.15, 1.9)
@@ -41,8 +78,12 @@ def draw_switch_stream(fig: Figure) -> None:
     ax.set_title("The constructed stream (time runs left to right)")
 
 
-def draw_switch_errors(fig: Figure, alpha_boundary: float = 0.01, beta: float = 1.0,
-                       query_noise: float = 0.5) -> None:
+def draw_switch_errors(
+    fig: Figure,
+    alpha_boundary: float = 0.01,
+    beta: float = 1.0,
+    query_noise: float = 0.5,
+) -> None:
     """Bars: each mixer's mean relative error on the overwritten and on the unchanged keys;
     dashed: a perfect memory of the new document read with the same queries."""
     errors = switch_errors(alpha_boundary, beta, query_noise)
@@ -50,20 +91,41 @@ def draw_switch_errors(fig: Figure, alpha_boundary: float = 0.01, beta: float = 
     top = 1.3
     width = 0.36
     for i, mixer in enumerate(SWITCH_NAMES):
-        for j, (label, colour) in enumerate((("overwritten keys", PALETTE[1]),
-                                              ("unchanged keys", PALETTE[0]))):
+        for j, (label, colour) in enumerate(
+            (("overwritten keys", PALETTE[1]), ("unchanged keys", PALETTE[0]))
+        ):
             value = errors[mixer][j]
             xpos = i + (j - 0.5) * width
-            ax.bar(xpos, min(value, top), width=width, color=colour,
-                   label=label if i == 0 else None)
-            ax.text(xpos, min(value, top) + 0.02, f"{value:.2f}" + (" ↑" if value > top else ""),
-                    ha="center", va="bottom", fontsize=SMALL_TEXT_PT)
+            ax.bar(
+                xpos,
+                min(value, top),
+                width=width,
+                color=colour,
+                label=label if i == 0 else None,
+            )
+            ax.text(
+                xpos,
+                min(value, top) + 0.02,
+                f"{value:.2f}" + (" ↑" if value > top else ""),
+                ha="center",
+                va="bottom",
+                fontsize=SMALL_TEXT_PT,
+            )
     floor = sum(errors["latest_only"]) / 2
-    ax.axhline(floor, color="black", linestyle="--", linewidth=1,
-               label=f"perfect memory of the new document: {floor:.2f}")
+    ax.axhline(
+        floor,
+        color="black",
+        linestyle="--",
+        linewidth=1,
+        label=f"perfect memory of the new document: {floor:.2f}",
+    )
     ax.set_xticks(range(len(SWITCH_NAMES)), list(SWITCH_NAMES.values()))
     ax.set_ylim(0, top + 0.15)
-    style_axes(ax, "", "relative error of the read ‖Sᵀq − v‖ / ‖v‖",
-               f"α_b = {alpha_boundary:g}, β = {beta:g}, query noise {query_noise:g}")
+    style_axes(
+        ax,
+        "",
+        "relative error of the read ‖Sᵀq − v‖ / ‖v‖",
+        f"α_b = {alpha_boundary:g}, β = {beta:g}, query noise {query_noise:g}",
+    )
     ax.grid(axis="x", visible=False)
     ax.legend(loc="upper right", fontsize=SMALL_TEXT_PT)

@@ -36,25 +36,49 @@ def cost_curves(
     measured attention layer).
     """
     if quantity not in QUANTITIES:
-        raise ValueError(f"quantity: expected one of {list(QUANTITIES)}, got {quantity!r}")
+        raise ValueError(
+            f"quantity: expected one of {list(QUANTITIES)}, got {quantity!r}"
+        )
     if scope not in SCOPES:
-        raise ValueError(f"scope: expected one of {list(SCOPES)}, got {scope!r}")
-    return _curves(data, quantity, scope, pattern, data.attn_seconds, data.kda_seconds)
+        raise ValueError(
+            f"scope: expected one of {list(SCOPES)}, got {scope!r}"
+        )
+    return _curves(
+        data, quantity, scope, pattern, data.attn_seconds, data.kda_seconds
+    )
 
 
-def _curves(data: CostData, quantity: str, scope: str, pattern: Sequence[str],
-            attn_seconds: Sequence[float], kda_seconds: float
-            ) -> tuple[list[float], list[float], str]:
+def _curves(
+    data: CostData,
+    quantity: str,
+    scope: str,
+    pattern: Sequence[str],
+    attn_seconds: Sequence[float],
+    kda_seconds: float,
+) -> tuple[list[float], list[float], str]:
     if quantity == "time":
-        attn, fixed, unit, factor = attn_seconds, kda_seconds, "ms per token", 1e3
+        attn, fixed, unit, factor = (
+            attn_seconds,
+            kda_seconds,
+            "ms per token",
+            1e3,
+        )
     else:
-        attn, fixed, unit, factor = data.attn_bytes, data.kda_bytes, "MiB", 2.0**-20
+        attn, fixed, unit, factor = (
+            data.attn_bytes,
+            data.kda_bytes,
+            "MiB",
+            2.0**-20,
+        )
     if scope == "one layer":
         return [a * factor for a in attn], [fixed * factor] * len(attn), unit
     pattern = tuple(pattern)
     all_global = ("attn",) * len(pattern)
-    return ([stack_cost(all_global, a, fixed) * factor for a in attn],
-            [stack_cost(pattern, a, fixed) * factor for a in attn], unit)
+    return (
+        [stack_cost(all_global, a, fixed) * factor for a in attn],
+        [stack_cost(pattern, a, fixed) * factor for a in attn],
+        unit,
+    )
 
 
 def draw_costs(
@@ -80,30 +104,70 @@ def draw_costs(
         names = ("softmax attention (KV cache)", "KDA (fixed state)")
     else:
         n_rec = n_layers - sum(k in ("attn", "mla") for k in pattern)
-        names = (f"{n_layers} attention layers", f"hybrid: {n_rec} KDA + {n_layers - n_rec} attn")
-    ax.plot(contexts, grow, "o-", color=ATTN_COLOUR, label=names[0], markersize=4)
-    ax.plot(contexts, flat, "s--" if scope == "3:1 stack" else "s-", color=KDA_COLOUR,
-            label=names[1], markersize=4)
+        names = (
+            f"{n_layers} attention layers",
+            f"hybrid: {n_rec} KDA + {n_layers - n_rec} attn",
+        )
+    ax.plot(
+        contexts, grow, "o-", color=ATTN_COLOUR, label=names[0], markersize=4
+    )
+    ax.plot(
+        contexts,
+        flat,
+        "s--" if scope == "3:1 stack" else "s-",
+        color=KDA_COLOUR,
+        label=names[1],
+        markersize=4,
+    )
     if quantity == "time":
         attn_low, attn_high = zip(*data.attn_range, strict=True)
         kda_low, kda_high = data.kda_range
-        low_g, low_f, _ = _curves(data, quantity, scope, pattern, attn_low, kda_low)
-        high_g, high_f, _ = _curves(data, quantity, scope, pattern, attn_high, kda_high)
-        ax.fill_between(contexts, low_g, high_g, color=ATTN_COLOUR, alpha=0.25, linewidth=0)
-        ax.fill_between(contexts, low_f, high_f, color=KDA_COLOUR, alpha=0.25, linewidth=0)
+        low_g, low_f, _ = _curves(
+            data, quantity, scope, pattern, attn_low, kda_low
+        )
+        high_g, high_f, _ = _curves(
+            data, quantity, scope, pattern, attn_high, kda_high
+        )
+        ax.fill_between(
+            contexts,
+            low_g,
+            high_g,
+            color=ATTN_COLOUR,
+            alpha=0.25,
+            linewidth=0,
+        )
+        ax.fill_between(
+            contexts, low_f, high_f, color=KDA_COLOUR, alpha=0.25, linewidth=0
+        )
         crossing = find_crossing(data)
         if crossing.status == "inside":
             start = crossing.low if crossing.low is not None else contexts[0]
-            ax.axvspan(start, crossing.high, color=CROSS_COLOUR, alpha=0.12, linewidth=0,
-                       label=f"crossing: {context_label(start)}–{context_label(crossing.high)}")
+            ax.axvspan(
+                start,
+                crossing.high,
+                color=CROSS_COLOUR,
+                alpha=0.12,
+                linewidth=0,
+                label=f"crossing: {context_label(start)}–{context_label(crossing.high)}",
+            )
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
-    ax.set_xticks(contexts, [context_label(c) if i % 2 == 0 else ""
-                             for i, c in enumerate(contexts)])
+    ax.set_xticks(
+        contexts,
+        [
+            context_label(c) if i % 2 == 0 else ""
+            for i, c in enumerate(contexts)
+        ],
+    )
     ax.minorticks_off()  # minor log ticks cost most of a frame's rendering time
     what = "time per token" if quantity == "time" else "decoding memory"
-    style_axes(ax, "context length T (tokens, log scale)", f"{what} ({unit}, log)")
+    style_axes(
+        ax, "context length T (tokens, log scale)", f"{what} ({unit}, log)"
+    )
     ratio = grow[-1] / flat[-1]
-    ax.set_title(f"{data.label}: at {context_label(contexts[-1])} the cache side costs "
-                 f"{ratio:,.1f}×", fontsize=10)
+    ax.set_title(
+        f"{data.label}: at {context_label(contexts[-1])} the cache side costs "
+        f"{ratio:,.1f}×",
+        fontsize=10,
+    )
     ax.legend(loc="upper left", fontsize=9)

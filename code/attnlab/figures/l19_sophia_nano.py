@@ -9,47 +9,80 @@ from collections.abc import Sequence
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
-from ..plotting import KIND_COLOURS, KIND_NAMES, PALETTE, SMALL_TEXT_PT, style_axes
+from ..plotting import (
+    KIND_COLOURS,
+    KIND_NAMES,
+    PALETTE,
+    SMALL_TEXT_PT,
+    style_axes,
+)
 
 _KIB = 1024
 
 
-def _check_history(tokens: Sequence[int], layer_bytes: Sequence[Sequence[int]],
-                   kinds: Sequence[str]) -> None:
+def _check_history(
+    tokens: Sequence[int],
+    layer_bytes: Sequence[Sequence[int]],
+    kinds: Sequence[str],
+) -> None:
     if not kinds:
         raise ValueError("kinds: expected one layer kind per layer, got none")
     for kind in kinds:
-        if kind not in KIND_COLOURS and kind not in ("gdn", "deltanet", "gla", "linear"):
+        if kind not in KIND_COLOURS and kind not in (
+            "gdn",
+            "deltanet",
+            "gla",
+            "linear",
+        ):
             raise ValueError(f"kinds: unknown layer kind {kind!r}")
     if not tokens or len(tokens) != len(layer_bytes):
         raise ValueError(
             f"layer_bytes: expected one row per entry of tokens ({len(tokens)}), "
-            f"got {len(layer_bytes)}")
+            f"got {len(layer_bytes)}"
+        )
     for row in layer_bytes:
         if len(row) != len(kinds):
             raise ValueError(
                 f"layer_bytes: expected {len(kinds)} numbers per row (one per layer), "
-                f"got {len(row)}")
+                f"got {len(row)}"
+            )
 
 
 def _colour(kind: str) -> str:
     return KIND_COLOURS.get(kind, PALETTE[2])
 
 
-def draw_training_loss(fig: Figure, losses: Sequence[float], floor: float | None = None) -> None:
+def draw_training_loss(
+    fig: Figure, losses: Sequence[float], floor: float | None = None
+) -> None:
     """Training loss per step (nats per token) and, dashed, the corpus's entropy floor."""
     if not losses:
         raise ValueError("losses: expected at least one loss value, got none")
     ax = fig.subplots()
     steps = range(1, len(losses) + 1)
-    ax.plot(steps, losses, color=PALETTE[0], lw=1.6, label="training loss (one batch per step)")
+    ax.plot(
+        steps,
+        losses,
+        color=PALETTE[0],
+        lw=1.6,
+        label="training loss (one batch per step)",
+    )
     if floor is not None:
-        ax.axhline(floor, color=PALETTE[5], ls="--", lw=1.2,
-                   label=f"lowest possible loss on this corpus: {floor:.2f}")
+        ax.axhline(
+            floor,
+            color=PALETTE[5],
+            ls="--",
+            lw=1.2,
+            label=f"lowest possible loss on this corpus: {floor:.2f}",
+        )
     ax.set_ylim(0, max(max(losses), floor or 0) * 1.05)
     ax.legend(loc="upper right", fontsize=SMALL_TEXT_PT)
-    style_axes(ax, "training step", "cross-entropy (nats per token)",
-               f"Sophia-nano learning the toy corpus: {losses[0]:.2f} → {losses[-1]:.2f}")
+    style_axes(
+        ax,
+        "training step",
+        "cross-entropy (nats per token)",
+        f"Sophia-nano learning the toy corpus: {losses[0]:.2f} → {losses[-1]:.2f}",
+    )
 
 
 def draw_cache_growth(
@@ -68,15 +101,26 @@ def draw_cache_growth(
     seen = set()
     for layer, kind in enumerate(kinds):
         series = [row[layer] / _KIB for row in layer_bytes]
-        label = f"{KIND_NAMES.get(kind, kind)} layers ({list(kinds).count(kind)})"
-        ax.plot(tokens, series, color=_colour(kind), lw=2.2 if kind == "mla" else 3.0,
-                label=None if kind in seen else label)
+        label = (
+            f"{KIND_NAMES.get(kind, kind)} layers ({list(kinds).count(kind)})"
+        )
+        ax.plot(
+            tokens,
+            series,
+            color=_colour(kind),
+            lw=2.2 if kind == "mla" else 3.0,
+            label=None if kind in seen else label,
+        )
         seen.add(kind)
     ax.set_ylim(0, max(max(row) for row in layer_bytes) / _KIB * 1.1)
     ax.set_xlim(0, max(tokens))
     ax.legend(loc="upper left", fontsize=SMALL_TEXT_PT)
-    style_axes(ax, "tokens in the cache (prompt + generated)", "bytes per layer (KiB)",
-               "Each layer's cache while Sophia-nano generates")
+    style_axes(
+        ax,
+        "tokens in the cache (prompt + generated)",
+        "bytes per layer (KiB)",
+        "Each layer's cache while Sophia-nano generates",
+    )
 
 
 def draw_cache_at_step(
@@ -92,15 +136,36 @@ def draw_cache_at_step(
     if tokens not in history_tokens:
         raise ValueError(
             f"tokens: expected one of the recorded token counts {list(history_tokens)}, "
-            f"got {tokens!r}")
+            f"got {tokens!r}"
+        )
     row = layer_bytes[list(history_tokens).index(tokens)]
     ax = fig.subplots()
     x = range(1, len(kinds) + 1)
-    ax.bar(x, [b / _KIB for b in row], color=[_colour(k) for k in kinds], width=0.7)
+    ax.bar(
+        x,
+        [b / _KIB for b in row],
+        color=[_colour(k) for k in kinds],
+        width=0.7,
+    )
     ax.set_ylim(0, max(max(r) for r in layer_bytes) / _KIB * 1.15)
-    ax.set_xticks(list(x), [f"{i}\n{KIND_NAMES.get(k, k)}" for i, k in zip(x, kinds,
-                                                                            strict=True)])
-    ax.legend(handles=[Patch(color=_colour(k), label=KIND_NAMES.get(k, k))
-                       for k in dict.fromkeys(kinds)], loc="upper left", fontsize=SMALL_TEXT_PT)
-    style_axes(ax, "layer", "cache bytes (KiB)",
-               f"After {tokens} tokens: {sum(row) / _KIB:,.1f} KiB in all layers")
+    ax.set_xticks(
+        list(x),
+        [
+            f"{i}\n{KIND_NAMES.get(k, k)}"
+            for i, k in zip(x, kinds, strict=True)
+        ],
+    )
+    ax.legend(
+        handles=[
+            Patch(color=_colour(k), label=KIND_NAMES.get(k, k))
+            for k in dict.fromkeys(kinds)
+        ],
+        loc="upper left",
+        fontsize=SMALL_TEXT_PT,
+    )
+    style_axes(
+        ax,
+        "layer",
+        "cache bytes (KiB)",
+        f"After {tokens} tokens: {sum(row) / _KIB:,.1f} KiB in all layers",
+    )
