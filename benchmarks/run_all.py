@@ -1,6 +1,7 @@
 """`make bench`: measure the notebooks, their sliders and the kernels; print one table and write it
 to benchmarks/results/latest.md, which the book's "Speed and memory" page includes, and the same
-measurements to benchmarks/results/latest.json, which the "Run it yourself" page reads."""
+measurements to benchmarks/results/latest.json, which the "Run it yourself" page reads
+(``python run_all.py --render`` re-renders the table from that JSON without measuring)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import datetime
 import json
 import os
 import platform
+import sys
 from pathlib import Path
 
 import kernels
@@ -50,8 +52,10 @@ def slider_table(rows: list[dict]) -> list[str]:
 
 
 def kernel_table(report: dict) -> list[str]:
-    threads, matmul = report["threads"], report["matmul_gflops"]
-    batched = report["batched_matmul_gflops"]
+    threads = report["threads"]
+    # thread counts are int keys when measured, str keys when read back from JSON
+    matmul = {int(n): v for n, v in report["matmul_gflops"].items()}
+    batched = {int(n): v for n, v in report["batched_matmul_gflops"].items()}
     lines = [f"Threads: {threads} (torch's default here, one per core), and 1 for the "
              f"last speed-up column. Machine's float32 matmul (512 × 512): "
              f"**{matmul[threads]:.1f} GFLOP/s** on {threads} threads, "
@@ -88,46 +92,62 @@ def loop_ms(repeats: int = 5) -> float:
     return best_seconds(loop, repeats=repeats, warmup=False) * 1000
 
 
-def main() -> None:
-    calib_before = loop_ms()
-    nb_rows = notebooks.main()
-    k_rows = kernels.main()
-    calib_after = loop_ms()
-    when = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
-    measured = (f"Measured {when} on {platform.machine()}, {os.cpu_count()} CPU cores, "
-                f"torch {torch.__version__}")
-    text = "\n".join([
-        f"*{measured}.*", "",
+def render(report: dict) -> str:
+    """The Markdown of the "Speed and memory" page's tables, from one run's ``report``."""
+    calib = report["calibration_loop_ms"]
+    nb_rows = report["notebooks"]
+    return "\n".join([
+        f"*{report['measured']}.*", "",
         f"This machine's speed varies with its neighbours: a fixed pure-Python loop took "
-        f"{calib_before:.0f} ms before and {calib_after:.0f} ms after these runs (about 150 ms "
-        f"when the machine is quiet; slower means every time below is inflated by that factor).",
-        "",
+        f"{calib['before']:.0f} ms before and {calib['after']:.0f} ms after these runs: it is "
+        "the yardstick between runs (the same loop twice as slow means every time below is "
+        "about twice as long for the same code).", "",
+        "The budgets: one notebook in a fresh kernel, top to bottom, ≤ "
+        f"{BUDGET_S} s and ≤ 1.5 GB; all notebooks ≤ {BUDGET_ALL_S / 60:.0f} min; a slider "
+        f"move ≤ {BUDGET_MEDIAN_MS} ms median and ≤ {BUDGET_P95_MS} ms p95; the chunkwise "
+        f"kernels ≥ {BUDGET_SPEEDUP}× faster than the recurrence at T = 4096, same result.", "",
         "**Notebooks**, each in a fresh kernel with live sliders, as in JupyterLab, top to "
-        f"bottom (budget ≤ {BUDGET_S} s and ≤ 1.5 GB each, ≤ {BUDGET_ALL_S} s for all):", "",
+        "bottom:", "",
         *notebook_table(nb_rows), "",
         "**Slider panels**: after the notebook has run, every slider of every panel is moved "
         "one step at a time through its whole grid, and each move is timed in the kernel: the "
-        "callback draws the new frame, renders its PNG and hands it to the front end (budget: "
-        "median ≤ 150 ms, p95 ≤ 250 ms). The panel's first frame is drawn when its cell runs, "
-        "before any slider moves (it also computes the layout the other frames reuse); its "
-        "time is in the last column, and it counts towards the notebook's wall time:", "",
+        "callback draws the new frame, renders its PNG and hands it to the front end. The "
+        "panel's first frame is drawn when its cell runs, before any slider moves (it also "
+        "computes the layout the other frames reuse); its time is in the last column, and it "
+        "counts towards the notebook's wall time. A panel drawn by a lambda is named by its "
+        "sliders:", "",
         *slider_table(nb_rows), "",
         "**Kernels**: chunkwise form against the token-by-token recurrence, B = 1, H = 4, "
-        f"Dk = Dv = 64, float32 (budget at T = 4096: ≥ {BUDGET_SPEEDUP}×, same result, on the "
-        "machine's threads and, for Binder's single CPU, on one). The recurrence is a "
-        "chain of small operations, so a second core hardly helps it; the chunkwise form is "
-        "mostly large matrix products, which use both. GFLOP/s counts the recurrence's nominal "
-        "work, identical for both forms.", "",
-        *kernel_table(k_rows), ""])
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+        "Dk = Dv = 64, float32, on the machine's threads and, for Binder's single CPU, on one. "
+        "The recurrence is a chain of small operations, so a second core hardly helps it; the "
+        "chunkwise form is mostly large matrix products, which use both. GFLOP/s counts the "
+        "recurrence's nominal work, identical for both forms.", "",
+        *kernel_table(report["kernels"]), ""])
+
+
+def main() -> None:
+    """Measure everything, write latest.json and its rendering latest.md; with ``--render``,
+    only re-render latest.md from the latest.json already there."""
+    if "--render" in sys.argv[1:]:
+        report = json.loads(RESULTS_JSON.read_text())
+    else:
+        calib_before = loop_ms()
+        nb_rows = notebooks.main()
+        k_rows = kernels.main()
+        calib_after = loop_ms()
+        when = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+        report = {
+            "measured": f"Measured {when} on {platform.machine()}, {os.cpu_count()} CPU "
+                        f"cores, torch {torch.__version__}",
+            "calibration_loop_ms": {"before": calib_before, "after": calib_after},
+            "notebooks": nb_rows,
+            "total_seconds": sum(r["seconds"] for r in nb_rows),
+            "kernels": k_rows,
+        }
+        RESULTS.parent.mkdir(parents=True, exist_ok=True)
+        RESULTS_JSON.write_text(json.dumps(report, indent=1, ensure_ascii=False) + "\n")
+    text = render(report)
     RESULTS.write_text(text)
-    RESULTS_JSON.write_text(json.dumps({
-        "measured": measured,
-        "calibration_loop_ms": {"before": calib_before, "after": calib_after},
-        "notebooks": nb_rows,
-        "total_seconds": sum(r["seconds"] for r in nb_rows),
-        "kernels": k_rows,
-    }, indent=1, ensure_ascii=False) + "\n")
     print(text)
 
 

@@ -118,8 +118,12 @@ class SliderPanel:
 
     @property
     def name(self) -> str:
-        """The draw function's name and the panel's number in this process, e.g. "draw_x#3"."""
-        return f"{getattr(self.draw, '__name__', 'panel')}#{self.number}"
+        """The draw function's name and the panel's number in this process,
+        e.g. "draw_x#3"; a lambda is named by its sliders, "panel(step)#1"."""
+        name = getattr(self.draw, "__name__", "<lambda>")
+        if name == "<lambda>":
+            name = f"panel({', '.join(c.name for c in self.controls)})"
+        return f"{name}#{self.number}"
 
     def values_at(self, index: tuple[int, ...]) -> dict[str, Any]:
         """The keyword arguments of ``draw`` for one combination of slider positions."""
