@@ -129,7 +129,7 @@ def test_the_finding_follows_the_runs():
     from attnlab.learned_head import runs_finding, runs_table
     all_clear = {0: _run(0, 0.99), 1: _run(1, 0.72)}
     assert runs_finding(all_clear).startswith("In all of the 2 runs, one head of layer 2 puts "
-                                              "0.72–0.99")
+                                              "0.72–0.99 of its attention")
     mixed = all_clear | {2: _run(2, 0.3, loss=0.95)}
     text = runs_finding(mixed)
     assert text.startswith("In 2 of the 3 runs") and "In the other 1, no head does (at most 0.30)" \

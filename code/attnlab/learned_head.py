@@ -197,8 +197,8 @@ def runs_finding(runs: dict[int, HeadRun]) -> str:
     rest = [r for r in runs.values() if r.share[r.best_head] <= CLEAR_SHARE]
     if not clear:
         return (
-            f"In none of the {n} runs does a head put more than half of a "
-            '"the"\'s weight on the word before it.'
+            f"In none of the {n} runs does a head put more than half of its "
+            'attention at "the" on the word before it.'
         )
     shares = [r.share[r.best_head] for r in clear]
     others = [r.share_elsewhere[r.best_head] for r in clear]
@@ -207,10 +207,10 @@ def runs_finding(runs: dict[int, HeadRun]) -> str:
     count = "all" if not rest else str(len(clear))
     text = (
         f"In {count} of the {n} runs, one head of {where} puts "
-        f'{min(shares):.2f}–{max(shares):.2f} of a "the"\'s weight on the '
-        f"word before it, and only {min(others):.2f}–{max(others):.2f} on "
-        "the previous word elsewhere: it reads the previous word where "
-        "that word matters."
+        f'{min(shares):.2f}–{max(shares):.2f} of its attention at "the" '
+        "on the word just before it, and only "
+        f"{min(others):.2f}–{max(others):.2f} on the previous word "
+        "elsewhere: it reads the previous word where that word matters."
     )
     if rest:
         losses = [final_loss(r) for r in runs.values()]
