@@ -137,3 +137,15 @@ def test_the_finding_follows_the_runs():
     assert runs_finding({0: _run(0, 0.2)}).startswith("In none of the 1 runs")
     table = runs_table(mixed)
     assert table.count("\n") == 4 and "| 2 | layer 2, head 2 | 0.30 |" in table
+
+
+def test_the_variety_sentence_follows_the_runs():
+    from attnlab.learned_head import runs_variety
+    same = {0: _run(0, 0.99), 1: _run(1, 0.8)}
+    assert runs_variety(same) == "Every seed grew it in the same head."
+    moved = same | {2: _run(2, 0.7)}
+    moved[2].share = {(1, 0): 0.7}
+    moved[2].share_elsewhere = {(1, 0): 0.1}
+    assert "in another head" in runs_variety(moved)
+    assert runs_variety(moved | {3: _run(3, 0.2)}).endswith(
+        "in another head or not at all, as the table shows.")

@@ -218,7 +218,20 @@ def runs_finding(runs: dict[int, HeadRun]) -> str:
         text += (
             f" In the other {len(rest)}, no head does (at most "
             f"{best:.2f}), yet every run ends at a loss of "
-            f"{min(losses):.3f}–{max(losses):.3f}: those models carry the "
-            "same information another way."
+            f"{min(losses):.3f}–{max(losses):.3f}: the loss alone does not "
+            "tell which route a model took."
         )
     return text
+
+
+def runs_variety(runs: dict[int, HeadRun]) -> str:
+    """One sentence on how the seeds differ: the head that does the job
+    moves, or the job is done without a clear head at all."""
+    clear = [r for r in runs.values() if r.share[r.best_head] > CLEAR_SHARE]
+    heads = {r.best_head for r in clear}
+    ways = ["in another head"] if len(heads) > 1 else []
+    if len(clear) < len(runs):
+        ways.append("not at all")
+    if not ways:
+        return "Every seed grew it in the same head."
+    return f"A different seed can grow it {' or '.join(ways)}, as the table shows."
