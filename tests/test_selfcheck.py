@@ -154,8 +154,8 @@ def step(q, k, v, *, state, beta=None, g=None, mistake=None, per_channel=False):
         k = k / k.norm(dim=-1, keepdim=True)
     old = state
     decayed = state if mistake == "decay_after_write" else alpha * state
-    if beta is None:
-        new = state + k[..., :, None] * v[..., None, :]
+    if beta is None:  # linear attention (no gate) or GLA: an additive write
+        new = decayed + k[..., :, None] * v[..., None, :]
     else:
         b = torch.ones_like(beta) if mistake == "no_beta" else beta
         source = state if mistake == "predict_undecayed" else decayed
@@ -224,6 +224,18 @@ def test_gated_and_kda_step_checkers_name_each_mistake(mistake, per_channel):
     assert check(learner)
     assert check(kda_step if per_channel else sc.reference_gated_delta_step)
     result = check(lambda *a, **kw: learner(*a, **kw, mistake=mistake))
+    assert not result.ok and result.mistake == mistake, result
+
+
+@pytest.mark.parametrize("mistake", ["read_before_write", "no_scale", "no_decay",
+                                     "gate_not_exp", "decay_after_write"])
+def test_gla_step_checker_names_each_mistake(mistake):
+    def learner(q, k, v, *, g, state, mistake=None):
+        return step(q, k, v, g=g, state=state, mistake=mistake, per_channel=True)
+
+    assert sc.check_gla_step(learner)
+    assert sc.check_gla_step(sc.reference_gla_step)
+    result = sc.check_gla_step(lambda *a, **kw: learner(*a, **kw, mistake=mistake))
     assert not result.ok and result.mistake == mistake, result
 
 

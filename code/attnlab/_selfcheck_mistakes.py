@@ -137,7 +137,7 @@ def simulate(
         predict_from,
         s * q if mistake == "predict_with_q" else k,
     )
-    if kind == "linear" or mistake == "no_correction":
+    if kind in ("linear", "gla") or mistake == "no_correction":
         new = decayed + b[..., None, None] * k[..., :, None] * v[..., None, :]
     elif mistake == "beta_on_v_only":
         new = (
@@ -182,7 +182,7 @@ STEP_MISTAKES = {
     "no_decay": "the gate is ignored: decay the state by α = exp(g) first.",
     "gate_not_exp": "g is the log of the decay: multiply by α = exp(g), not by g.",
     "decay_after_write": "the decay is applied after the write: decay first, S' = α S, then "
-    "correct S' (the new pair must not be decayed).",
+    "write into S' (the new pair must not be decayed).",
     "predict_undecayed": "is the decay applied before the correction? The prediction S'ᵀk must "
     "read the decayed state S' = α S, not the old S.",
 }
@@ -207,12 +207,17 @@ KIND_MISTAKES["gated"] = KIND_MISTAKES["delta"] + (
     "predict_undecayed",
 )
 KIND_MISTAKES["kda"] = KIND_MISTAKES["gated"]
+KIND_MISTAKES["gla"] = KIND_MISTAKES["linear"] + (
+    "no_decay",
+    "gate_not_exp",
+    "decay_after_write",
+)
 
 
 def step_mistakes(kind: str, q, k, v, beta, g, state) -> dict:
     """Each mistake the checker knows for ``kind``: (what it would output, its diagnosis)."""
     dk = q.shape[-1]
-    if kind == "kda":
+    if kind in ("kda", "gla"):
         alpha = g.exp()
     elif kind == "gated":
         alpha = g.exp()[..., None].expand(-1, -1, dk)

@@ -20,6 +20,8 @@ Signatures your function must have (the package's conventions: tensors ``[B, H, 
   pre-norm residual block; x ``[B, T, d]`` and each argument a function ``[B, T, d] -> [B, T, d]``.
 - ``check_linear_attention_step(fn)``: ``fn(q, k, v, *, state) -> (o, new_state)``;
   q, k ``[B, H, Dk]``, v ``[B, H, Dv]``, state ``[B, H, Dk, Dv]``: S ← S + k vᵀ, o = Sᵀ q.
+- ``check_gla_step(fn)``: ``fn(q, k, v, *, g, state) -> (o, new_state)`` with g
+  ``[B, H, Dk]``: S ← Diag(exp g) S + k vᵀ (gated linear attention, one decay per key channel).
 - ``check_delta_step(fn)``: ``fn(q, k, v, *, beta, state)`` with beta ``[B, H]``.
 - ``check_gated_delta_step(fn)``: ``fn(q, k, v, *, g, beta, state)`` with g ``[B, H]``.
 - ``check_kda_step(fn)``: ``fn(q, k, v, *, g, beta, state)`` with g ``[B, H, Dk]``
@@ -44,6 +46,7 @@ from ._selfcheck_mistakes import (
 )
 from .blocks import HeadRMSNorm
 from .delta import delta_rule_recurrent, gated_delta_rule_recurrent
+from .gated import gla_recurrent
 from .kda import kda_recurrent
 from .kv_cache import KVCache
 from .linear import linear_attention_recurrent
@@ -434,11 +437,14 @@ def check_prenorm_block(fn: Callable) -> CheckResult:
 
 # --- recurrent steps: linear attention, delta rule, gated delta rule, KDA --------------------
 
-_HINTS = {
-    "kda": " The gate g [B, H, Dk] decays the state's rows (Dk): "
+_ROW_GATE_HINT = (
+    " The gate g [B, H, Dk] decays the state's rows (Dk): "
     "g.exp()[..., :, None] * state."
-}
-_GATED_KINDS = ("gated", "kda")
+)
+_HINTS = {"kda": _ROW_GATE_HINT, "gla": _ROW_GATE_HINT}
+_GATED_KINDS = ("gated", "kda", "gla")
+_ADDITIVE_KINDS = ("linear", "gla")  # no β, no correction: S ← S' + k vᵀ
+_PER_CHANNEL_KINDS = ("kda", "gla")  # g [B, H, Dk]: one decay per key channel
 
 
 def _step_cases(kind: str) -> list[dict]:
@@ -449,7 +455,7 @@ def _step_cases(kind: str) -> list[dict]:
         ("two tokens from an empty state", 2, False, {}),
         ("six tokens from a random state", 6, True, {}),
     ]
-    if kind != "linear":
+    if kind not in _ADDITIVE_KINDS:
         specs += [
             ("β = 0", 4, True, {"beta": 0.0}),
             ("β = 1", 4, True, {"beta": 1.0}),
@@ -470,7 +476,9 @@ def _step_cases(kind: str) -> list[dict]:
             if "beta" in extra
             else torch.rand(1, 2, t, generator=gen)
         )
-        gate_shape = (1, 2, t, dk) if kind == "kda" else (1, 2, t)
+        gate_shape = (
+            (1, 2, t, dk) if kind in _PER_CHANNEL_KINDS else (1, 2, t)
+        )
         g = (
             torch.full(gate_shape, extra["g"])
             if "g" in extra
@@ -500,6 +508,8 @@ def _reference(kind: str, c: dict) -> tuple[torch.Tensor, torch.Tensor]:
     common = dict(initial_state=c["state"], output_final_state=True)
     if kind == "linear":
         return linear_attention_recurrent(*args, **common)
+    if kind == "gla":
+        return gla_recurrent(*args, g=c["g"], **common)
     if kind == "delta":
         return delta_rule_recurrent(*args, beta=c["beta"], **common)
     if kind == "gated":
@@ -522,10 +532,10 @@ def _check_steps(fn: Callable, kind: str) -> list[str]:
             q, k, v, beta, g = (
                 c[n][:, :, i].clone() for n in ("q", "k", "v", "beta", "g")
             )
-            if kind == "linear":
+            if kind in _ADDITIVE_KINDS:
                 beta = torch.ones_like(beta)
             kwargs = {"state": state.clone()}
-            if kind != "linear":
+            if kind not in _ADDITIVE_KINDS:
                 kwargs["beta"] = beta
             if kind in _GATED_KINDS:
                 kwargs["g"] = g
@@ -589,6 +599,13 @@ def check_linear_attention_step(fn: Callable) -> CheckResult:
     return _run("linear-attention step", lambda: _check_steps(fn, "linear"))
 
 
+def check_gla_step(fn: Callable) -> CheckResult:
+    """Check ``fn(q, k, v, *, g, state)``: S ← Diag(exp g) S + k vᵀ, o = Sᵀ q / √d_k."""
+    return _run(
+        "gated linear-attention step", lambda: _check_steps(fn, "gla")
+    )
+
+
 def check_delta_step(fn: Callable) -> CheckResult:
     """Check ``fn(q, k, v, *, beta, state)``: S ← S + β k (v − Sᵀk)ᵀ, o = Sᵀ q / √d_k."""
     return _run("delta-rule step", lambda: _check_steps(fn, "delta"))
@@ -613,6 +630,19 @@ def reference_linear_attention_step(q, k, v, *, state):
         q[:, :, None],
         k[:, :, None],
         v[:, :, None],
+        initial_state=state,
+        output_final_state=True,
+    )
+    return o[:, :, 0], new
+
+
+def reference_gla_step(q, k, v, *, g, state):
+    """The package's gated linear-attention step: ``gla_recurrent`` on one token."""
+    o, new = gla_recurrent(
+        q[:, :, None],
+        k[:, :, None],
+        v[:, :, None],
+        g=g[:, :, None],
         initial_state=state,
         output_final_state=True,
     )
