@@ -287,3 +287,34 @@ def test_block_checker_passes_the_model_block():
         return block(x)[0]
 
     assert sc.check_prenorm_block(with_parts)
+
+
+# --- one chunk of chunkwise linear attention (Lesson 8) -------------------------------------------
+
+@pytest.mark.parametrize("mistake", ["no_mask", "mask_strict", "mask_transposed", "no_state",
+                                     "no_scale", "state_not_carried", "state_unchanged"])
+def test_chunk_checker_names_each_mistake(mistake):
+    """A learner's chunk written independently of the checker's own mistake table."""
+
+    def learner(q, k, v, *, state):
+        s = 1.0 if mistake == "no_scale" else q.shape[-1] ** -0.5
+        scores = q @ k.transpose(-1, -2)
+        inside = {"no_mask": scores, "mask_strict": scores.tril(-1),
+                  "mask_transposed": scores.triu()}.get(mistake, scores.tril())
+        past = 0.0 if mistake == "no_state" else s * q @ state
+        write = k.transpose(-1, -2) @ v
+        new = {"state_not_carried": write, "state_unchanged": state}.get(mistake, state + write)
+        return past + s * inside @ v, new
+
+    result = sc.check_linear_chunk(learner)
+    assert not result.ok and result.mistake == mistake, result
+
+
+def test_chunk_checker_passes_the_reference_and_a_correct_learner():
+    def learner(q, k, v, *, state):
+        s = q.shape[-1] ** -0.5
+        o = s * q @ state + (s * q @ k.transpose(-1, -2)).tril() @ v
+        return o, state + k.transpose(-1, -2) @ v
+
+    assert sc.check_linear_chunk(sc.reference_linear_chunk)
+    assert sc.check_linear_chunk(learner)

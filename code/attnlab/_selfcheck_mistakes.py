@@ -306,3 +306,58 @@ def block_mistakes(x, mixer, mlp, mixer_norm, mlp_norm) -> dict:
             "the block, then the MLP.",
         ),
     }
+
+
+def chunk_mistakes(q, k, v, state) -> dict:
+    """The usual mistakes in one chunk of chunkwise linear attention (q, k
+    ``[B, H, C, Dk]``, v ``[B, H, C, Dv]``, state ``[B, H, Dk, Dv]``): what
+    each would output for O = s Q S + (s Q Kᵀ ⊙ M) V."""
+    s = 1 / math.sqrt(q.shape[-1])
+    scores = q @ k.transpose(-1, -2)
+
+    def out(inside: torch.Tensor, scale: float = s, carried: bool = True):
+        past = scale * q @ state if carried else 0.0
+        return past + scale * inside @ v
+
+    return {
+        "no_mask": (
+            lambda: out(scores),
+            "a token reads keys later in its own chunk: mask the "
+            "chunk's scores to j ≤ i (torch.tril) before multiplying "
+            "by V.",
+        ),
+        "mask_strict": (
+            lambda: out(scores.tril(-1)),
+            "a token does not read its own key: the mask inside the "
+            "chunk keeps the diagonal, j ≤ i (tril(), not tril(-1)).",
+        ),
+        "mask_transposed": (
+            lambda: out(scores.triu()),
+            "the mask is transposed: a token reads keys j ≥ i. Keep "
+            "the lower triangle, tril().",
+        ),
+        "no_state": (
+            lambda: out(scores.tril(), carried=False),
+            "the outputs ignore the state carried in from earlier "
+            "chunks: add s Q S to the part from inside the chunk.",
+        ),
+        "no_scale": (
+            lambda: out(scores.tril(), scale=1.0),
+            "the output is √d_k too large: scale q by 1/√d_k, in both terms.",
+        ),
+    }
+
+
+def chunk_state_mistakes(k, v, state) -> dict:
+    """The usual mistakes in the state a chunk hands on: S + Kᵀ V."""
+    return {
+        "state_not_carried": (
+            lambda: k.transpose(-1, -2) @ v,
+            "the new state forgets the old one: it is the state "
+            "carried in plus this chunk's Kᵀ V.",
+        ),
+        "state_unchanged": (
+            lambda: state,
+            "the state is handed on unchanged: add this chunk's Kᵀ V.",
+        ),
+    }

@@ -22,6 +22,9 @@ Signatures your function must have (the package's conventions: tensors ``[B, H, 
   q, k ``[B, H, Dk]``, v ``[B, H, Dv]``, state ``[B, H, Dk, Dv]``: S ← S + k vᵀ, o = Sᵀ q.
 - ``check_gla_step(fn)``: ``fn(q, k, v, *, g, state) -> (o, new_state)`` with g
   ``[B, H, Dk]``: S ← Diag(exp g) S + k vᵀ (gated linear attention, one decay per key channel).
+- ``check_linear_chunk(fn)``: ``fn(q, k, v, *, state) -> (o, new_state)`` for one chunk of C
+  tokens of chunkwise linear attention: q, k ``[B, H, C, Dk]``, v ``[B, H, C, Dv]``:
+  O = s Q S + (s Q Kᵀ ⊙ M) V and S ← S + Kᵀ V (M the causal mask inside the chunk).
 - ``check_delta_step(fn)``: ``fn(q, k, v, *, beta, state)`` with beta ``[B, H]``.
 - ``check_gated_delta_step(fn)``: ``fn(q, k, v, *, g, beta, state)`` with g ``[B, H]``.
 - ``check_kda_step(fn)``: ``fn(q, k, v, *, g, beta, state)`` with g ``[B, H, Dk]``
@@ -41,6 +44,8 @@ from . import attention
 from ._selfcheck_mistakes import (
     attention_mistakes,
     block_mistakes,
+    chunk_mistakes,
+    chunk_state_mistakes,
     decode_mistakes,
     step_mistakes,
 )
@@ -49,7 +54,10 @@ from .delta import delta_rule_recurrent, gated_delta_rule_recurrent
 from .gated import gla_recurrent
 from .kda import kda_recurrent
 from .kv_cache import KVCache
-from .linear import linear_attention_recurrent
+from .linear import (
+    linear_attention_chunk_reference,
+    linear_attention_recurrent,
+)
 
 RTOL, ATOL = 1e-3, 1e-4
 
@@ -435,6 +443,67 @@ def check_prenorm_block(fn: Callable) -> CheckResult:
     return _run("pre-norm residual block", lambda: _check_block(fn))
 
 
+# --- one chunk of chunkwise linear attention -----------------------------------------------------
+
+
+def _check_chunk(fn: Callable) -> list[str]:
+    gen = torch.Generator().manual_seed(4)
+    cases = [
+        ("a chunk of 4 from an empty state", 4, False),
+        ("a chunk of 1 from a random state", 1, True),
+        ("a chunk of 5 from a random state", 5, True),
+    ]
+    for label, c, random_state in cases:
+        q, k = _randn(gen, 1, 2, c, 6), _randn(gen, 1, 2, c, 6)
+        v = _randn(gen, 1, 2, c, 4)
+        state = (
+            _randn(gen, 1, 2, 6, 4)
+            if random_state
+            else torch.zeros(1, 2, 6, 4)
+        )
+        ref_o, ref_state = linear_attention_recurrent(
+            q, k, v, initial_state=state, output_final_state=True
+        )
+        out = _call(
+            fn, label, q.clone(), k.clone(), v.clone(), state=state.clone()
+        )
+        if not (isinstance(out, tuple | list) and len(out) == 2):
+            raise _Failed(
+                f"expected the pair (o, new_state), got {type(out).__name__} "
+                f"({label}).",
+                "type",
+            )
+        o = _tensor(
+            out[0], "o", (1, 2, c, 4), "[B, H, C, Dv]: one output per token"
+        )
+        new_state = _tensor(
+            out[1], "the new state", (1, 2, 6, 4), "[B, H, Dk, Dv]"
+        )
+        if not _close(o, ref_o):
+            _diagnose(
+                o,
+                ref_o,
+                label,
+                chunk_mistakes(q, k, v, state),
+                "Compare with O = s Q S + (s Q Kᵀ ⊙ M) V.",
+            )
+        if not _close(new_state, ref_state):
+            _diagnose(
+                new_state,
+                ref_state,
+                label,
+                chunk_state_mistakes(k, v, state),
+                "The outputs match; compare the new state with S + Kᵀ V.",
+            )
+    return [case[0] for case in cases]
+
+
+def check_linear_chunk(fn: Callable) -> CheckResult:
+    """Check ``fn(q, k, v, *, state) -> (o, new_state)``: one chunk of
+    chunkwise linear attention, O = s Q S + (s Q Kᵀ ⊙ M) V, S ← S + Kᵀ V."""
+    return _run("one chunk of linear attention", lambda: _check_chunk(fn))
+
+
 # --- recurrent steps: linear attention, delta rule, gated delta rule, KDA --------------------
 
 _ROW_GATE_HINT = (
@@ -692,3 +761,15 @@ def reference_prenorm_block(x, mixer, mlp, mixer_norm, mlp_norm):
     """The block of :class:`attnlab.model.HybridBlock`, with its parts passed in."""
     h = x + mixer(mixer_norm(x))
     return h + mlp(mlp_norm(h))
+
+
+def reference_linear_chunk(q, k, v, *, state):
+    """One chunk through the package's ``linear_attention_chunk_reference``."""
+    return linear_attention_chunk_reference(
+        q,
+        k,
+        v,
+        initial_state=state,
+        output_final_state=True,
+        chunk_size=q.shape[2],
+    )
