@@ -318,3 +318,39 @@ def test_chunk_checker_passes_the_reference_and_a_correct_learner():
 
     assert sc.check_linear_chunk(sc.reference_linear_chunk)
     assert sc.check_linear_chunk(learner)
+
+
+# --- multi-head attention (Lesson 4) --------------------------------------------------------------
+
+def _learner_mha(x, w_q, w_k, w_v, w_o, n_heads, mistake=None):
+    """Multi-head attention written from the lesson's equations, one knob per mistake."""
+    b, t, d = x.shape
+    heads = 1 if mistake == "one_head" else n_heads
+    dh = d // heads
+    outs = []
+    for h in range(heads):
+        cols = (slice(h, d, heads) if mistake == "interleaved_heads"
+                else slice(h * dh, (h + 1) * dh))
+        q, k, v = (x @ w[:, cols] for w in (w_q, w_k, w_v))
+        scale = d ** -0.5 if mistake == "scale_d_model" else dh ** -0.5
+        scores = scale * q @ k.transpose(-1, -2)
+        if mistake != "not_causal":
+            scores = scores.masked_fill(~torch.ones(t, t, dtype=torch.bool).tril(), float("-inf"))
+        outs.append(torch.softmax(scores, dim=-1) @ v)
+    if mistake == "interleaved_heads":  # put every column back where it came from
+        y = torch.empty(b, t, d)
+        for h, o in enumerate(outs):
+            y[..., h::heads] = o
+    else:
+        y = torch.cat(outs, dim=-1)
+    return y if mistake == "no_output_projection" else y @ w_o
+
+
+@pytest.mark.parametrize("mistake", ["one_head", "scale_d_model", "no_output_projection",
+                                     "interleaved_heads", "not_causal"])
+def test_multi_head_checker_names_each_mistake(mistake):
+    assert sc.check_multi_head_attention(_learner_mha)
+    assert sc.check_multi_head_attention(sc.reference_multi_head_attention)
+    result = sc.check_multi_head_attention(
+        lambda *a: _learner_mha(*a, mistake=mistake))
+    assert not result.ok and result.mistake == mistake, result

@@ -361,3 +361,60 @@ def chunk_state_mistakes(k, v, state) -> dict:
             "the state is handed on unchanged: add this chunk's Kᵀ V.",
         ),
     }
+
+
+def multi_head_mistakes(x, w_q, w_k, w_v, w_o, n_heads: int) -> dict:
+    """The usual mistakes in causal multi-head attention, Y = [O_1 … O_H] W_O
+    with O_h = softmax(Q_h K_hᵀ / √d_h + log M) V_h (x ``[B, T, d]``)."""
+    b, t, d = x.shape
+
+    def split(y, heads):
+        """The package's cut: [B, T, H·D] -> [B, H, T, D]."""
+        return y.view(b, t, heads, d // heads).transpose(1, 2)
+
+    def interleaved(y, heads):
+        """D and H swapped: head h takes every H-th feature."""
+        return y.view(b, t, d // heads, heads).permute(0, 3, 1, 2)
+
+    def merge(o):
+        return o.transpose(1, 2).reshape(b, t, d)
+
+    def mha(cut=split, heads=n_heads, scale=None, causal=True, w_out=w_o):
+        q, k, v = (cut(x @ w, heads) for w in (w_q, w_k, w_v))
+        s = (1 / math.sqrt(q.shape[-1])) if scale is None else scale
+        o = sdpa(q, k, v, scale=s, causal=causal)
+        # merge back: the interleaved cut's inverse, or the package's
+        if cut is interleaved:
+            o = o.permute(0, 2, 3, 1).reshape(b, t, d)
+        else:
+            o = merge(o)
+        return o if w_out is None else o @ w_out
+
+    return {
+        "one_head": (
+            lambda: mha(heads=1),
+            "your layer behaves as one wide head: cut Q, K and V into "
+            "H heads of d_h = d / H features each and attend in each.",
+        ),
+        "scale_d_model": (
+            lambda: mha(scale=1 / math.sqrt(d)),
+            "the scores are scaled by 1/√d_model: each head scales "
+            "by 1/√d_h, its own width.",
+        ),
+        "no_output_projection": (
+            lambda: mha(w_out=None),
+            "the heads are concatenated but not mixed: multiply "
+            "the concatenation by W_O.",
+        ),
+        "interleaved_heads": (
+            lambda: mha(cut=interleaved),
+            "the heads take the wrong features: head h is the "
+            "h-th block of d_h consecutive columns, "
+            "x.view(B, T, H, d_h), not every H-th column.",
+        ),
+        "not_causal": (
+            lambda: mha(causal=False),
+            "future tokens change the output: each head needs the "
+            "causal mask.",
+        ),
+    }

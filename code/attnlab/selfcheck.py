@@ -13,6 +13,9 @@ Signatures your function must have (the package's conventions: tensors ``[B, H, 
 - ``check_attention(fn)``: ``fn(q, k, v) -> o``, no mask; q ``[B, H, Tq, Dk]``,
   k ``[B, H, Tk, Dk]``, v ``[B, H, Tk, Dv]`` -> o ``[B, H, Tq, Dv]``.
 - ``check_causal_attention(fn)``: ``fn(q, k, v) -> o``, token i sees keys j ≤ i; all ``T`` long.
+- ``check_multi_head_attention(fn)``: ``fn(x, w_q, w_k, w_v, w_o, n_heads) -> y``, causal
+  multi-head attention: x ``[B, T, d]``, each ``w_*`` ``[d, d]`` applied as ``x @ w``, H = n_heads
+  heads of width d / H, y ``[B, T, d]``.
 - ``check_decode_step(fn)``: ``fn(q_t, k_t, v_t, cache) -> o_t`` with q_t, k_t ``[B, H, 1, Dk]``,
   v_t ``[B, H, 1, Dv]`` and ``cache`` a :class:`~attnlab.kv_cache.KVCache` of the past tokens;
   append the new token to the cache, return o_t ``[B, H, 1, Dv]``.
@@ -47,9 +50,10 @@ from ._selfcheck_mistakes import (
     chunk_mistakes,
     chunk_state_mistakes,
     decode_mistakes,
+    multi_head_mistakes,
     step_mistakes,
 )
-from .blocks import HeadRMSNorm
+from .blocks import HeadRMSNorm, merge_heads, split_heads
 from .delta import delta_rule_recurrent, gated_delta_rule_recurrent
 from .gated import gla_recurrent
 from .kda import kda_recurrent
@@ -308,6 +312,43 @@ def check_causal_attention(fn: Callable) -> CheckResult:
     return _run(
         "causal attention", lambda: _check_attention_fn(fn, causal=True)
     )
+
+
+# --- multi-head attention ------------------------------------------------------------------------
+
+
+def _check_multi_head(fn: Callable) -> list[str]:
+    gen = torch.Generator().manual_seed(5)
+    cases = [
+        ("2 heads, T = 5", 2, 5),
+        ("4 heads, T = 3", 4, 3),
+        ("T = 1, 2 heads", 2, 1),
+    ]
+    for label, heads, t in cases:
+        x = _randn(gen, 2, t, 8)
+        weights = [_randn(gen, 8, 8, std=8**-0.5) for _ in range(4)]
+        ref = reference_multi_head_attention(x, *weights, heads)
+        out = _tensor(
+            _call(fn, label, x.clone(), *weights, heads),
+            "y",
+            tuple(ref.shape),
+            "[B, T, d]",
+        )
+        if not _close(out, ref):
+            _diagnose(
+                out,
+                ref,
+                label,
+                multi_head_mistakes(x, *weights, heads),
+                "Compare with Y = [O_1 … O_H] W_O, "
+                "O_h = softmax(Q_h K_hᵀ / √d_h + log M) V_h.",
+            )
+    return [case[0] for case in cases]
+
+
+def check_multi_head_attention(fn: Callable) -> CheckResult:
+    """Check ``fn(x, w_q, w_k, w_v, w_o, n_heads) -> y``: causal multi-head attention."""
+    return _run("multi-head attention", lambda: _check_multi_head(fn))
 
 
 # --- one decoding step with a KV cache ---------------------------------------------------------
@@ -773,3 +814,11 @@ def reference_linear_chunk(q, k, v, *, state):
         output_final_state=True,
         chunk_size=q.shape[2],
     )
+
+
+def reference_multi_head_attention(x, w_q, w_k, w_v, w_o, n_heads):
+    """The package's heads: ``split_heads``, causal ``softmax_attention``,
+    ``merge_heads``, then W_O."""
+    q, k, v = (split_heads(x @ w, n_heads) for w in (w_q, w_k, w_v))
+    o, _ = attention.softmax_attention(q, k, v, causal=True)
+    return merge_heads(o) @ w_o
