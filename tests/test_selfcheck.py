@@ -354,3 +354,31 @@ def test_multi_head_checker_names_each_mistake(mistake):
     result = sc.check_multi_head_attention(
         lambda *a: _learner_mha(*a, mistake=mistake))
     assert not result.ok and result.mistake == mistake, result
+
+
+# --- one chunk of the delta rule (Lesson 13) -------------------------------------------------------
+
+def _learner_delta_chunk(q, k, v, *, beta, state, mistake=None):
+    """The WY / UT chunk written from Lesson 13's equations with an explicit inverse."""
+    q = q if mistake == "no_scale" else q / q.shape[-1] ** 0.5
+    c = k.shape[2]
+    gram = k @ k.transpose(-1, -2)
+    weights = gram if mistake == "l_without_beta" else beta[..., :, None] * gram
+    below = torch.ones(c, c).tril(0 if mistake == "l_with_diagonal" else -1)
+    t_inv = torch.linalg.inv(torch.eye(c) + weights * below)  # L⁻¹
+    w, u = t_inv @ (beta[..., None] * k), t_inv @ (beta[..., None] * v)
+    v_new = {"additive_chunk": v, "values_ignore_state": u}.get(mistake, u - w @ state)
+    o = q @ state + (q @ k.transpose(-1, -2) * torch.ones(c, c).tril()) @ v_new
+    write = k.transpose(-1, -2) @ (v if mistake == "state_from_v" else v_new)
+    return o, state if mistake == "state_unchanged" else state + write
+
+
+@pytest.mark.parametrize("mistake", ["additive_chunk", "values_ignore_state", "l_with_diagonal",
+                                     "l_without_beta", "no_scale", "state_from_v",
+                                     "state_unchanged"])
+def test_delta_chunk_checker_names_each_mistake(mistake):
+    assert sc.check_delta_chunk(_learner_delta_chunk)
+    assert sc.check_delta_chunk(sc.reference_delta_chunk)
+    result = sc.check_delta_chunk(
+        lambda *a, **kw: _learner_delta_chunk(*a, **kw, mistake=mistake))
+    assert not result.ok and result.mistake == mistake, result

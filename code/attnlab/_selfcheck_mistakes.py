@@ -418,3 +418,70 @@ def multi_head_mistakes(x, w_q, w_k, w_v, w_o, n_heads: int) -> dict:
             "causal mask.",
         ),
     }
+
+
+def delta_chunk(q, k, v, beta, state, *, mistake: str | None = None):
+    """One chunk of the delta rule in the WY / UT form, with ``mistake``
+    naming one common error: (o ``[B, H, C, Dv]``, new state)."""
+    s = 1.0 if mistake == "no_scale" else 1 / math.sqrt(q.shape[-1])
+    q = s * q
+    b = beta[..., None]  # [B, H, C, 1]
+    eye = torch.eye(k.shape[2], dtype=k.dtype)
+    gram = k @ k.transpose(-1, -2)
+    if mistake != "l_without_beta":
+        gram = b * gram
+    lower = eye + gram.tril(0 if mistake == "l_with_diagonal" else -1)
+    w = torch.linalg.solve(lower, b * k)
+    u = torch.linalg.solve(lower, b * v)
+    if mistake == "additive_chunk":
+        v_new = v
+    elif mistake == "values_ignore_state":
+        v_new = u
+    else:
+        v_new = u - w @ state
+    o = q @ state + (q @ k.transpose(-1, -2)).tril() @ v_new
+    written = v if mistake == "state_from_v" else v_new
+    new = (
+        state
+        if mistake == "state_unchanged"
+        else (state + k.transpose(-1, -2) @ written)
+    )
+    return o, new
+
+
+DELTA_CHUNK_MISTAKES = {
+    "additive_chunk": "your chunk writes Kᵀ V as linear attention does: the delta rule writes "
+    "the corrected values V_new = U − W S (the UT transform of β ⊙ V and β ⊙ K).",
+    "values_ignore_state": "the chunk's values do not see the state carried in: "
+    "V_new = U − W S, not U (matches only from an empty state).",
+    "l_with_diagonal": "L has β k_i·k_i on its diagonal: L = I + StrictTril(diag(β) K Kᵀ), "
+    "the strictly lower part (tril(-1)).",
+    "l_without_beta": "β is missing inside L: L = I + StrictTril(diag(β) K Kᵀ).",
+    "no_scale": "the output is √d_k too large: scale q by 1/√d_k.",
+    "state_from_v": "the outputs match but the new state adds Kᵀ V: it adds the corrected "
+    "values, S + Kᵀ V_new.",
+    "state_unchanged": "the outputs match but the state is handed on unchanged: "
+    "S + Kᵀ V_new.",
+}
+
+
+def delta_chunk_mistakes(q, k, v, beta, state, part: int) -> dict:
+    """Each mistake's output (``part`` 0) or new state (``part`` 1)."""
+    names = (
+        (
+            "additive_chunk",
+            "values_ignore_state",
+            "l_with_diagonal",
+            "l_without_beta",
+            "no_scale",
+        )
+        if part == 0
+        else ("state_from_v", "state_unchanged")
+    )
+    return {
+        m: (
+            lambda m=m: delta_chunk(q, k, v, beta, state, mistake=m)[part],
+            DELTA_CHUNK_MISTAKES[m],
+        )
+        for m in names
+    }

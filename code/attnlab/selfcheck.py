@@ -28,6 +28,8 @@ Signatures your function must have (the package's conventions: tensors ``[B, H, 
 - ``check_linear_chunk(fn)``: ``fn(q, k, v, *, state) -> (o, new_state)`` for one chunk of C
   tokens of chunkwise linear attention: q, k ``[B, H, C, Dk]``, v ``[B, H, C, Dv]``:
   O = s Q S + (s Q Kᵀ ⊙ M) V and S ← S + Kᵀ V (M the causal mask inside the chunk).
+- ``check_delta_chunk(fn)``: ``fn(q, k, v, *, beta, state) -> (o, new_state)`` for one chunk of
+  the delta rule (Lesson 13's WY / UT form); beta ``[B, H, C]``.
 - ``check_delta_step(fn)``: ``fn(q, k, v, *, beta, state)`` with beta ``[B, H]``.
 - ``check_gated_delta_step(fn)``: ``fn(q, k, v, *, g, beta, state)`` with g ``[B, H]``.
 - ``check_kda_step(fn)``: ``fn(q, k, v, *, g, beta, state)`` with g ``[B, H, Dk]``
@@ -50,11 +52,16 @@ from ._selfcheck_mistakes import (
     chunk_mistakes,
     chunk_state_mistakes,
     decode_mistakes,
+    delta_chunk_mistakes,
     multi_head_mistakes,
     step_mistakes,
 )
 from .blocks import HeadRMSNorm, merge_heads, split_heads
-from .delta import delta_rule_recurrent, gated_delta_rule_recurrent
+from .delta import (
+    delta_rule_chunk_reference,
+    delta_rule_recurrent,
+    gated_delta_rule_recurrent,
+)
 from .gated import gla_recurrent
 from .kda import kda_recurrent
 from .kv_cache import KVCache
@@ -545,6 +552,78 @@ def check_linear_chunk(fn: Callable) -> CheckResult:
     return _run("one chunk of linear attention", lambda: _check_chunk(fn))
 
 
+def _check_delta_chunk(fn: Callable) -> list[str]:
+    gen = torch.Generator().manual_seed(6)
+    cases = [
+        ("a chunk of 4 from an empty state", 4, False),
+        ("a chunk of 1 from a random state", 1, True),
+        ("a chunk of 6 from a random state", 6, True),
+    ]
+    for label, c, random_state in cases:
+        q = _randn(gen, 1, 2, c, 6)
+        k = torch.nn.functional.normalize(_randn(gen, 1, 2, c, 6), dim=-1)
+        v = _randn(gen, 1, 2, c, 4)
+        beta = torch.rand(1, 2, c, generator=gen)
+        state = (
+            _randn(gen, 1, 2, 6, 4)
+            if random_state
+            else torch.zeros(1, 2, 6, 4)
+        )
+        ref_o, ref_state = delta_rule_recurrent(
+            q, k, v, beta=beta, initial_state=state, output_final_state=True
+        )
+        out = _call(
+            fn,
+            label,
+            q.clone(),
+            k.clone(),
+            v.clone(),
+            beta=beta.clone(),
+            state=state.clone(),
+        )
+        if not (isinstance(out, tuple | list) and len(out) == 2):
+            raise _Failed(
+                f"expected the pair (o, new_state), got {type(out).__name__} "
+                f"({label}).",
+                "type",
+            )
+        o = _tensor(
+            out[0], "o", (1, 2, c, 4), "[B, H, C, Dv]: one output per token"
+        )
+        new_state = _tensor(
+            out[1], "the new state", (1, 2, 6, 4), "[B, H, Dk, Dv]"
+        )
+        for part, (mine, ref, fallback) in enumerate(
+            (
+                (
+                    o,
+                    ref_o,
+                    "Compare with O = Q S + (Q Kᵀ ⊙ M) V_new, V_new = U − W S.",
+                ),
+                (
+                    new_state,
+                    ref_state,
+                    "The outputs match; compare the new state with "
+                    "S + Kᵀ V_new.",
+                ),
+            )
+        ):
+            if not _close(mine, ref):
+                _diagnose(
+                    mine,
+                    ref,
+                    label,
+                    delta_chunk_mistakes(q, k, v, beta, state, part),
+                    fallback,
+                )
+    return [case[0] for case in cases]
+
+
+def check_delta_chunk(fn: Callable) -> CheckResult:
+    """Check ``fn(q, k, v, *, beta, state) -> (o, new_state)``: one chunk of the delta rule."""
+    return _run("one chunk of the delta rule", lambda: _check_delta_chunk(fn))
+
+
 # --- recurrent steps: linear attention, delta rule, gated delta rule, KDA --------------------
 
 _ROW_GATE_HINT = (
@@ -822,3 +901,16 @@ def reference_multi_head_attention(x, w_q, w_k, w_v, w_o, n_heads):
     q, k, v = (split_heads(x @ w, n_heads) for w in (w_q, w_k, w_v))
     o, _ = attention.softmax_attention(q, k, v, causal=True)
     return merge_heads(o) @ w_o
+
+
+def reference_delta_chunk(q, k, v, *, beta, state):
+    """One chunk through the package's ``delta_rule_chunk_reference``."""
+    return delta_rule_chunk_reference(
+        q,
+        k,
+        v,
+        beta=beta,
+        initial_state=state,
+        output_final_state=True,
+        chunk_size=q.shape[2],
+    )
