@@ -144,6 +144,27 @@ def _tensor(
     return out
 
 
+def _output_and_state(
+    out: object,
+    label: str,
+    o_shape: tuple[int, ...],
+    o_dims: str,
+    state_shape: tuple[int, int],
+    state_dims: str = "[B, H, Dk, Dv]",
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The learner's pair (o, new_state), each checked for type and shape
+    (the state ``[B, H, *state_shape]`` with B = 1, H = 2, as every case)."""
+    if not (isinstance(out, tuple | list) and len(out) == 2):
+        raise _Failed(
+            f"expected the pair (o, new_state), got {type(out).__name__} ({label}).",
+            "type",
+        )
+    o = _tensor(out[0], "o", o_shape, o_dims)
+    return o, _tensor(
+        out[1], "the new state", (1, 2, *state_shape), state_dims
+    )
+
+
 def _close(a: torch.Tensor, b: torch.Tensor) -> bool:
     return a.shape == b.shape and torch.allclose(
         a.double(), b.double(), rtol=RTOL, atol=ATOL
@@ -491,86 +512,37 @@ def check_prenorm_block(fn: Callable) -> CheckResult:
     return _run("pre-norm residual block", lambda: _check_block(fn))
 
 
-# --- one chunk of chunkwise linear attention -----------------------------------------------------
+# --- one chunk: chunkwise linear attention (Lesson 8) and the delta rule (Lesson 13) ------------
 
 
-def _check_chunk(fn: Callable) -> list[str]:
+def _check_chunk(fn: Callable, delta: bool) -> list[str]:
+    """Run ``fn`` on single chunks and compare with the recurrence over the
+    same tokens: outputs first, then the state the chunk hands on."""
     gen = torch.Generator().manual_seed(4)
-    cases = [
-        ("a chunk of 4 from an empty state", 4, False),
-        ("a chunk of 1 from a random state", 1, True),
-        ("a chunk of 5 from a random state", 5, True),
-    ]
-    for label, c, random_state in cases:
-        q, k = _randn(gen, 1, 2, c, 6), _randn(gen, 1, 2, c, 6)
-        v = _randn(gen, 1, 2, c, 4)
-        state = (
-            _randn(gen, 1, 2, 6, 4)
-            if random_state
-            else torch.zeros(1, 2, 6, 4)
-        )
-        ref_o, ref_state = linear_attention_recurrent(
-            q, k, v, initial_state=state, output_final_state=True
-        )
-        out = _call(
-            fn, label, q.clone(), k.clone(), v.clone(), state=state.clone()
-        )
-        if not (isinstance(out, tuple | list) and len(out) == 2):
-            raise _Failed(
-                f"expected the pair (o, new_state), got {type(out).__name__} "
-                f"({label}).",
-                "type",
-            )
-        o = _tensor(
-            out[0], "o", (1, 2, c, 4), "[B, H, C, Dv]: one output per token"
-        )
-        new_state = _tensor(
-            out[1], "the new state", (1, 2, 6, 4), "[B, H, Dk, Dv]"
-        )
-        if not _close(o, ref_o):
-            _diagnose(
-                o,
-                ref_o,
-                label,
-                chunk_mistakes(q, k, v, state),
-                "Compare with O = s Q S + (s Q Kᵀ ⊙ M) V.",
-            )
-        if not _close(new_state, ref_state):
-            _diagnose(
-                new_state,
-                ref_state,
-                label,
-                chunk_state_mistakes(k, v, state),
-                "The outputs match; compare the new state with S + Kᵀ V.",
-            )
-    return [case[0] for case in cases]
-
-
-def check_linear_chunk(fn: Callable) -> CheckResult:
-    """Check ``fn(q, k, v, *, state) -> (o, new_state)``: one chunk of
-    chunkwise linear attention, O = s Q S + (s Q Kᵀ ⊙ M) V, S ← S + Kᵀ V."""
-    return _run("one chunk of linear attention", lambda: _check_chunk(fn))
-
-
-def _check_delta_chunk(fn: Callable) -> list[str]:
-    gen = torch.Generator().manual_seed(6)
     cases = [
         ("a chunk of 4 from an empty state", 4, False),
         ("a chunk of 1 from a random state", 1, True),
         ("a chunk of 6 from a random state", 6, True),
     ]
     for label, c, random_state in cases:
-        q = _randn(gen, 1, 2, c, 6)
-        k = torch.nn.functional.normalize(_randn(gen, 1, 2, c, 6), dim=-1)
-        v = _randn(gen, 1, 2, c, 4)
-        beta = torch.rand(1, 2, c, generator=gen)
+        q, k, v = (
+            _randn(gen, 1, 2, c, 6),
+            _randn(gen, 1, 2, c, 6),
+            _randn(gen, 1, 2, c, 4),
+        )
+        if delta:  # unit keys keep the delta rule stable
+            k = torch.nn.functional.normalize(k, dim=-1)
         state = (
             _randn(gen, 1, 2, 6, 4)
             if random_state
             else torch.zeros(1, 2, 6, 4)
         )
-        ref_o, ref_state = delta_rule_recurrent(
-            q, k, v, beta=beta, initial_state=state, output_final_state=True
+        extra = {"beta": torch.rand(1, 2, c, generator=gen)} if delta else {}
+        recurrence = (
+            delta_rule_recurrent if delta else linear_attention_recurrent
+        )
+        ref_o, ref_state = recurrence(
+            q, k, v, **extra, initial_state=state, output_final_state=True
         )
         out = _call(
             fn,
@@ -578,50 +550,53 @@ def _check_delta_chunk(fn: Callable) -> list[str]:
             q.clone(),
             k.clone(),
             v.clone(),
-            beta=beta.clone(),
+            **{n: t.clone() for n, t in extra.items()},
             state=state.clone(),
         )
-        if not (isinstance(out, tuple | list) and len(out) == 2):
-            raise _Failed(
-                f"expected the pair (o, new_state), got {type(out).__name__} "
-                f"({label}).",
-                "type",
-            )
-        o = _tensor(
-            out[0], "o", (1, 2, c, 4), "[B, H, C, Dv]: one output per token"
+        o, new_state = _output_and_state(
+            out, label, (1, 2, c, 4), "[B, H, C, Dv]", (6, 4)
         )
-        new_state = _tensor(
-            out[1], "the new state", (1, 2, 6, 4), "[B, H, Dk, Dv]"
-        )
-        for part, (mine, ref, fallback) in enumerate(
-            (
-                (
-                    o,
-                    ref_o,
-                    "Compare with O = Q S + (Q Kᵀ ⊙ M) V_new, V_new = U − W S.",
-                ),
-                (
-                    new_state,
-                    ref_state,
-                    "The outputs match; compare the new state with "
-                    "S + Kᵀ V_new.",
-                ),
+        if delta:
+            outputs = delta_chunk_mistakes(q, k, v, extra["beta"], state, 0)
+            states = delta_chunk_mistakes(q, k, v, extra["beta"], state, 1)
+            formulas = (
+                "O = s Q S + (s Q Kᵀ ⊙ M) V_new, V_new = U − W S",
+                "S + Kᵀ V_new",
             )
-        ):
-            if not _close(mine, ref):
-                _diagnose(
-                    mine,
-                    ref,
-                    label,
-                    delta_chunk_mistakes(q, k, v, beta, state, part),
-                    fallback,
-                )
+        else:
+            outputs, states = (
+                chunk_mistakes(q, k, v, state),
+                chunk_state_mistakes(k, v, state),
+            )
+            formulas = ("O = s Q S + (s Q Kᵀ ⊙ M) V", "S + Kᵀ V")
+        if not _close(o, ref_o):
+            _diagnose(
+                o, ref_o, label, outputs, f"Compare with {formulas[0]}."
+            )
+        if not _close(new_state, ref_state):
+            _diagnose(
+                new_state,
+                ref_state,
+                label,
+                states,
+                f"The outputs match; compare the new state with {formulas[1]}.",
+            )
     return [case[0] for case in cases]
+
+
+def check_linear_chunk(fn: Callable) -> CheckResult:
+    """Check ``fn(q, k, v, *, state) -> (o, new_state)``: one chunk of
+    chunkwise linear attention, O = s Q S + (s Q Kᵀ ⊙ M) V, S ← S + Kᵀ V."""
+    return _run(
+        "one chunk of linear attention", lambda: _check_chunk(fn, delta=False)
+    )
 
 
 def check_delta_chunk(fn: Callable) -> CheckResult:
     """Check ``fn(q, k, v, *, beta, state) -> (o, new_state)``: one chunk of the delta rule."""
-    return _run("one chunk of the delta rule", lambda: _check_delta_chunk(fn))
+    return _run(
+        "one chunk of the delta rule", lambda: _check_chunk(fn, delta=True)
+    )
 
 
 # --- recurrent steps: linear attention, delta rule, gated delta rule, KDA --------------------
@@ -738,19 +713,12 @@ def _check_steps(fn: Callable, kind: str) -> list[str]:
                 hint=_HINTS.get(kind, ""),
                 **kwargs,
             )
-            if not (isinstance(out, tuple | list) and len(out) == 2):
-                raise _Failed(
-                    f"expected the pair (o, new_state), got {type(out).__name__} "
-                    f"({label}).",
-                    "type",
-                )
-            o = _tensor(
-                out[0], "o", (1, 2, dv), "[B, H, Dv]: the read is Sᵀ q"
-            )
-            new_state = _tensor(
-                out[1],
-                "the new state",
-                (1, 2, dk, dv),
+            o, new_state = _output_and_state(
+                out,
+                label,
+                (1, 2, dv),
+                "[B, H, Dv]: the read is Sᵀ q",
+                (dk, dv),
                 "[B, H, Dk, Dv]: the write is k vᵀ (k a column, v a row)",
             )
             if not torch.equal(kwargs["state"], given):
