@@ -781,56 +781,40 @@ def check_kda_step(fn: Callable) -> CheckResult:
 # --- reference steps (what a correct answer looks like; the exercises' hidden solutions) -----
 
 
-def reference_linear_attention_step(q, k, v, *, state):
-    """The package's linear-attention step: ``linear_attention_recurrent`` on one token."""
-    o, new = linear_attention_recurrent(
+def _one_token(recurrence: Callable, q, k, v, state, **per_token):
+    """``recurrence`` (a package kernel) on a single token: every tensor of one
+    token ``[B, H, D]`` (or ``[B, H]``) gets a time axis of length 1."""
+    o, new = recurrence(
         q[:, :, None],
         k[:, :, None],
         v[:, :, None],
+        **{name: t[:, :, None] for name, t in per_token.items()},
         initial_state=state,
         output_final_state=True,
     )
     return o[:, :, 0], new
+
+
+def reference_linear_attention_step(q, k, v, *, state):
+    """The package's linear-attention step: ``linear_attention_recurrent`` on one token."""
+    return _one_token(linear_attention_recurrent, q, k, v, state)
 
 
 def reference_gla_step(q, k, v, *, g, state):
     """The package's gated linear-attention step: ``gla_recurrent`` on one token."""
-    o, new = gla_recurrent(
-        q[:, :, None],
-        k[:, :, None],
-        v[:, :, None],
-        g=g[:, :, None],
-        initial_state=state,
-        output_final_state=True,
-    )
-    return o[:, :, 0], new
+    return _one_token(gla_recurrent, q, k, v, state, g=g)
 
 
 def reference_delta_step(q, k, v, *, beta, state):
     """The package's delta-rule step: ``delta_rule_recurrent`` on one token."""
-    o, new = delta_rule_recurrent(
-        q[:, :, None],
-        k[:, :, None],
-        v[:, :, None],
-        beta=beta[:, :, None],
-        initial_state=state,
-        output_final_state=True,
-    )
-    return o[:, :, 0], new
+    return _one_token(delta_rule_recurrent, q, k, v, state, beta=beta)
 
 
 def reference_gated_delta_step(q, k, v, *, g, beta, state):
     """The package's gated delta step: ``gated_delta_rule_recurrent`` on one token."""
-    o, new = gated_delta_rule_recurrent(
-        q[:, :, None],
-        k[:, :, None],
-        v[:, :, None],
-        g=g[:, :, None],
-        beta=beta[:, :, None],
-        initial_state=state,
-        output_final_state=True,
+    return _one_token(
+        gated_delta_rule_recurrent, q, k, v, state, g=g, beta=beta
     )
-    return o[:, :, 0], new
 
 
 def reference_decode_step(q_t, k_t, v_t, cache: KVCache):
