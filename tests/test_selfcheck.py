@@ -356,7 +356,7 @@ def test_multi_head_checker_names_each_mistake(mistake):
     assert not result.ok and result.mistake == mistake, result
 
 
-# --- one chunk of the delta rule (Lesson 13) -------------------------------------------------------
+# --- one chunk of the delta rule (Lesson 13) ---------------------------------------------------
 
 def _learner_delta_chunk(q, k, v, *, beta, state, mistake=None):
     """The WY / UT chunk written from Lesson 13's equations with an explicit inverse."""
