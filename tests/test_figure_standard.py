@@ -35,9 +35,8 @@ from attnlab.widgets import Control, SliderPanel
 from matplotlib.figure import Figure
 
 FIGURES = Path(__file__).resolve().parents[1] / "code" / "attnlab" / "figures"
-#: The lesson figure modules this test covers (Lessons 17, 18 and 20 have their own).
-MODULES = sorted(p.stem for p in FIGURES.glob("l[0-9][0-9]*_*.py")
-                 if p.stem[:3] not in ("l17", "l18", "l20"))
+#: The lesson figure modules this test covers: all of them.
+MODULES = sorted(p.stem for p in FIGURES.glob("l[0-9][0-9]*_*.py"))
 
 
 def fig_module(prefix: str):
@@ -108,11 +107,39 @@ def _nano_history() -> tuple[list[int], list[list[int]], tuple[str, ...]]:
     return tokens, rows, kinds
 
 
+def _recall_study() -> tuple[dict, list[dict]]:
+    """Lesson 17's inputs: the shipped study's summary, and stand-in live rows (the study's own
+    seed-0 rows at N = 2, shaped like train_cell's)."""
+    from attnlab.recall_study import STUDY_PATH, load_study, summarize
+
+    study = load_study(STUDY_PATH)
+    lr = {(m, n): c.lr for (m, n), c in summarize(study).items()}
+    live = [r for r in study["rows"] if r["n_pairs"] == 2 and r["seed"] == 0
+            and r["lr"] == lr[r["mixer"], 2]]
+    return summarize(study), live
+
+
+def _decode_costs():
+    """Lesson 18's input: measured costs shaped like attnlab.decode_cost.measure_decode_costs."""
+    from attnlab.decode_cost import CostData
+
+    contexts = (512, 2048, 8192, 32768)
+    attn = [(8e-5, 1.1e-4, 3.5e-4, 1.5e-3), (9e-5, 1.2e-4, 3.6e-4, 1.6e-3)]
+    return CostData("Sophia heads", 2, 32, contexts, tuple(map(tuple, attn)),
+                    (131072, 524288, 2097152, 8388608), (1.7e-4, 1.8e-4), 8192)
+
+
 def registry() -> dict[str, Entry]:
     l01, l02, l03, l04, l05, l06, l07, l08, l09, l10, l11, l12, l13, l14, l15, l16, l19 = (
         fig_module(p) for p in ("l01", "l02", "l03", "l04", "l05", "l06", "l07", "l08", "l09",
                                 "l10", "l11", "l12", "l13", "l14", "l15", "l16_", "l19"))
     l16b = fig_module("l16b")
+    l17, l18, l20 = (fig_module(p) for p in ("l17", "l18", "l20"))
+    from attnlab.architectures_map import ARCHITECTURES, MAP_CONTEXTS
+
+    summary, live = _recall_study()
+    costs = _decode_costs()
+    n_fail = max(n for _, n in summary)
     l05b = fig_module("l05b")
     probe = PROBE_SENTENCE
     causal = torch.rand(len(probe), len(probe)).tril()
@@ -235,6 +262,24 @@ def registry() -> dict[str, Entry]:
         "L19 cache at step": Entry(
             lambda fig, tokens_now: l19.draw_cache_at_step(fig, tokens_now, tokens, rows, kinds),
             grid={"tokens_now": tokens[::4][:30]}, covers=("draw_cache_at_step",)),
+        "L17 MQAR sequence": Entry(l17.draw_mqar_sequence, kwargs={"n_pairs": 4, "seed": 0}),
+        "L17 study": Entry(l17.draw_study, kwargs={"summary": summary, "head_dim": 8}),
+        "L17 answer analysis": Entry(l17.draw_answer_analysis,
+                                     kwargs={"summary": summary, "n_pairs": n_fail}),
+        "L17 live vs study": Entry(l17.draw_live_vs_study,
+                                   kwargs={"rows": live, "summary": summary}),
+        "L17 training curves": Entry(
+            lambda fig, mixer: l17.draw_training_curves(fig, live, mixer=mixer),
+            grid={"mixer": [r["mixer"] for r in live]}, covers=("draw_training_curves",)),
+        "L18 costs": Entry(
+            lambda fig, quantity, scope: l18.draw_costs(fig, costs, quantity=quantity,
+                                                        scope=scope),
+            grid={"quantity": list(l18.QUANTITIES), "scope": list(l18.SCOPES)},
+            covers=("draw_costs",)),
+        "L20 architecture": Entry(l20.draw_architecture, grid={"arch": list(ARCHITECTURES)}),
+        "L20 memory by architecture": Entry(l20.draw_memory_by_architecture,
+                                            grid={"context": list(MAP_CONTEXTS)}),
+        "L20 memory at 4k": Entry(l20.draw_memory_by_architecture, kwargs={"context": 4096}),
     }
 
 

@@ -16,7 +16,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch, Rectangle
 from matplotlib.ticker import MaxNLocator
 
-from ..plotting import PALETTE, style_axes
+from ..plotting import PALETTE, SMALL_TEXT_PT, style_axes
 from ..recall_study import CellSummary
 from ..tasks import IGNORE, mqar_batch
 
@@ -157,7 +157,7 @@ def draw_mqar_sequence(
     roles += ["query" if t % 2 == 0 else "value" for t in range(half)]
 
     ax = fig.subplots()
-    ax.set_xlim(-1.6, length + 0.2)
+    ax.set_xlim(-2.4, length + 0.2)
     ax.set_ylim(-2.3, 2.5)
     ax.set_aspect("equal")
     ax.axis("off")
@@ -180,7 +180,7 @@ def draw_mqar_sequence(
             str(token),
             ha="center",
             va="center",
-            fontsize=8,
+            fontsize=SMALL_TEXT_PT,
         )
         ax.text(
             t + 0.5,
@@ -188,7 +188,7 @@ def draw_mqar_sequence(
             str(t),
             ha="center",
             va="center",
-            fontsize=6,
+            fontsize=SMALL_TEXT_PT,
             color="0.35",
         )
         scored = target[t] != IGNORE
@@ -210,11 +210,25 @@ def draw_mqar_sequence(
             str(target[t]) if scored else "·",
             ha="center",
             va="center",
-            fontsize=8,
+            fontsize=SMALL_TEXT_PT,
             color="black" if scored else "0.55",
         )
-    ax.text(-0.2, y_in + 0.45, "input", ha="right", va="center", fontsize=9)
-    ax.text(-0.2, y_out + 0.45, "target", ha="right", va="center", fontsize=9)
+    ax.text(
+        -0.2,
+        y_in + 0.45,
+        "input",
+        ha="right",
+        va="center",
+        fontsize=SMALL_TEXT_PT,
+    )
+    ax.text(
+        -0.2,
+        y_out + 0.45,
+        "target",
+        ha="right",
+        va="center",
+        fontsize=SMALL_TEXT_PT,
+    )
     # arcs from each query key back to the same key in the context
     for t in range(half, length, 2):
         source = tokens[:half:2].index(tokens[t]) * 2
@@ -236,15 +250,15 @@ def draw_mqar_sequence(
         f"context: {n_pairs} key–value pairs",
         ha="center",
         va="top",
-        fontsize=9,
+        fontsize=SMALL_TEXT_PT,
     )
     ax.text(
         half + n_pairs,
         y_out - 0.45,
-        "queries: loss only at the green targets",
+        "queries: scored at the green targets",
         ha="center",
         va="top",
-        fontsize=9,
+        fontsize=SMALL_TEXT_PT,
     )
     handles = [
         Patch(facecolor=ROLE_COLOURS[r], edgecolor="black", label=label)
@@ -258,9 +272,9 @@ def draw_mqar_sequence(
     ax.legend(
         handles=handles,
         loc="upper center",
-        ncol=4,
-        bbox_to_anchor=(0.5, 1.02),
-        fontsize=8,
+        ncol=2,
+        bbox_to_anchor=(0.5, 0.02),
+        fontsize=SMALL_TEXT_PT,
     )
 
 
@@ -328,7 +342,10 @@ def draw_study(fig: Figure, summary: dict, head_dim: int) -> None:
         ax, f"N / head_dim   (head_dim = {head_dim})", "test accuracy (%)"
     )
     ax.legend(
-        loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, fontsize=9
+        loc="upper center",
+        bbox_to_anchor=(0.5, -0.2),
+        ncol=2,
+        fontsize=SMALL_TEXT_PT,
     )
 
 
@@ -383,7 +400,10 @@ def draw_answer_analysis(fig: Figure, summary: dict, n_pairs: int) -> None:
     style_axes(ax, "answers at the query positions (%)", "")
     ax.grid(axis="y", visible=False)
     ax.legend(
-        loc="upper center", bbox_to_anchor=(0.35, -0.16), ncol=2, fontsize=9
+        loc="upper center",
+        bbox_to_anchor=(0.35, -0.16),
+        ncol=2,
+        fontsize=SMALL_TEXT_PT,
     )
 
 
@@ -439,7 +459,7 @@ def draw_live_vs_study(
         [bar.get_label(), *labels],
         loc="upper center",
         ncol=3,
-        fontsize=9,
+        fontsize=SMALL_TEXT_PT,
         bbox_to_anchor=(0.5, 1.02),
     )
 

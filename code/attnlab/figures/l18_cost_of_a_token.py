@@ -10,7 +10,7 @@ from matplotlib.figure import Figure
 from ..configs import SOPHIA_NANO
 from ..decode_cost import CostData, find_crossing
 from ..kv_cache import stack_cost
-from ..plotting import PALETTE, style_axes
+from ..plotting import PALETTE, SMALL_TEXT_PT, style_axes
 
 ATTN_COLOUR, KDA_COLOUR, CROSS_COLOUR = PALETTE[1], PALETTE[0], PALETTE[7]
 
@@ -167,7 +167,6 @@ def draw_costs(
     ratio = grow[-1] / flat[-1]
     ax.set_title(
         f"{data.label}: at {context_label(contexts[-1])} the cache side costs "
-        f"{ratio:,.1f}×",
-        fontsize=10,
+        f"{ratio:,.1f}×"
     )
-    ax.legend(loc="upper left", fontsize=9)
+    ax.legend(loc="upper left", fontsize=SMALL_TEXT_PT)

@@ -8,6 +8,7 @@ import re
 from collections.abc import Callable
 
 from matplotlib.axes import Axes
+from matplotlib.colors import to_rgba
 from matplotlib.figure import Figure
 
 from ..architectures_map import (
@@ -19,7 +20,7 @@ from ..architectures_map import (
 )
 from ..configs import SOPHIA, ModelConfig
 from ..memory import BYTES_PER_ELEMENT, format_bytes
-from ..plotting import heatmap, style_axes
+from ..plotting import SMALL_TEXT_PT, heatmap, style_axes, text_colour_on
 from .l18_cost_of_a_token import ATTN_COLOUR, KDA_COLOUR, context_label
 
 _SUBSCRIPT = str.maketrans(
@@ -92,15 +93,16 @@ def _decimal_bytes(n: float) -> str:
 def draw_architecture(
     fig: Figure, arch: str = "KDA", config: ModelConfig = SOPHIA
 ) -> None:
-    """Left: what one head of ``arch`` holds after 16 random tokens (state or cache rows).
-    Right: the numbers one layer keeps against the context with ``config``'s head dims, in bf16
-    (2 bytes each), ``arch`` in colour and the other eight in grey."""
+    """Top: what one head of ``arch`` holds after 16 random tokens (state or cache rows).
+    Below: the numbers one layer keeps against the context with ``config``'s head dims, in bf16
+    (2 bytes each), ``arch`` in colour and the other eight in grey. Stacked, so both read on a
+    phone."""
     if arch not in ARCHITECTURES:
         raise ValueError(
             f"arch: expected one of {list(ARCHITECTURES)}, got {arch!r}"
         )
     info = ARCHITECTURES[arch]
-    left, right = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1, 1.5]})
+    left, right = fig.subplots(2, 1, gridspec_kw={"height_ratios": [1, 1.2]})
     picture = memory_picture(arch)
     grows = info.kind in ("attn", "mla")
     lim = float(picture.abs().max())
@@ -181,15 +183,24 @@ def draw_memory_by_architecture(
     _log_ticks(
         ax, min(n_bytes) / 2, max(n_bytes) * 12, axis="x", fmt=_decimal_bytes
     )
-    for i, b in enumerate(n_bytes):
-        ax.text(b * 1.15, i, format_bytes(b), va="center", fontsize=8)
+    # a label right of its bar, or inside it where it would run past the axes
+    renderer = fig.canvas.get_renderer()
+    right_end = ax.get_window_extent(renderer).x1
+    for i, (b, colour) in enumerate(zip(n_bytes, colours, strict=True)):
+        label = ax.text(
+            b * 1.15, i, format_bytes(b), va="center", fontsize=SMALL_TEXT_PT
+        )
+        if label.get_window_extent(renderer).x1 > right_end:
+            label.set(
+                x=b / 1.15, ha="right", color=text_colour_on(to_rgba(colour))
+            )
     style_axes(ax, "bytes one layer keeps (bf16, log scale)", "")
     # the bars are categories: only the byte scale needs lines
     ax.grid(axis="y", visible=False)
     # a fixed place: matplotlib otherwise measures the ticks to place it
     ax.set_title(
-        f"{config.name}'s head dims ({config.n_heads} × {config.head_dim}), "
-        f"T = {context:,} tokens: orange grows with T, blue is fixed",
-        fontsize=10,
+        f"T = {context:,} tokens, {config.name}'s head dims "
+        f"({config.n_heads} × {config.head_dim}):\norange grows with T, "
+        "blue is fixed",
         y=1.0,
     )
