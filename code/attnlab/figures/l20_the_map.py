@@ -114,6 +114,7 @@ def draw_architecture(
         xlabel="cached numbers per token" if grows else "value channel",
         ylabel="token" if grows else "key channel",
         cmap="PuOr",
+        colorbar_label="entry (random inputs)",
     )
     # y=1.0 fixes the title's place: matplotlib otherwise measures the tick labels to place it
     left.set_title(
