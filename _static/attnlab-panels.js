@@ -1,4 +1,4 @@
-// From KV Cache to KDA: the website's slider panels (markup written by attnlab.panel_page).
+// From KV Cache to KDA: the website's slider panels (markup written by attnbook.panel_page).
 // Each control selects one position; the frame whose data-index matches all positions is shown.
 // Also: boxes open for printing.
 (function () {

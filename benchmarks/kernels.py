@@ -22,7 +22,7 @@ from collections.abc import Callable
 
 import attnlab as al
 import torch
-from attnlab.timing import best_seconds
+from attnbook.timing import best_seconds
 
 B, H, D = 1, 4, 64
 LENGTHS = (256, 1024, 4096)
@@ -61,7 +61,7 @@ def kernels(x: dict[str, torch.Tensor]) -> dict[str, tuple[Callable, Callable]]:
 
 
 def best_time(fn: Callable, repeats: int) -> tuple[float, torch.Tensor]:
-    """``attnlab.timing.best_seconds`` of ``repeats`` calls (no warm-up), and the output
+    """``attnbook.timing.best_seconds`` of ``repeats`` calls (no warm-up), and the output
     ``fn()[0]`` of the last call (to compare the two forms without running them again)."""
     outputs = []
     seconds = best_seconds(lambda: outputs.append(fn()[0]), repeats=repeats, warmup=False)

@@ -7,7 +7,7 @@ Each finished cell is appended to ``<out>.jsonl`` at once, so an interrupted run
 cells and a re-run with the same grid skips them; after every cell ``<out>.json`` is rewritten
 with the provenance (command, git commit, date, machine, torch, and every earlier run that
 added cells), the grid, the configuration and all rows so far. Lesson 17 reads the ``.json``
-(``attnlab.recall_study.load_study``).
+(``attnbook.recall_study.load_study``).
 Cells run in the order seed → N → lr → mixer, so a partial run has whole seeds. One thread.
 """
 
@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import torch
-from attnlab.recall_study import STUDY_MIXERS, StudyConfig, config_dict, train_cell
+from attnbook.recall_study import STUDY_MIXERS, StudyConfig, config_dict, train_cell
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = ROOT / "benchmarks" / "results" / "recall_study"

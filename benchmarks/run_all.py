@@ -15,7 +15,7 @@ from pathlib import Path
 import kernels
 import notebooks
 import torch
-from attnlab.timing import best_seconds
+from attnbook.timing import best_seconds
 
 RESULTS = Path(__file__).resolve().parent / "results" / "latest.md"
 RESULTS_JSON = RESULTS.with_suffix(".json")

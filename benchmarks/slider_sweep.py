@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 
-from attnlab.widgets import SliderPanel, open_panels
+from attnbook.widgets import SliderPanel, open_panels
 
 #: Pause between moves, so the kernel has sent the previous frame (a reader does not move a
 #: slider every millisecond); it is not part of the timings.

@@ -15,7 +15,7 @@ pytestmark = pytest.mark.binder
 ROOT = Path(__file__).resolve().parents[1]
 # Import names that come from repo2docker's base image or the standard library, or differ from
 # their distribution names.
-PROVIDED = {"IPython", "ipykernel", "attnlab"}
+PROVIDED = {"IPython", "ipykernel", "attnlab", "attnbook"}
 DIST_OF_IMPORT = {"myst_nb": "myst-nb", "yaml": "pyyaml", "PIL": "pillow"}
 
 
@@ -64,7 +64,7 @@ def test_binder_runs_the_local_jupyterlab_and_ipywidgets():
 
 
 def imported_packages() -> set[str]:
-    sources = [p.read_text() for p in (ROOT / "code" / "attnlab").rglob("*.py")]
+    sources = [p.read_text() for p in (ROOT / "code").rglob("*.py")]
     for nb in (ROOT / "chapters").glob("*.ipynb"):
         cells = json.loads(nb.read_text())["cells"]
         sources.append("\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "code"))

@@ -1,4 +1,4 @@
-"""The figure standard (``attnlab.plotting``), checked on every frame of every slider panel and on
+"""The figure standard (``attnbook.plotting``), checked on every frame of every slider panel and on
 every static figure the lessons draw: no text outside the figure, no two labels overlapping, no
 text smaller than 11 CSS px at the book's text column nor 8 CSS px on a 390-px phone.
 
@@ -25,23 +25,23 @@ from typing import Any
 import matplotlib.text
 import pytest
 import torch
-from attnlab import plotting
+from attnbook import plotting
+from attnbook.demos import state_memory, toy_attention
+from attnbook.learned_head import PROBE_SENTENCE
+from attnbook.plotting import course_style, new_figure
+from attnbook.widgets import Control, SliderPanel
 from attnlab.architectures import PRESETS
 from attnlab.configs import SOPHIA, SOPHIA_NANO
-from attnlab.demos import state_memory, toy_attention
-from attnlab.learned_head import PROBE_SENTENCE
-from attnlab.plotting import course_style, new_figure
-from attnlab.widgets import Control, SliderPanel
 from matplotlib.figure import Figure
 
-FIGURES = Path(__file__).resolve().parents[1] / "code" / "attnlab" / "figures"
+FIGURES = Path(__file__).resolve().parents[1] / "code" / "attnbook" / "figures"
 #: The lesson figure modules this test covers: all of them.
 MODULES = sorted(p.stem for p in FIGURES.glob("l[0-9][0-9]*_*.py"))
 
 
 def fig_module(prefix: str):
     name = next(m for m in MODULES if m.startswith(prefix))
-    return importlib.import_module(f"attnlab.figures.{name}")
+    return importlib.import_module(f"attnbook.figures.{name}")
 
 
 @dataclass
@@ -110,7 +110,7 @@ def _nano_history() -> tuple[list[int], list[list[int]], tuple[str, ...]]:
 def _recall_study() -> tuple[dict, list[dict]]:
     """Lesson 17's inputs: the shipped study's summary, and stand-in live rows (the study's own
     seed-0 rows at N = 2, shaped like train_cell's)."""
-    from attnlab.recall_study import STUDY_PATH, load_study, summarize
+    from attnbook.recall_study import STUDY_PATH, load_study, summarize
 
     study = load_study(STUDY_PATH)
     lr = {(m, n): c.lr for (m, n), c in summarize(study).items()}
@@ -120,8 +120,8 @@ def _recall_study() -> tuple[dict, list[dict]]:
 
 
 def _decode_costs():
-    """Lesson 18's input: measured costs shaped like attnlab.decode_cost.measure_decode_costs."""
-    from attnlab.decode_cost import CostData
+    """Lesson 18's input: measured costs shaped like attnbook.decode_cost.measure_decode_costs."""
+    from attnbook.decode_cost import CostData
 
     contexts = (512, 2048, 8192, 32768)
     attn = [(8e-5, 1.1e-4, 3.5e-4, 1.5e-3), (9e-5, 1.2e-4, 3.6e-4, 1.6e-3)]
@@ -135,7 +135,7 @@ def registry() -> dict[str, Entry]:
                                 "l10", "l11", "l12", "l13", "l14", "l15", "l16_", "l19"))
     l16b = fig_module("l16b")
     l17, l18, l20 = (fig_module(p) for p in ("l17", "l18", "l20"))
-    from attnlab.architectures_map import ARCHITECTURES, MAP_CONTEXTS
+    from attnbook.architectures_map import ARCHITECTURES, MAP_CONTEXTS
 
     summary, live = _recall_study()
     costs = _decode_costs()
@@ -368,7 +368,7 @@ def test_every_draw_function_is_registered():
     for entry in REGISTRY.values():
         covered |= set(entry.covers) or {entry.draw.__name__}
     for module_name in MODULES:
-        module = importlib.import_module(f"attnlab.figures.{module_name}")
+        module = importlib.import_module(f"attnbook.figures.{module_name}")
         for name, fn in inspect.getmembers(module, inspect.isfunction):
             if fn.__module__ == module.__name__ and name.startswith("draw_"):
                 assert name in covered, f"{module_name}.{name} has no entry in the registry"

@@ -1,6 +1,6 @@
 """Lessons 2–3: the dot-product count, the hand-made projections, the toy example and every figure
-of attnlab.figures.l02_self_attention and l03_scaling_and_softmax (data in
-attnlab.demos.toy_attention) (defaults, slider extremes, rejected values)."""
+of attnbook.figures.l02_self_attention and l03_scaling_and_softmax (data in
+attnbook.demos.toy_attention) (defaults, slider extremes, rejected values)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,10 @@ import math
 
 import pytest
 import torch
+from attnbook.demos import toy_attention as toy
+from attnbook.figures import l02_self_attention as l02
+from attnbook.figures import l03_scaling_and_softmax as l03
+from attnbook.plotting import new_figure
 from attnlab.attention import (
     attention_dot_products,
     causal_mask,
@@ -18,10 +22,6 @@ from attnlab.attention import (
     softmax_attention_online,
     stable_softmax,
 )
-from attnlab.demos import toy_attention as toy
-from attnlab.figures import l02_self_attention as l02
-from attnlab.figures import l03_scaling_and_softmax as l03
-from attnlab.plotting import new_figure
 from hypothesis import given
 from hypothesis import strategies as st
 

@@ -1,11 +1,15 @@
 """Tests of Lessons 4–5: the multi-head counting functions and per-head weights in
-attnlab.attention, and the figures (and their data) in attnlab.figures.l04_multi_head_attention,
-l05_order_and_position and attnlab.demos.heads_position."""
+attnlab.attention, and the figures (and their data) in attnbook.figures.l04_multi_head_attention,
+l05_order_and_position and attnbook.demos.heads_position."""
 
 from __future__ import annotations
 
 import pytest
 import torch
+from attnbook.demos import heads_position as heads
+from attnbook.figures import l04_multi_head_attention as l04
+from attnbook.figures import l05_order_and_position as l05
+from attnbook.plotting import course_style, new_figure
 from attnlab.attention import (
     MultiHeadAttention,
     head_attention_weights,
@@ -15,10 +19,6 @@ from attnlab.attention import (
     repeat_kv_heads,
     split_heads,
 )
-from attnlab.demos import heads_position as heads
-from attnlab.figures import l04_multi_head_attention as l04
-from attnlab.figures import l05_order_and_position as l05
-from attnlab.plotting import course_style, new_figure
 from torch.utils.flop_counter import FlopCounterMode
 
 # ---------------------------------------------------------------- counting

@@ -1,4 +1,4 @@
-"""Tests of Lesson 6's figures (attnlab.figures.l06_kv_cache) and the computations it added to
+"""Tests of Lesson 6's figures (attnbook.figures.l06_kv_cache) and the computations it added to
 attnlab.kv_cache: decode work counts, the context that fits a budget, and the step timer."""
 
 from __future__ import annotations
@@ -6,8 +6,9 @@ from __future__ import annotations
 import itertools
 
 import pytest
+from attnbook.figures import l06_kv_cache as l06
+from attnbook.plotting import new_figure
 from attnlab.configs import LLAMA3_8B, SOPHIA
-from attnlab.figures import l06_kv_cache as l06
 from attnlab.kv_cache import (
     decode_step_work,
     decode_total_work,
@@ -20,7 +21,6 @@ from attnlab.memory import (
     cache_bytes_per_token,
     format_bytes,
 )
-from attnlab.plotting import new_figure
 
 PRESETS = list(l06.CALCULATOR_MODELS)
 CONTEXTS = [1024, 4096, 16384, 65536, 131072]

@@ -1,5 +1,5 @@
-"""Tests of Lessons 7 and 8's figures (l07_linear_attention, l08_three_forms; data in attnlab.demos)
-and the computations they added to attnlab.linear: the cost model of the three forms and their
+"""Tests of Lessons 7 and 8's figures (l07_linear_attention, l08_three_forms; data in
+attnbook.demos) and the computations they added: the cost model of the three forms and their
 timer."""
 
 from __future__ import annotations
@@ -8,15 +8,15 @@ import itertools
 
 import pytest
 import torch
+from attnbook.costs import LINEAR_FORMS, linear_attention_cost
+from attnbook.demos import calculators as calc
+from attnbook.demos import linear_state as lin
+from attnbook.figures import l07_linear_attention as l07
+from attnbook.figures import l08_three_forms as l08
+from attnbook.plotting import figure_png, new_figure
 from attnlab.configs import SOPHIA
-from attnlab.costs import LINEAR_FORMS, linear_attention_cost
-from attnlab.demos import calculators as calc
-from attnlab.demos import linear_state as lin
-from attnlab.figures import l07_linear_attention as l07
-from attnlab.figures import l08_three_forms as l08
 from attnlab.linear import linear_attention_chunk, linear_attention_parallel
 from attnlab.memory import as_all_attention, cache_breakdown, format_bytes
-from attnlab.plotting import figure_png, new_figure
 from torch.utils.flop_counter import FlopCounterMode
 
 # ---------------------------------------------------------------- Lesson 7: cache and state

@@ -1,5 +1,5 @@
 """Tests of Lessons 9–10's figures (l09_fixed_state_memory, l10_gates; data in
-attnlab.demos.state_memory) and the computations they added to attnlab.tasks: per-pair recall
+attnbook.demos.state_memory) and the computations they added to attnlab.tasks: per-pair recall
 errors of (decayed) additive writes, their mean over draws, and the predicted crosstalk."""
 
 from __future__ import annotations
@@ -8,11 +8,11 @@ import math
 
 import pytest
 import torch
-from attnlab.demos import state_memory as mem
-from attnlab.figures import l09_fixed_state_memory as l09
-from attnlab.figures import l10_gates as l10
+from attnbook.demos import state_memory as mem
+from attnbook.figures import l09_fixed_state_memory as l09
+from attnbook.figures import l10_gates as l10
+from attnbook.plotting import new_figure
 from attnlab.gated import effective_horizon, retnet_decay
-from attnlab.plotting import new_figure
 from attnlab.tasks import (
     associative_pairs,
     expected_crosstalk,

@@ -1,5 +1,5 @@
 """Tests of Lessons 11 and 12's figures (l11_delta_rule, l12_gated_deltanet; data in
-attnlab.demos.delta_rule) and of the computations they added to attnlab.tasks: per-pair recall of
+attnbook.demos.delta_rule) and of the computations they added to attnlab.tasks: per-pair recall of
 the delta rule, and the document-switch stream."""
 
 from __future__ import annotations
@@ -8,11 +8,11 @@ import math
 
 import pytest
 import torch
+from attnbook.demos import delta_rule as dr
+from attnbook.figures import l11_delta_rule as l11
+from attnbook.figures import l12_gated_deltanet as l12
+from attnbook.plotting import new_figure
 from attnlab import gated_delta_rule_recurrent, gla_recurrent
-from attnlab.demos import delta_rule as dr
-from attnlab.figures import l11_delta_rule as l11
-from attnlab.figures import l12_gated_deltanet as l12
-from attnlab.plotting import new_figure
 from attnlab.tasks import (
     SWITCH_MIXERS,
     associative_pairs,

@@ -1,5 +1,5 @@
-"""Tests of Lessons 13–14's figures (attnlab.figures.l13_chunkwise_delta_rule, l14_kda; data in
-attnlab.demos.chunk_kda) and the computations they added: the UT transform and the literal
+"""Tests of Lessons 13–14's figures (attnbook.figures.l13_chunkwise_delta_rule, l14_kda; data in
+attnbook.demos.chunk_kda) and the computations they added: the UT transform and the literal
 product of the delta rule's transition matrices, the delta rule's cost model and timer
 (attnlab.delta); KDA's parallel form with explicit decays (and the report's inclusive reading),
 its state trajectory and per-channel retention (attnlab.kda)."""
@@ -11,11 +11,12 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
-from attnlab.costs import delta_rule_cost
+from attnbook.costs import delta_rule_cost
+from attnbook.demos import chunk_kda as ck
+from attnbook.figures import l13_chunkwise_delta_rule as l13
+from attnbook.figures import l14_kda as l14
+from attnbook.plotting import figure_png, new_figure
 from attnlab.delta import delta_rule_chunk, delta_rule_recurrent, transition_product, ut_transform
-from attnlab.demos import chunk_kda as ck
-from attnlab.figures import l13_chunkwise_delta_rule as l13
-from attnlab.figures import l14_kda as l14
 from attnlab.kda import (
     association_retention,
     kda_chunk,
@@ -23,7 +24,6 @@ from attnlab.kda import (
     kda_recurrent,
     kda_states,
 )
-from attnlab.plotting import figure_png, new_figure
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

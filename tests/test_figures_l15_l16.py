@@ -1,4 +1,4 @@
-"""Tests of the figures of Lessons 15 (MLA) and 16 (the hybrid stack): attnlab.figures.l15_mla and
+"""Tests of the figures of Lessons 15 (MLA) and 16 (the hybrid stack): attnbook.figures.l15_mla and
 l16_hybrid_stack."""
 
 from __future__ import annotations
@@ -6,12 +6,12 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+from attnbook.demos import calculators as calc
+from attnbook.figures import l15_mla as l15
+from attnbook.figures import l16_hybrid_stack as l16
+from attnbook.plotting import figure_png, new_figure
 from attnlab.configs import DEEPSEEK_V3, KIMI_LINEAR_48B_A3B, LLAMA3_8B, SOPHIA
-from attnlab.demos import calculators as calc
-from attnlab.figures import l15_mla as l15
-from attnlab.figures import l16_hybrid_stack as l16
 from attnlab.memory import as_all_attention, cache_breakdown, format_bytes
-from attnlab.plotting import figure_png, new_figure
 
 # ---------------------------------------------------------------- Lesson 15
 

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from attnbook.figures import l16b_real_hybrids as figs
+from attnbook.plotting import new_figure
 from attnlab.architectures import KIMI_LINEAR, PRESETS
-from attnlab.figures import l16b_real_hybrids as figs
-from attnlab.plotting import new_figure
 from attnlab.serving import largest_batch
 
 

@@ -1,4 +1,4 @@
-"""Tests of the figures of Lesson 17 (who can recall?): attnlab.figures.l17_who_can_recall.
+"""Tests of the figures of Lesson 17 (who can recall?): attnbook.figures.l17_who_can_recall.
 
 The result figures are drawn from a hand-made study and live rows shaped like
 ``benchmarks/recall_sweep.py``'s and ``train_cell``'s, so nothing here trains a model.
@@ -10,9 +10,9 @@ import math
 
 import pytest
 import torch
-from attnlab.figures import l17_who_can_recall as figs
-from attnlab.plotting import figure_png, new_figure
-from attnlab.recall_study import summarize
+from attnbook.figures import l17_who_can_recall as figs
+from attnbook.plotting import figure_png, new_figure
+from attnbook.recall_study import summarize
 from attnlab.tasks import mqar_batch
 
 MIXERS = ("attn", "kda", "gdn", "deltanet", "linear", "kda→attn", "attn→kda")

@@ -1,16 +1,22 @@
-"""Tests of Lesson 18's figures (attnlab.figures.l18_cost_of_a_token) and its measurement
-(attnlab.decode_cost, the raw timers): the crossing is reported only where every round agrees,
+"""Tests of Lesson 18's figures (attnbook.figures.l18_cost_of_a_token) and its measurement
+(attnbook.decode_cost, the raw timers): the crossing is reported only where every round agrees,
 and the stack cost is composed from the layers."""
 
 from __future__ import annotations
 
 import pytest
+from attnbook.decode_cost import (
+    CostData,
+    Crossing,
+    find_crossing,
+    measure_decode_costs,
+    noise_drops,
+)
+from attnbook.figures import l18_cost_of_a_token as figs
+from attnbook.plotting import new_figure
+from attnbook.timing import time_cached_attention_step, time_kda_step
 from attnlab.configs import SOPHIA, SOPHIA_NANO
-from attnlab.decode_cost import CostData, Crossing, find_crossing, measure_decode_costs, noise_drops
-from attnlab.figures import l18_cost_of_a_token as figs
-from attnlab.kda import time_kda_step
-from attnlab.kv_cache import stack_cost, time_cached_attention_step
-from attnlab.plotting import new_figure
+from attnlab.kv_cache import stack_cost
 
 CONTEXTS = (512, 2048, 8192, 32768)
 BYTES = (131072, 524288, 2097152, 8388608)

@@ -1,4 +1,4 @@
-"""Tests of Lesson 19's figures (attnlab.figures.l19_sophia_nano) and the functions the lesson
+"""Tests of Lesson 19's figures (attnbook.figures.l19_sophia_nano) and the functions the lesson
 added: attnlab.embedding.{matches_template, complete_sentences, template_fraction,
 toy_corpus_entropy} and attnlab.model.stepwise_logits and attnlab.train.train_language_model."""
 
@@ -9,12 +9,12 @@ import math
 
 import pytest
 import torch
+from attnbook.figures import l19_sophia_nano as l19
+from attnbook.plotting import new_figure
 from attnlab import embedding as emb
 from attnlab.configs import SOPHIA_NANO
-from attnlab.figures import l19_sophia_nano as l19
 from attnlab.memory import cache_breakdown
 from attnlab.model import HybridLM, stepwise_logits
-from attnlab.plotting import new_figure
 from attnlab.train import train_language_model
 
 KINDS = SOPHIA_NANO.layer_pattern

@@ -1,5 +1,5 @@
-"""Tests of Lesson 20's figures (attnlab.figures.l20_the_map), the facts they draw
-(attnlab.architectures_map), and KDA's transition product against its WY representation (the
+"""Tests of Lesson 20's figures (attnbook.figures.l20_the_map), the facts they draw
+(attnbook.architectures_map), and KDA's transition product against its WY representation (the
 report's index erratum)."""
 
 from __future__ import annotations
@@ -7,12 +7,12 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.nn.functional as F
-from attnlab.architectures_map import ARCHITECTURES, decoding_numbers
+from attnbook.architectures_map import ARCHITECTURES, decoding_numbers
+from attnbook.figures import l20_the_map as figs
+from attnbook.plotting import new_figure
 from attnlab.configs import SOPHIA
-from attnlab.figures import l20_the_map as figs
 from attnlab.kda import kda_transition_products, kda_wy_transitions
 from attnlab.memory import layer_numbers
-from attnlab.plotting import new_figure
 
 
 @pytest.mark.parametrize("arch", list(ARCHITECTURES))

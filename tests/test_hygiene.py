@@ -45,7 +45,7 @@ CORE_LIMIT_MINUTES, PARTS_I_II = 10, range(1, 15)
 def test_reading_times_are_computed_and_parts_i_ii_read_in_ten_minutes():
     """Each lesson's reading time is glued from its own core path (never typed), and the core
     path of Lessons 1-14 reads in at most ten minutes (the rest is in "going deeper" boxes)."""
-    from attnlab.notebook import reading_minutes
+    from attnbook.notebook import reading_minutes
 
     typed, too_long = [], []
     for path in NOTEBOOKS:
@@ -129,7 +129,7 @@ def test_the_cycle_finder_finds_a_loop():
 def test_low_modules_import_no_layer_or_model():
     """Configs are plain data and the building blocks sit below every layer."""
     graph = package_imports()
-    assert graph["configs"] <= {"_checks"}
-    assert graph["blocks"] <= {"_checks"}
-    assert graph["memory"] <= {"_checks", "configs"}
+    assert graph["configs"] <= {"checks"}
+    assert graph["blocks"] <= {"checks"}
+    assert graph["memory"] <= {"checks", "configs"}
     assert "model" not in graph["embedding"] and "model" not in graph["train"]

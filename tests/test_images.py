@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
-from attnlab.plotting import SMALL_TEXT_PT
+from attnbook.plotting import SMALL_TEXT_PT
 
 ROOT = Path(__file__).resolve().parents[1]
 IMAGES = ROOT / "images"

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import pytest
 import torch
+from attnbook.timing import time_decode_step
 from attnlab.attention import softmax_attention
 from attnlab.kv_cache import (
     KVCache,
     decode_with_cache,
     decode_without_cache,
     kv_cache_bytes,
-    time_decode_step,
 )
 from conftest import assert_close, randn
 from hypothesis import given, settings

@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import pytest
 import torch
-from attnlab import embedding as emb
-from attnlab.configs import ModelConfig
-from attnlab.figures.l05b_transformer_block import built_previous_word_weights
-from attnlab.learned_head import (
+from attnbook.figures.l05b_transformer_block import built_previous_word_weights
+from attnbook.learned_head import (
     PROBE_SENTENCE,
     previous_word_share,
     tiny_transformer_config,
     train_tiny_transformer,
 )
+from attnlab import embedding as emb
+from attnlab.configs import ModelConfig
 from attnlab.model import HybridLM, attention_maps
 from attnlab.train import train_language_model
 
@@ -118,7 +118,7 @@ def test_the_probe_sentence_is_in_the_toy_vocabulary(toy):
 
 
 def _run(seed, share, elsewhere=0.1, loss=0.94):
-    from attnlab.learned_head import HeadRun
+    from attnbook.learned_head import HeadRun
     run = HeadRun(seed, [loss] * 20, {})
     run.share = {(0, 0): 0.01, (1, 1): share}
     run.share_elsewhere = {(0, 0): 0.0, (1, 1): elsewhere}
@@ -126,7 +126,7 @@ def _run(seed, share, elsewhere=0.1, loss=0.94):
 
 
 def test_the_finding_follows_the_runs():
-    from attnlab.learned_head import runs_finding, runs_table
+    from attnbook.learned_head import runs_finding, runs_table
     all_clear = {0: _run(0, 0.99), 1: _run(1, 0.72)}
     assert runs_finding(all_clear).startswith("In all of the 2 runs, one head of layer 2 puts "
                                               "0.72–0.99 of its attention")
@@ -140,7 +140,7 @@ def test_the_finding_follows_the_runs():
 
 
 def test_the_variety_sentence_follows_the_runs():
-    from attnlab.learned_head import runs_variety
+    from attnbook.learned_head import runs_variety
     same = {0: _run(0, 0.99), 1: _run(1, 0.8)}
     assert runs_variety(same) == "Every seed grew it in the same head."
     moved = same | {2: _run(2, 0.7)}

@@ -1,11 +1,11 @@
-"""attnlab.notebook: the prose formatting helpers the lessons share."""
+"""attnbook.notebook: the prose formatting helpers the lessons share."""
 
 import json
 
 import pytest
 import torch
-from attnlab import notebook
-from attnlab.notebook import glue_md, mb_mib, ms, num, sci, vec
+from attnbook import notebook
+from attnbook.notebook import glue_md, mb_mib, ms, num, sci, vec
 from IPython.display import Markdown
 
 
@@ -74,7 +74,7 @@ def _code(text, *tags):
 
 
 def test_reading_time_counts_the_core_path_only(tmp_path):
-    from attnlab.notebook import WORDS_PER_MINUTE, reading_minutes
+    from attnbook.notebook import WORDS_PER_MINUTE, reading_minutes
 
     core = " ".join(["word"] * 400)
     optional = " ".join(["deeper"] * 1000)

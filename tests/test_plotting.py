@@ -1,7 +1,7 @@
-"""The shared drawing helpers of :mod:`attnlab.plotting`, as a figure's reader sees them."""
+"""The shared drawing helpers of :mod:`attnbook.plotting`, as a figure's reader sees them."""
 
 import pytest
-from attnlab import plotting
+from attnbook import plotting
 
 
 @pytest.mark.parametrize(("tokens", "label"), [(0, "0"), (256, "256"), (1000, "1,000"),
@@ -81,8 +81,8 @@ def test_palette_pngs_keep_the_course_colours_next_to_a_heat_map():
     (adaptive median cut alone drew the blue legend entry in teal)."""
     import io
 
-    from attnlab.figures.l05_order_and_position import ROPE_BASES, draw_rope_frequencies
-    from attnlab.plotting import PALETTE, figure_png, new_figure
+    from attnbook.figures.l05_order_and_position import ROPE_BASES, draw_rope_frequencies
+    from attnbook.plotting import PALETTE, figure_png, new_figure
     from PIL import Image
 
     fig = new_figure(6.4, 3.6)

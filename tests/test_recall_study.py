@@ -1,11 +1,11 @@
-"""Tests of attnlab.recall_study: the cell runner, the answer analysis, the summary's choice
+"""Tests of attnbook.recall_study: the cell runner, the answer analysis, the summary's choice
 rule, and that the shipped study's data still come out of today's code."""
 
 from __future__ import annotations
 
 import pytest
 import torch
-from attnlab.recall_study import (
+from attnbook.recall_study import (
     STUDY_MIXERS,
     STUDY_PATH,
     CellSummary,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from attnlab._threads import cpu_quota, limit_threads_to_cpu_quota
+from attnbook._threads import cpu_quota, limit_threads_to_cpu_quota
 
 
 @pytest.fixture

@@ -1,9 +1,9 @@
-"""attnlab.timing: what a caller sees (call counts, no autograd, which summary, bad input)."""
+"""attnbook.timing: what a caller sees (call counts, no autograd, which summary, bad input)."""
 
 import pytest
 import torch
-from attnlab import timing
-from attnlab.timing import best_seconds, median_seconds, time_delta_rule, time_linear_attention
+from attnbook import timing
+from attnbook.timing import best_seconds, median_seconds, time_delta_rule, time_linear_attention
 
 
 class Counter:

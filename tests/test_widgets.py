@@ -1,14 +1,14 @@
-"""attnlab.widgets and attnlab.plotting: the slider panel's two modes, its frames, its errors, and
+"""attnbook.widgets and attnbook.plotting: the slider panel's two modes, its frames, its errors, and
 the light drawing helpers (text legends, fixed titles, light ticks)."""
 
 import re
 
 import matplotlib.pyplot as plt
 import pytest
-from attnlab import plotting
-from attnlab.demos import toy_attention
-from attnlab.figures import l01_token_embeddings as l01
-from attnlab.widgets import slider_panel, widget_mode
+from attnbook import plotting
+from attnbook.demos import toy_attention
+from attnbook.figures import l01_token_embeddings as l01
+from attnbook.widgets import slider_panel, widget_mode
 
 
 def draw_line(fig, slope, intercept=0):
@@ -118,7 +118,7 @@ def test_a_frame_with_wider_tick_labels_gets_its_own_layout():
 
 
 def test_open_panels_are_listed_oldest_first():
-    from attnlab.widgets import open_panels
+    from attnbook.widgets import open_panels
 
     one = slider_panel(draw_line, {"slope": [1, 2, 3]}, alt=alt, mode="live")
     two = slider_panel(draw_line, {"slope": [1, 2]}, alt=alt, mode="live")
@@ -295,7 +295,7 @@ def test_any_error_in_draw_shows_a_message_and_the_panel_keeps_working():
 def test_fast_sliders_is_an_explicit_undoable_opt_in():
     import gc
 
-    from attnlab.widgets import fast_sliders
+    from attnbook.widgets import fast_sliders
 
     gc.unfreeze()
     slider_panel(draw_line, {"slope": [1, 2]}, alt=alt, mode="live")

@@ -3,7 +3,7 @@
     PYTHONPATH=code python tools/draw_diagrams.py          # rewrites images/*.svg
 
 Each diagram is a function returning a matplotlib ``Figure`` in the course style (the palette of
-:mod:`attnlab.plotting`), 6.4 inches wide with no text below ``NOTE_PT`` (see there).
+:mod:`attnbook.plotting`), 6.4 inches wide with no text below ``NOTE_PT`` (see there).
 Sophia's numbers come from :data:`attnlab.configs.SOPHIA` and :mod:`attnlab.memory`, never
 typed. The SVG output is deterministic (fixed ``svg.hashsalt``, no date), so a test can
 rebuild and compare.
@@ -16,9 +16,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import matplotlib
+from attnbook.plotting import GREY, KIND_COLOURS, KIND_NAMES, PALETTE, SMALL_TEXT_PT, new_figure
 from attnlab.configs import SOPHIA
 from attnlab.memory import layer_numbers
-from attnlab.plotting import GREY, KIND_COLOURS, KIND_NAMES, PALETTE, SMALL_TEXT_PT, new_figure
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.patches import Circle, FancyArrowPatch, Polygon, Rectangle

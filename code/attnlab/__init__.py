@@ -5,11 +5,10 @@ Every sequence kernel takes tensors ``[B, H, T, D]``, keeps a state ``[B, H, Dk,
 ``(o, final_state_or_None)``. The recurrent form of each is its readable definition; the parallel
 and chunkwise forms compute the same numbers faster (the tests prove it).
 
-Importing it caps torch's thread count at the container's CPU quota, where there is one (see
-``_threads``): on Binder, torch would otherwise start a thread for every core of the host.
+Importing it changes no global state. The book machinery (figures, slider panels, notebook
+glue) is the separate package ``attnbook``, which imports this one.
 """
 
-from ._threads import limit_threads_to_cpu_quota
 from .attention import (
     MultiHeadAttention,
     apply_rope,
@@ -100,5 +99,3 @@ __all__ = [
     "split_heads",
     "stable_softmax",
 ]
-
-limit_threads_to_cpu_quota()

@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ._checks import check_positive_int
+from .checks import check_positive_int
 
 MIXER_KINDS = (
     "attn",

@@ -14,14 +14,14 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ._checks import (
+from .blocks import KVCache, merge_heads, split_heads
+from .checks import (
     check_finite,
     check_layer_input,
     check_positive_int,
     check_tensor,
     resolve_scale,
 )
-from .blocks import KVCache, merge_heads, split_heads
 
 
 def _check_qkv(

@@ -19,7 +19,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._checks import check_positive_int, check_tensor
+from .checks import check_positive_int, check_tensor
 
 
 class ShortConvolution(nn.Module):

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ._checks import check_choice, check_positive_int
+from .checks import check_choice, check_positive_int
 
 LAYER_KINDS = ("attn", "mla", "kda", "gdn", "deltanet", "gla", "linear")
 """Every layer kind a :class:`ModelConfig` may list."""

@@ -31,14 +31,14 @@ from collections.abc import Sequence
 import torch
 
 from . import _chunk_engine as engine
-from ._checks import (
+from ._chunk_engine import solve_unit_lower, ut_lower
+from .checks import (
     check_finite,
     check_positive_int,
     check_range,
     check_tensor,
     resolve_scale,
 )
-from ._chunk_engine import solve_unit_lower, ut_lower
 from .gated import check_gate
 from .linear import check_qkv
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ._checks import check_positive_int
+from .checks import check_positive_int
 from .memory import bytes_per_element
 
 UNK = "<unk>"

@@ -29,13 +29,13 @@ import torch
 import torch.nn.functional as F
 
 from . import _chunk_engine as engine
-from ._checks import (
+from ._chunk_engine import decay_exp
+from .checks import (
     check_positive_int,
     check_range,
     check_tensor,
     resolve_scale,
 )
-from ._chunk_engine import decay_exp
 from .linear import check_qkv
 
 GLA_GATE_NORMALIZER = 16.0

@@ -24,14 +24,14 @@ import math
 import torch
 
 from . import _chunk_engine as engine
-from ._checks import (
+from ._chunk_engine import solve_unit_lower, ut_lower
+from .checks import (
     check_finite,
     check_positive_int,
     check_range,
     check_tensor,
     resolve_scale,
 )
-from ._chunk_engine import solve_unit_lower, ut_lower
 from .delta import (
     CHANNEL_GATE_DIMS,
     check_beta,
@@ -40,7 +40,6 @@ from .delta import (
     read_state,
     start_state,
 )
-from .timing import median_seconds
 
 
 def kda_update(
@@ -476,59 +475,6 @@ def kda_wy_transitions(
             )
         out.append(p_r)
     return torch.stack(out, dim=2)
-
-
-def time_kda_step(
-    *,
-    n_heads: int = 2,
-    head_dim: int = 32,
-    repeats: int = 15,
-    checked: bool = False,
-    seed: int = 0,
-) -> tuple[float, int]:
-    """Median seconds of one KDA decoding step (batch 1, float32), and the
-    state's bytes.
-
-    Random q, v, L2-normalised k, β ∈ (0, 1), log-gates g ∈ (−0.1, 0] and a
-    random state S ``[1, n_heads, head_dim, head_dim]``: the step does the
-    same work for any context, since the state is all it reads. The timed path
-    is the step itself (``kda_update``, q pre-scaled), with no argument
-    checks; ``checked=True`` times :func:`kda_step` instead, checks included.
-    Returns ``(seconds, state_bytes)``: the median of ``repeats`` calls after
-    one warm-up (``timing.median_seconds``), and H · Dk · Dv · 4 bytes.
-    Depends on the machine and on ``torch.get_num_threads()``.
-    """
-    for name, value in [
-        ("n_heads", n_heads),
-        ("head_dim", head_dim),
-        ("repeats", repeats),
-    ]:
-        check_positive_int(name, value)
-    gen = torch.Generator().manual_seed(seed)
-    h, d = n_heads, head_dim
-    q, v = (
-        torch.randn(1, h, d, generator=gen),
-        torch.randn(1, h, d, generator=gen),
-    )
-    k = torch.nn.functional.normalize(
-        torch.randn(1, h, d, generator=gen), dim=-1
-    )
-    g = -0.1 * torch.rand(1, h, d, generator=gen)
-    beta = torch.rand(1, h, generator=gen)
-    state = torch.randn(1, h, d, d, generator=gen)
-    if checked:
-
-        def step() -> object:
-            return kda_step(q, k, v, g=g, beta=beta, state=state)
-    else:
-        q_scaled = q * d**-0.5
-
-        def step() -> object:
-            return kda_update(q_scaled, k, v, g=g, beta=beta, state=state)
-
-    return median_seconds(
-        step, repeats=repeats
-    ), state.numel() * state.element_size()
 
 
 def association_retention(

@@ -12,14 +12,11 @@ full pass exactly, at the price of a cache that grows linearly with the context.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import torch
 
 from . import attention
-from ._checks import check_positive_int, check_tensor
 from .blocks import KVCache
-from .timing import best_seconds, median_seconds
+from .checks import check_positive_int, check_tensor
 
 
 def kv_cache_bytes(
@@ -176,161 +173,6 @@ def max_cached_tokens(bytes_per_token: int, budget_bytes: int) -> int:
     check_positive_int("bytes_per_token", bytes_per_token)
     check_positive_int("budget_bytes", budget_bytes)
     return budget_bytes // bytes_per_token
-
-
-def time_decode_step(
-    context: int,
-    *,
-    cached: bool,
-    n_heads: int = 2,
-    head_dim: int = 64,
-    repeats: int = 3,
-    seed: int = 0,
-) -> float:
-    """Measured wall-clock seconds (the fastest of ``repeats`` runs, after one warm-up) of
-    generating the token at position ``context`` in one attention layer, batch 1, float32.
-    The minimum, as ``timeit`` advises: other processes on the machine only ever add time.
-
-    The layer has width d = n_heads · head_dim and random projections W_Q, W_K, W_V ``[d, d]``;
-    the hidden states of the prefix are x ``[1, context, d]``, its last row the new token x_t.
-
-    - cached: project x_t only, write k_t, v_t as row t of a preallocated cache ``[1, H, context,
-      head_dim]`` whose earlier rows were written by the earlier steps, and compute
-      o_t = V_{1:t}ᵀ softmax(s · K_{1:t} q_t): O(context · d) work. (Preallocated as serving
-      systems do: ``KVCache.append``'s ``torch.cat`` allocates a new cache at every step, which
-      would time the memory allocator as much as attention.)
-    - not cached: project all context rows to Q, K, V ``[1, H, context, head_dim]``, run the
-      causal pass and keep its last row, as ``decode_without_cache`` does: O(context² · d).
-
-    Timings depend on the machine and on ``torch.get_num_threads()``; set it before measuring.
-    """
-    for name, value in [
-        ("context", context),
-        ("n_heads", n_heads),
-        ("head_dim", head_dim),
-        ("repeats", repeats),
-    ]:
-        check_positive_int(name, value)
-    _check_cached(cached)
-    d = n_heads * head_dim
-    g = torch.Generator().manual_seed(seed)
-    x = torch.randn(1, context, d, generator=g)
-    w_q, w_k, w_v = (
-        torch.randn(d, d, generator=g) * d**-0.5 for _ in range(3)
-    )
-
-    def heads(y: torch.Tensor) -> torch.Tensor:  # [1, T, H·D] -> [1, H, T, D]
-        return (
-            y.view(1, y.shape[1], n_heads, head_dim)
-            .transpose(1, 2)
-            .contiguous()
-        )
-
-    if cached:
-        # rows 1 … t-1: written by earlier steps
-        keys, values = (heads(x @ w_k), heads(x @ w_v))
-
-        def step() -> torch.Tensor:
-            x_t = x[:, -1:]
-            # append k_t, v_t in place: row t
-            keys[:, :, -1:] = heads(x_t @ w_k)
-            values[:, :, -1:] = heads(x_t @ w_v)
-            o_t, _ = attention.softmax_attention(
-                heads(x_t @ w_q), keys, values, causal=False
-            )
-            return o_t
-    else:
-
-        def step() -> torch.Tensor:
-            o, _ = attention.softmax_attention(
-                heads(x @ w_q), heads(x @ w_k), heads(x @ w_v), causal=True
-            )
-            return o[:, :, -1:]
-
-    return best_seconds(step, repeats=repeats)
-
-
-def cached_attention_read(
-    q_t: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float
-) -> torch.Tensor:
-    """The raw decoding read, without argument checks:  o_t = V_{1:t}ᵀ softmax(s · K_{1:t} q_t).
-
-    q_t ``[B, H, 1, Dk]``, k ``[B, H, t, Dk]``, v ``[B, H, t, Dv]`` -> o_t ``[B, H, 1, Dv]``
-    (what ``attention.softmax_attention(q_t, k, v, causal=False)`` computes after its checks).
-    The scores are formed as the column K q_t ``[B, H, t, 1]``, a matrix-vector product over
-    the cache as it is stored, then the weights' row multiplies V.
-    """
-    # [B, H, t, 1]
-    weights = torch.softmax((k @ q_t.transpose(-1, -2)) * scale, dim=-2)
-    return weights.transpose(-1, -2) @ v
-
-
-def time_cached_attention_step(
-    contexts: Sequence[int],
-    *,
-    n_heads: int = 2,
-    head_dim: int = 32,
-    repeats: int = 15,
-    checked: bool = False,
-    seed: int = 0,
-) -> tuple[list[float], list[int]]:
-    """Median seconds of one cached attention read at each position in
-    ``contexts``, and the cache bytes there.
-
-        o_t = V_{1:t}ᵀ softmax(s · K_{1:t} q_t),   t in ``contexts``
-
-    One buffer of random numbers per K and V (float32, batch 1, room for
-    ``max(contexts)`` tokens) is filled once, and each context reads its start
-    as a contiguous cache ``[1, n_heads, t, head_dim]`` (the read costs the
-    same for any values; a strided slice of one ``[1, H, max, D]`` tensor
-    would make matmul copy it first, timing the copy instead). Only the read
-    is timed (:func:`cached_attention_read`, q_t ``[1, H, 1, D]``), with no
-    argument checks on the timed path; ``checked=True`` times
-    ``attention.softmax_attention`` instead, checks included, to show what
-    they cost. Each entry is the median of ``repeats`` calls after one warm-up
-    (``timing.median_seconds``). Returns ``(seconds, cache_bytes)``, cache
-    bytes 2 · H · t · D · 4. Depends on the machine and
-    ``torch.get_num_threads()``.
-    """
-    if isinstance(contexts, int) or not contexts:
-        raise ValueError(
-            f"contexts: expected a non-empty sequence of positive ints, "
-            f"got {contexts!r}"
-        )
-    for name, value in [
-        ("n_heads", n_heads),
-        ("head_dim", head_dim),
-        ("repeats", repeats),
-        *(("contexts", c) for c in contexts),
-    ]:
-        check_positive_int(name, value)
-    gen = torch.Generator().manual_seed(seed)
-    size = n_heads * max(contexts) * head_dim
-    k_all, v_all = (
-        torch.rand(size, generator=gen),
-        torch.rand(size, generator=gen),
-    )
-    q_t = torch.randn(1, n_heads, 1, head_dim, generator=gen)
-    scale = head_dim**-0.5
-    seconds, n_bytes = [], []
-    for t in contexts:
-        shape = (1, n_heads, t, head_dim)
-        k = k_all[: n_heads * t * head_dim].view(shape)
-        v = v_all[: n_heads * t * head_dim].view(shape)
-        if checked:
-
-            def step(k=k, v=v) -> object:
-                return attention.softmax_attention(
-                    q_t, k, v, causal=False, scale=scale
-                )
-        else:
-
-            def step(k=k, v=v) -> object:
-                return cached_attention_read(q_t, k, v, scale)
-
-        seconds.append(median_seconds(step, repeats=repeats))
-        n_bytes.append(KVCache(k, v).num_bytes())
-    return seconds, n_bytes
 
 
 GLOBAL_KINDS = ("attn", "mla")

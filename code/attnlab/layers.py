@@ -33,12 +33,6 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._checks import (
-    check_choice,
-    check_layer_input,
-    check_positive_int,
-    check_tensor,
-)
 from .blocks import (
     LAYER_NORM_EPS,
     ConvQKV,
@@ -46,6 +40,12 @@ from .blocks import (
     RecurrentCache,
     merge_heads,
     split_heads,
+)
+from .checks import (
+    check_choice,
+    check_layer_input,
+    check_positive_int,
+    check_tensor,
 )
 from .delta import (
     delta_rule_chunk,

@@ -24,7 +24,7 @@ from collections.abc import Callable
 import torch
 
 from . import _chunk_engine as engine
-from ._checks import (
+from .checks import (
     check_finite,
     check_positive_int,
     check_tensor,

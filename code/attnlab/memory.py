@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ._checks import check_choice, check_positive_int
+from .checks import check_choice, check_positive_int
 from .configs import RECURRENT_KINDS, ModelConfig
 
 BITS_PER_ELEMENT = {

@@ -20,9 +20,9 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from ._checks import check_layer_input, check_positive_int, check_tensor
 from .attention import apply_rope, softmax_attention
 from .blocks import HeadRMSNorm, merge_heads, split_heads
+from .checks import check_layer_input, check_positive_int, check_tensor
 
 
 @dataclass

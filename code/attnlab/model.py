@@ -34,9 +34,9 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from ._checks import check_choice
 from .attention import MultiHeadAttention, head_attention_weights
 from .blocks import HeadRMSNorm, SwiGLU
+from .checks import check_choice
 from .configs import LAYER_KINDS, ModelConfig
 from .layers import RECURRENT_LAYERS
 from .mla import MultiHeadLatentAttention

@@ -29,8 +29,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ._checks import check_positive_int
 from .architectures import Architecture
+from .checks import check_positive_int
 from .memory import dtype_name, format_bytes, tensor_bytes
 
 

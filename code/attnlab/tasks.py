@@ -24,7 +24,7 @@ from typing import Literal
 
 import torch
 
-from ._checks import check_choice, check_positive_int, check_tensor
+from .checks import check_choice, check_positive_int, check_tensor
 from .delta import (
     delta_rule_chunk,
     delta_rule_recurrent,

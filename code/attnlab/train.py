@@ -27,8 +27,6 @@ import torch.nn.functional as F
 from torch import nn
 from tqdm.auto import tqdm
 
-from ._checks import check_choice, check_positive_int
-from ._mode import widget_mode
 from .attention import softmax_attention
 from .blocks import (
     ConvQKV,
@@ -37,6 +35,7 @@ from .blocks import (
     SwiGLU,
     merge_heads,
 )
+from .checks import check_choice, check_positive_int
 from .layers import (
     DeltaNetLayer,
     GatedDeltaNetLayer,
@@ -333,7 +332,7 @@ def train(
     betas: tuple[float, float] = (0.9, 0.98),
     warmup_fraction: float = 0.1,
     clip_norm: float = 1.0,
-    progress: bool | None = None,
+    progress: bool = False,
     description: str = "train",
     on_step: Callable[[int], None] | None = None,
 ) -> TrainHistory:
@@ -347,7 +346,7 @@ def train(
     accuracy on ``eval_set`` is recorded (``eval_set=None``: one batch drawn with seed
     ``seed + 1``); training stops early once it reaches ``target_accuracy`` (None: never). The
     model must map ``input_ids [B, L]`` to logits ``[B, L, V]`` (or to ``(logits, cache)``).
-    ``progress`` shows a progress bar; None shows one only when running live in Jupyter, not
+    ``progress`` shows a progress bar (off by default), not
     while the book is built (a frozen bar on the website would tell a reader nothing).
     ``on_step(step)`` is called after every optimiser step (step = 1 … steps), e.g. to keep
     snapshots of what the model computes as it learns.
@@ -375,8 +374,6 @@ def train(
     losses: list[float] = []
     start = time.perf_counter()
     model.train()
-    if progress is None:
-        progress = widget_mode() == "live"
     with tqdm(
         total=steps, desc=description, disable=not progress, leave=False
     ) as bar:
@@ -419,7 +416,7 @@ def train_language_model(
     lr: float = 1e-2,
     weight_decay: float = 0.1,
     seed: int = 0,
-    progress: bool | None = None,
+    progress: bool = False,
     on_step: Callable[[int], None] | None = None,
 ) -> list[float]:
     """Next-token training on one long stream of token ids; returns the loss
@@ -510,7 +507,7 @@ def run_recall_experiment(
     eval_every: int = 50,
     target_accuracy: float = 0.995,
     threads: int | None = 1,
-    progress: bool | None = None,
+    progress: bool = False,
 ) -> list[dict]:
     """Train one toy model per (mixer, N, seed) on MQAR and return one tidy row per run.
 

@@ -1,0 +1,300 @@
+"""Figures of Lesson 1 (token embeddings): the lookup as a product, table memory, the toy
+clusters emerging as the table reads more of the corpus, nearest neighbours.
+The toy data come from :mod:`attnbook.demos.toy_attention`."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.transforms import offset_copy
+
+from attnlab.embedding import (
+    WORD_GROUPS,
+    embedding_bytes,
+    nearest_neighbours,
+    project_2d,
+)
+
+from ..demos.toy_attention import (
+    group_of,
+    group_words,
+    same_group_neighbour_fraction,
+    seen_words,
+    toy_embeddings,
+    toy_embeddings_after,
+)
+from ..plotting import (
+    MIB,
+    PALETTE,
+    SMALL_TEXT_PT,
+    fixed_axes,
+    heatmap,
+    place_labels,
+    style_axes,
+)
+
+
+def _group_colour(word: str) -> str:
+    groups = list(WORD_GROUPS)
+    group = group_of(word)
+    return PALETTE[groups.index(group)] if group in groups else "#999999"
+
+
+def draw_one_hot_lookup(
+    fig: Figure, token_id: int = 2, vocab_size: int = 6, d_model: int = 4
+) -> None:
+    """One-hot row vector × table = the table's row: the lookup drawn as a product, every cell
+    square (so the 1 × V and 1 × d vectors are rows) and annotated with its value."""
+    g = torch.Generator().manual_seed(1)
+    table = torch.randn(vocab_size, d_model, generator=g).round(decimals=1)
+    one_hot = torch.zeros(1, vocab_size)
+    one_hot[0, token_id] = 1.0
+    ax_hot, ax_table, ax_row = fig.subplots(
+        1, 3, width_ratios=[vocab_size, d_model, d_model]
+    )
+    heatmap(
+        ax_hot,
+        one_hot,
+        xlabel="token id",
+        ylabel="",
+        title="one-hot e (1 × V)",
+        xticklabels=[str(i) for i in range(vocab_size)],
+        yticklabels=[""],
+        cmap="Greys",
+        vmin=0,
+        vmax=1.6,
+        annotate=True,
+        aspect="equal",
+        fmt="{:.0f}",
+    )
+    ax_hot.tick_params(axis="x", labelrotation=0)
+    heatmap(
+        ax_table,
+        table,
+        xlabel="feature",
+        ylabel="token id",
+        title="table E (V × d)",
+        cmap="PuOr",
+        vmin=-2.5,
+        vmax=2.5,
+        annotate=True,
+        aspect="equal",
+        fmt="{:.1f}",
+    )
+    ax_table.add_patch(_row_box(token_id, d_model))
+    heatmap(
+        ax_row,
+        table[token_id : token_id + 1],
+        xlabel="feature",
+        ylabel="",
+        title=f"eᵀE = row {token_id}",
+        yticklabels=[""],
+        cmap="PuOr",
+        vmin=-2.5,
+        vmax=2.5,
+        annotate=True,
+        aspect="equal",
+        fmt="{:.1f}",
+    )
+
+
+def _row_box(row: int, width: int):
+    from matplotlib.patches import Rectangle
+
+    return Rectangle(
+        (-0.5, row - 0.5),
+        width,
+        1,
+        fill=False,
+        edgecolor=PALETTE[5],
+        linewidth=2.5,
+    )
+
+
+#: Vocabulary sizes (tokens) and widths of the reference lines of :func:`draw_table_memory`.
+MEMORY_VOCABS = tuple(2**k for k in range(12, 19))
+
+
+MEMORY_WIDTHS = (512, 1024, 1536, 4096)
+
+
+def _kilo(tokens: int) -> str:
+    """A token count in binary thousands, as vocabularies are named: 32768 → "32k" (counts that
+    are not a multiple of 1024 stay as they are)."""
+    return (
+        f"{tokens // 1024}k"
+        if tokens and tokens % 1024 == 0
+        else f"{tokens:,}"
+    )
+
+
+def draw_table_memory(
+    fig: Figure,
+    vocab_size: int,
+    d_model: int,
+    marker: tuple[str, int, int] | None = None,
+) -> None:
+    """Embedding-table memory (MiB, bf16) against vocabulary size: reference lines, one per
+    width in :data:`MEMORY_WIDTHS` and labelled at their left end (the chosen width's solid, the
+    others faint), and the chosen ``vocab_size`` × ``d_model`` as a large dot, its size in the
+    title.
+
+    ``marker`` = (name, vocab_size, d_model) of a real model to mark (a star, named beside it).
+    """
+    ax = fig.subplots()
+    vocabs = MEMORY_VOCABS
+    left = offset_copy(ax.transData, fig=fig, x=-5, units="points")
+    for i, width in enumerate(MEMORY_WIDTHS):
+        mib = [embedding_bytes(v, width, "bf16") / MIB for v in vocabs]
+        ax.plot(
+            vocabs,
+            mib,
+            marker="o",
+            ms=3,
+            color=PALETTE[i],
+            alpha=1.0 if width == d_model else 0.35,
+        )
+        ax.text(
+            vocabs[0],
+            mib[0],
+            f"d = {width}",
+            transform=left,
+            ha="right",
+            va="center",
+            fontsize=SMALL_TEXT_PT,
+            color=PALETTE[i],
+        )
+    chosen = embedding_bytes(vocab_size, d_model, "bf16") / MIB
+    ax.plot(
+        [vocab_size], [chosen], marker="o", ms=11, color=PALETTE[5], zorder=5
+    )
+    if marker is not None:
+        name, v, d = marker
+        ax.plot(
+            [v],
+            [embedding_bytes(v, d, "bf16") / MIB],
+            marker="*",
+            ms=14,
+            color="black",
+            zorder=6,
+            linestyle="none",
+        )
+        ax.text(
+            v,
+            embedding_bytes(v, d, "bf16") / MIB,
+            f"{name} (V = {v:,}, d = {d})",
+            transform=offset_copy(
+                ax.transData, fig=fig, x=10, units="points"
+            ),
+            va="center",
+            fontsize=SMALL_TEXT_PT,
+        )
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.minorticks_off()  # minor log ticks cost more to draw than the whole data
+    # plain tick labels ("32k", "100"): the default 2^15 and 10^2 are mathtext, 3× slower to draw
+    ax.set_xticks(vocabs, [_kilo(v) for v in vocabs])
+    ax.set_xlim(left=vocabs[0] / 2)  # one octave of room for the line labels
+    lowest = embedding_bytes(vocabs[0], MEMORY_WIDTHS[0], "bf16") / MIB
+    highest = embedding_bytes(vocabs[-1], MEMORY_WIDTHS[-1], "bf16") / MIB
+    decades = [
+        10**k
+        for k in range(
+            math.ceil(math.log10(lowest)), math.floor(math.log10(highest)) + 1
+        )
+    ]
+    ax.set_yticks(decades, [f"{m:,}" for m in decades])
+    style_axes(
+        ax,
+        "vocabulary size V (tokens, log scale)",
+        "table memory in bf16 (MiB, log)",
+    )
+    # given y, not moved over the tick labels
+    ax.set_title(
+        f"V × d = {vocab_size:,} × {d_model} = {vocab_size * d_model:,} parameters: "
+        f"{chosen:,.1f} MiB",
+        y=1.0,
+    )
+
+
+def draw_clusters_emerging(fig: Figure, n_sentences: int) -> None:
+    """The group words of the co-occurrence table built from the first ``n_sentences`` of the
+    toy corpus, on its two principal axes, by group; words not yet seen are left out. The title
+    gives how many words the table has seen and how many sit next to a word of their own group
+    (:func:`~attnbook.demos.toy_attention.same_group_neighbour_fraction`)."""
+    tokenizer, table = toy_embeddings_after(n_sentences)
+    words = seen_words(tokenizer, table)
+    points = project_2d(table)
+    (ax,) = fixed_axes(fig, 1, left=0.06, right=0.98, bottom=0.16, top=0.86)
+    xy = points[[tokenizer.vocab.index(w) for w in words]]
+    ax.scatter(
+        xy[:, 0], xy[:, 1], color=[_group_colour(w) for w in words], s=25
+    )
+    span = (xy.max(0).values - xy.min(0).values).clamp_min(1e-6)
+    low, high = xy.min(0).values - 0.25 * span, xy.max(0).values + 0.25 * span
+    ax.set_xlim(float(low[0]), float(high[0]))
+    ax.set_ylim(float(low[1]), float(high[1]))
+    # early tables crowd words together
+    place_labels(
+        ax,
+        xy[:, 0].tolist(),
+        xy[:, 1].tolist(),
+        words,
+        distances=(7, 14, 24, 36, 50, 66),
+        leader_beyond=7,
+    )
+    # lighter than empty scatters
+    handles = [
+        Line2D(
+            [],
+            [],
+            color=PALETTE[i],
+            marker="o",
+            ms=5,
+            linestyle="none",
+            label=group,
+        )
+        for i, group in enumerate(WORD_GROUPS)
+    ]
+    fig.legend(
+        handles=handles,
+        loc="lower center",
+        ncols=5,
+        fontsize=SMALL_TEXT_PT,
+        handletextpad=0.2,
+        columnspacing=1.0,
+    )
+    fraction = same_group_neighbour_fraction(tokenizer, table)
+    style_axes(
+        ax,
+        "principal axis 1",
+        "principal axis 2",
+        f"After {n_sentences:,} sentences: {len(words)} of {len(group_words())} words "
+        f"seen,\n{fraction:.0%} have a nearest neighbour of their own group",
+    )
+    # the coordinates themselves mean nothing
+    (ax.set_xticks([]), ax.set_yticks([]))
+
+
+def draw_neighbours(fig: Figure, word: str, k: int = 8) -> None:
+    """Cosine similarity of ``word`` to its ``k`` nearest neighbours in the toy table."""
+    tokenizer, table = toy_embeddings()
+    if word not in tokenizer.vocab:
+        raise ValueError(f"word: {word!r} is not in the toy vocabulary")
+    neighbours = nearest_neighbours(table, tokenizer.vocab.index(word), k)
+    words = [tokenizer.vocab[i] for i, _ in neighbours][::-1]
+    sims = [s for _, s in neighbours][::-1]
+    ax = fig.subplots()
+    ax.barh(words, sims, color=[_group_colour(w) for w in words])
+    ax.set_xlim(-1, 1)
+    ax.set_xticks([-1, -0.5, 0, 0.5, 1])
+    ax.axvline(0, color="black", linewidth=0.8)
+    style_axes(
+        ax,
+        "cosine similarity to the chosen word",
+        "nearest tokens",
+        f"Nearest neighbours of “{word}” ({group_of(word)})",
+    )

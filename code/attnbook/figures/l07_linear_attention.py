@@ -1,0 +1,158 @@
+"""Figures of Lesson 7 (linear attention): the cache against the state, memory against context."""
+
+from __future__ import annotations
+
+import functools
+
+import torch
+from matplotlib.figure import Figure
+from matplotlib.patches import Rectangle
+from matplotlib.ticker import NullLocator
+
+from attnlab.checks import check_choice, check_int_in
+from attnlab.linear import linear_attention_recurrent
+from attnlab.memory import BYTES_PER_ELEMENT, format_bytes
+
+from ..demos.calculators import MEMORY_MODELS, memory_at
+from ..demos.linear_state import DEMO_DIM, DEMO_STEPS, demo_stream
+from ..plotting import (
+    DIVERGING_CMAP,
+    PALETTE,
+    SMALL_TEXT_PT,
+    context_label,
+    heatmap,
+    plain_log_yaxis,
+    style_axes,
+    title_at_top,
+)
+
+_MEMORY_T_MIN, _MEMORY_T_MAX = 16, 2**20
+
+
+def draw_cache_and_state(fig: Figure, t: int = 6) -> None:
+    """After t tokens of a toy stream: the KV cache (t rows of [φ(k) | v], growing) next to the
+    linear-attention state S_t = Σ_{i≤t} φ(k_i) v_iᵀ (``dim × dim``, fixed), on one colour scale
+    per panel for every t so that the reader sees the state fill up."""
+    t = check_int_in("t", t, 1, DEMO_STEPS)
+    k, v = demo_stream()
+    _, state = linear_attention_recurrent(
+        k[:, :, :t],
+        k[:, :, :t],
+        v[:, :, :t],
+        scale=1.0,
+        output_final_state=True,
+    )
+    _, full = linear_attention_recurrent(
+        k, k, v, scale=1.0, output_final_state=True
+    )
+    d = DEMO_DIM
+    ax_cache, ax_state = fig.subplots(1, 2, width_ratios=[1.15, 1])
+    rows = torch.full((DEMO_STEPS, 2 * d), float("nan"), dtype=torch.float64)
+    rows[:t, :d], rows[:t, d:] = k[0, 0, :t], v[0, 0, :t]
+    limit = float(torch.cat([k, v], -1).abs().max())
+    heatmap(
+        ax_cache,
+        rows,
+        xlabel="cached numbers: φ(k_i) (left) | v_i (right)",
+        ylabel="token i",
+        cmap=DIVERGING_CMAP,
+        vmin=-limit,
+        vmax=limit,
+        colorbar_label="cached number",
+    )
+    title_at_top(
+        ax_cache,
+        f"KV cache after t = {t} tokens:\n2 × {t} × {d} = {2 * t * d} numbers "
+        "(grows)",
+    )
+    ax_cache.axvline(d - 0.5, color="black", linewidth=1)
+    ax_cache.add_patch(
+        Rectangle(
+            (-0.5, -0.5),
+            2 * d,
+            DEMO_STEPS,
+            fill=False,
+            linestyle=":",
+            edgecolor="#999999",
+        )
+    )
+    ax_cache.set_yticks(
+        range(0, DEMO_STEPS, 3), [str(i + 1) for i in range(0, DEMO_STEPS, 3)]
+    )
+    ax_cache.set_xticks([])
+    s_limit = float(full.abs().max())
+    heatmap(
+        ax_state,
+        state[0, 0],
+        xlabel="value channel (column of S)",
+        ylabel="key channel (row of S)",
+        cmap=DIVERGING_CMAP,
+        vmin=-s_limit,
+        vmax=s_limit,
+        colorbar_label="entry of S",
+    )
+    title_at_top(
+        ax_state,
+        f"state S_{t}, sums i ≤ {t}:\n{d} × {d} = {d * d} numbers (fixed)",
+    )
+    ax_state.set_xticks([])
+    ax_state.set_yticks([])
+
+
+@functools.cache
+def _memory_curve(
+    name: str, dtype: str, contexts: tuple[int, ...]
+) -> tuple[int, ...]:
+    """``memory_at(name, T, dtype)`` for each T of ``contexts``, computed once per argument set
+    (the memory panel redraws the same curves at every slider move)."""
+    return tuple(memory_at(name, c, dtype) for c in contexts)
+
+
+def draw_memory_vs_context(
+    fig: Figure, context: int = 4096, dtype: str = "bf16"
+) -> None:
+    """What Sophia keeps while decoding one sequence, against the context (log–log): with all 28
+    layers as softmax attention (the KV cache grows), as linear attention (a fixed state), and
+    as built (21 KDA states plus 7 MLA caches). The dots mark ``context``; the legend gives the
+    bytes there in MB and MiB. Everything in ``dtype``, batch 1."""
+    context = check_int_in("context", context, 1, _MEMORY_T_MAX)
+    dtype = check_choice("dtype", dtype, BYTES_PER_ELEMENT)
+    ax = fig.subplots()
+    contexts = tuple(2**e for e in range(4, 21))
+    mib = 2**20
+    plotted, dots = [], []
+    for i, name in enumerate(MEMORY_MODELS):
+        values = [b / mib for b in _memory_curve(name, dtype, contexts)]
+        plotted += values
+        chosen = memory_at(name, context, dtype)
+        style = dict(
+            color=PALETTE[i],
+            linewidth=2.5 if i < 2 else 1.5,
+            linestyle="-" if i < 2 else "--",
+        )
+        ax.plot(
+            contexts, values, **style, label=f"{name}: {format_bytes(chosen)}"
+        )
+        dots.append(chosen / mib)
+    # the three dots as one artist: a scatter with one colour per model
+    ax.scatter(
+        [context] * len(dots), dots, s=64, c=PALETTE[: len(dots)], zorder=5
+    )
+    ax.axvline(context, color="#999999", linewidth=0.8, linestyle=":")
+    ax.set_xscale("log", base=2)
+    ticks = [16, 256, 4096, 65536, 2**20]
+    ax.set_xticks(ticks, [context_label(c) for c in ticks])
+    ax.xaxis.set_minor_locator(NullLocator())
+    plain_log_yaxis(ax, plotted, mantissas=(1,))
+    ax.set_xlim(_MEMORY_T_MIN, _MEMORY_T_MAX)
+    style_axes(
+        ax,
+        "context T (tokens in the sequence)",
+        "memory kept, batch 1 (MiB, log scale)",
+    )
+    title_at_top(
+        ax,
+        f"Sophia while decoding, T = {context:,} tokens, {dtype} "
+        f"({BYTES_PER_ELEMENT[dtype]} B per number)",
+    )
+    ax.legend(loc="upper left", fontsize=SMALL_TEXT_PT)

@@ -1,0 +1,321 @@
+"""Figures of Lesson 8 (three forms of linear attention): where each pair is handled, measured
+times, and the chunk-size panel."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+
+from matplotlib.colors import ListedColormap
+from matplotlib.figure import Figure
+from matplotlib.patches import Patch
+from matplotlib.ticker import NullLocator
+
+from attnlab.checks import check_int_in
+
+from ..costs import LINEAR_FORMS, linear_attention_cost
+from ..demos.linear_state import crossing
+from ..plotting import (
+    PALETTE,
+    SMALL_TEXT_PT,
+    light_xticks,
+    plain_log_yaxis,
+    style_axes,
+    text_legend,
+    title_at_top,
+)
+
+# masked, explicit, state
+_CELL_COLOURS = ListedColormap(["#FFFFFF", PALETTE[1], PALETTE[4]])
+
+
+def draw_three_forms(
+    fig: Figure, length: int = 12, chunk_size: int = 4
+) -> None:
+    """Where each query–key pair (i, j ≤ i) is handled, in the three forms: as an explicit score
+    of a T × T (parallel) or C × C (chunkwise, diagonal blocks) matrix, or through the state
+    (recurrent: every pair; chunkwise: pairs in earlier chunks, via S_[n])."""
+    t = check_int_in("length", length, 2, 64)
+    c = check_int_in("chunk_size", chunk_size, 1, t)
+    axes = fig.subplots(1, 3, sharey=True)
+    titles = (
+        "parallel:\none T × T product",
+        f"recurrent:\n{t} steps via S_t",
+        f"chunkwise, C = {c}:\n{-(-t // c)} steps, blocks + S",
+    )
+    for form, ax, title in zip(LINEAR_FORMS, axes, titles, strict=True):
+        grid = [[0] * t for _ in range(t)]
+        for i in range(t):
+            for j in range(i + 1):
+                if form == "parallel":
+                    grid[i][j] = 1
+                elif form == "recurrent":
+                    grid[i][j] = 2
+                else:
+                    grid[i][j] = 1 if i // c == j // c else 2
+        ax.imshow(grid, cmap=_CELL_COLOURS, vmin=0, vmax=2, aspect="equal")
+        ax.set_title(title, fontsize=SMALL_TEXT_PT)
+        ax.set_xlabel("key position j")
+        ax.set_xticks([0, t - 1], ["1", str(t)])
+        ax.set_yticks([0, t - 1], ["1", str(t)])
+        ax.grid(False)
+        if form == "chunk":
+            for b in range(c, t, c):
+                ax.axhline(b - 0.5, color="#555555", linewidth=0.8)
+                ax.axvline(b - 0.5, color="#555555", linewidth=0.8)
+    axes[0].set_ylabel("query position i")
+    fig.legend(
+        handles=[
+            Patch(
+                facecolor=PALETTE[1],
+                label="explicit score q_iᵀk_j in a matrix",
+            ),
+            Patch(facecolor=PALETTE[4], label="folded into the state S"),
+            Patch(
+                facecolor="#FFFFFF",
+                edgecolor="#BBBBBB",
+                label="masked (j > i)",
+            ),
+        ],
+        loc="outside lower center",
+        ncols=2,
+    )
+
+
+def _check_timings(
+    lengths: Sequence[int], seconds: Mapping[str, Sequence[float]]
+) -> None:
+    if len(lengths) < 2:
+        raise ValueError(
+            f"lengths: expected at least 2 sequence lengths, got {len(lengths)}"
+        )
+    if set(seconds) != set(LINEAR_FORMS):
+        raise ValueError(
+            f"seconds: expected timings for {list(LINEAR_FORMS)}, got {list(seconds)}"
+        )
+    for form, values in seconds.items():
+        if len(values) != len(lengths):
+            raise ValueError(
+                f"seconds: expected {len(lengths)} timings for {form!r} (one per "
+                f"length), got {len(values)}"
+            )
+        if any(not s > 0 for s in values):
+            raise ValueError(
+                f"seconds: expected positive seconds for {form!r}, got {list(values)}"
+            )
+
+
+_FORM_STYLE = {
+    "parallel": (PALETTE[5], "o"),
+    "recurrent": (PALETTE[0], "s"),
+    "chunk": (PALETTE[2], "^"),
+}
+
+
+_FORM_LABEL = {
+    "parallel": "parallel",
+    "recurrent": "recurrent",
+    "chunk": "chunkwise",
+}
+
+
+def draw_form_times(
+    fig: Figure,
+    lengths: Sequence[int],
+    seconds: Mapping[str, Sequence[float]],
+    chunk_size: int = 64,
+    threads: int = 1,
+) -> None:
+    """Measured milliseconds of the three forms against the sequence length (log–log), with the
+    point where the parallel form becomes slower than the recurrent one marked, if it does."""
+    _check_timings(lengths, seconds)
+    ax = fig.subplots()
+    for form in LINEAR_FORMS:
+        colour, marker = _FORM_STYLE[form]
+        label = _FORM_LABEL[form] + (
+            f" (C = {chunk_size})" if form == "chunk" else ""
+        )
+        ax.plot(
+            lengths,
+            [s * 1e3 for s in seconds[form]],
+            marker=marker,
+            color=colour,
+            label=label,
+        )
+    cross = crossing(lengths, seconds["recurrent"], seconds["parallel"])
+    if cross is not None:
+        ax.axvline(cross, color="#777777", linestyle=":", linewidth=1)
+        ax.annotate(
+            f"parallel = recurrent\nnear T ≈ {cross:,.0f}",
+            (cross, ax.get_ylim()[0]),
+            textcoords="offset points",
+            xytext=(-6, 8),
+            ha="right",
+            fontsize=SMALL_TEXT_PT,
+            color="#555555",
+        )
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xticks(list(lengths), [f"{t:,}" for t in lengths])
+    ax.minorticks_off()
+    last = lengths[-1]
+    speed = seconds["recurrent"][-1] / seconds["chunk"][-1]
+    style_axes(
+        ax,
+        "sequence length T (tokens)",
+        "time for the whole sequence (ms)",
+        f"One head, d = 64, float32, {threads} CPU thread, measured. At T = {last:,}\n"
+        f"chunkwise is {speed:,.0f}× faster than recurrent, "
+        f"{seconds['parallel'][-1] / seconds['chunk'][-1]:,.0f}× faster than parallel",
+    )
+    ax.legend(loc="upper left")
+
+
+def draw_chunk_size(
+    fig: Figure,
+    chunk_size: int,
+    length: int,
+    chunk_seconds: Mapping[tuple[int, int], float],
+    form_seconds: Mapping[tuple[int, str], float],
+    head_dim: int = 64,
+) -> None:
+    """The chunk size C between the two extremes, for a sequence of ``length`` tokens: the FLOP
+    model of ``linear_attention_cost`` (left, MFLOP for one head of ``head_dim``) and the
+    measured time (right, ms) against C, log–log, with the parallel and recurrent forms as
+    dashed horizontal lines and the chosen C marked.
+
+    ``chunk_seconds[(T, C)]`` and ``form_seconds[(T, form)]`` are measurements in seconds taken
+    when the notebook ran (a static page cannot measure); ``chunk_size`` and ``length`` must be
+    among them.
+    """
+    sizes = sorted(c for (t, c) in chunk_seconds if t == length)
+    if not sizes:
+        lengths = sorted({t for t, _ in chunk_seconds})
+        raise ValueError(
+            f"length: expected one of the measured lengths {lengths}, got {length!r}"
+        )
+    if chunk_size not in sizes:
+        raise ValueError(
+            f"chunk_size: expected one of the measured sizes {sizes} for "
+            f"T = {length}, got {chunk_size!r}"
+        )
+    if chunk_size > length:
+        raise ValueError(
+            f"chunk_size: C = {chunk_size} is longer than the sequence T = {length}"
+        )
+    for form in ("parallel", "recurrent"):
+        if (length, form) not in form_seconds:
+            raise ValueError(
+                f"form_seconds: no measurement of the {form} form at T = {length}"
+            )
+    d = head_dim
+    ax_flops, ax_time = fig.subplots(1, 2)
+    cost = {c: linear_attention_cost("chunk", length, d, c) for c in sizes}
+    mflops = {c: cost[c].flops / 1e6 for c in sizes}
+    forms = ("parallel", "recurrent")
+    form_mflops = {
+        f: linear_attention_cost(f, length, d).flops / 1e6 for f in forms
+    }
+    ms = {c: chunk_seconds[(length, c)] * 1e3 for c in sizes}
+    form_ms = {f: form_seconds[(length, f)] * 1e3 for f in forms}
+    # the log axis's margins, a third of an octave
+    x_range = (sizes[0] / 1.4, sizes[-1] * 1.4)
+    for ax, chunk, extremes in (
+        (ax_flops, mflops, form_mflops),
+        (ax_time, ms, form_ms),
+    ):
+        ax.plot(
+            sizes, [chunk[c] for c in sizes], marker="^", color=PALETTE[2]
+        )
+        ax.hlines(
+            [extremes[f] for f in forms],
+            *x_range,
+            linestyles="--",
+            colors=[_FORM_STYLE[f][0] for f in forms],
+            linewidth=1.2,
+        )
+        ax.plot(
+            [chunk_size],
+            [chunk[chunk_size]],
+            marker="o",
+            ms=10,
+            color=PALETTE[1],
+            zorder=5,
+        )
+        ax.set_xscale("log", base=2)
+        ax.xaxis.set_minor_locator(NullLocator())
+        ax.set_xlim(*x_range)
+        light_xticks(ax, sizes, [str(c) for c in sizes])
+        plain_log_yaxis(
+            ax,
+            [*chunk.values(), *extremes.values()],
+            mantissas=(1, 3),
+            max_ticks=5,
+        )
+    chosen = cost[chunk_size]
+    style_axes(ax_flops, "chunk size C (tokens)", "work (MFLOP, model)")
+    title_at_top(
+        ax_flops,
+        f"T = {length:,}, C = {chunk_size}: {chosen.flops / 1e6:,.0f} MFLOP,\n"
+        f"{chosen.sequential_steps:,} sequential steps (one head, d = {d})",
+    )
+    best = min(sizes, key=lambda c: ms[c])
+    style_axes(ax_time, "chunk size C (tokens)", "measured time (ms)")
+    # T and C head the left panel's title: one line here
+    title_at_top(ax_time, f"{ms[chunk_size]:.3g} ms (fastest: C = {best})")
+    text_legend(
+        ax_flops,
+        [
+            (f"—▲— {_FORM_LABEL['chunk']}", PALETTE[2]),
+            *((f"– – {_FORM_LABEL[f]}", _FORM_STYLE[f][0]) for f in forms),
+        ],
+        y=0.62,
+    )
+
+
+def chunk_size_panel(
+    chunk_seconds: Mapping[tuple[int, int], float],
+    form_seconds: Mapping[tuple[int, str], float],
+    head_dim: int = 64,
+) -> Callable[[Figure, int, int], None]:
+    """Lesson 8's chunk-size slider: returns ``draw_chunk_panel(fig, chunk_size, length)``,
+    which draws ``draw_chunk_size`` for those two slider values from the measurements made when
+    the notebook ran: ``chunk_seconds[(T, C)]``, seconds of the chunkwise form for T tokens in
+    chunks of C, and ``form_seconds[(T, form)]``, seconds of the "parallel" and "recurrent"
+    forms, for one head of ``head_dim``. The figure: FLOPs (MFLOP, model) and measured time (ms)
+    against C, log–log. The measurements are checked here, once, not at every slider move."""
+    if not chunk_seconds:
+        raise ValueError(
+            "chunk_seconds: expected measurements {(T, C): seconds}, got none"
+        )
+    for key, seconds in chunk_seconds.items():
+        if (
+            not isinstance(key, tuple)
+            or len(key) != 2
+            or not all(isinstance(n, int) and n >= 1 for n in key)
+        ):
+            raise ValueError(
+                f"chunk_seconds: expected keys (T, C) of positive integers, "
+                f"got {key!r}"
+            )
+        if not seconds > 0:
+            raise ValueError(
+                f"chunk_seconds: expected positive seconds, got {seconds!r} at "
+                f"{key}"
+            )
+    for t in sorted({t for t, _ in chunk_seconds}):
+        for form in ("parallel", "recurrent"):
+            if not form_seconds.get((t, form), 0) > 0:
+                raise ValueError(
+                    f"form_seconds: expected positive seconds of the {form} form "
+                    f"at T = {t}, got {form_seconds.get((t, form))!r}"
+                )
+    d = check_int_in("head_dim", head_dim, 1, 4096)
+    chunk_seconds, form_seconds = dict(chunk_seconds), dict(form_seconds)
+
+    def draw_chunk_panel(fig: Figure, chunk_size: int, length: int) -> None:
+        """``draw_chunk_size`` at this chunk size and length, from the bound measurements."""
+        draw_chunk_size(
+            fig, chunk_size, length, chunk_seconds, form_seconds, head_dim=d
+        )
+
+    return draw_chunk_panel

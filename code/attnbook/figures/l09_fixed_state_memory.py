@@ -1,0 +1,202 @@
+"""Figures of Lesson 9 (a fixed-size state as memory): read-out, Gram matrices, capacity.
+The measured curves come from :mod:`attnbook.demos.state_memory`."""
+
+from __future__ import annotations
+
+import torch
+from matplotlib.figure import Figure
+
+from attnlab.checks import check_int_in
+from attnlab.tasks import associative_pairs, expected_crosstalk, write_state
+
+from ..demos.state_memory import (
+    CAPACITY_DIMS,
+    CAPACITY_PAIRS,
+    capacity_curve,
+    seeded_generator,
+)
+from ..plotting import (
+    DIVERGING_CMAP,
+    PALETTE,
+    SMALL_TEXT_PT,
+    fixed_axes,
+    style_axes,
+)
+
+
+def draw_readout(
+    fig: Figure, n_pairs: int = 8, dim: int = 16, seed: int = 0
+) -> None:
+    """Write ``n_pairs`` pairs into a ``dim × dim`` state, read the first one back.
+
+    Two panels, orthonormal keys and random unit keys: the stored value v_1 (bars) and what
+    the state returns, Sᵀ k_1 (dots), coordinate by coordinate. With orthonormal keys they agree;
+    with random keys the gap is the crosstalk Σ_{i≠1} (k_i·k_1) v_i.
+    """
+    n = check_int_in("n_pairs", n_pairs, 1, 64)
+    d = check_int_in("dim", dim, 2, 64)
+    if n > d:
+        raise ValueError(
+            f"n_pairs: at most dim={d} pairs so that orthonormal keys exist, got {n}"
+        )
+    axes = fig.subplots(1, 2, sharey=True)
+    for ax, orthogonal in zip(axes, (True, False), strict=True):
+        keys, values = associative_pairs(
+            n, d, orthogonal=orthogonal, generator=seeded_generator(seed)
+        )
+        state = write_state(keys, values, write="add")
+        read = state.T @ keys[0]
+        error = ((read - values[0]).norm() / values[0].norm()).item()
+        x = list(range(d))
+        ax.bar(
+            x,
+            values[0].tolist(),
+            color=PALETTE[4],
+            width=0.75,
+            label="stored value $v_1$",
+        )
+        ax.plot(
+            x,
+            read.tolist(),
+            "o",
+            color=PALETTE[5],
+            markersize=5,
+            label="read-out $S^\\top k_1$",
+        )
+        ax.axhline(0, color="#555555", linewidth=0.8)
+        kind = "orthonormal keys" if orthogonal else "random unit keys"
+        style_axes(
+            ax,
+            "coordinate of the value",
+            "value (dimensionless)" if orthogonal else "",
+            f"{kind}:\nrelative error {error:.2f}",
+        )
+        ax.set_xticks(range(0, d, max(1, d // 8)))
+    axes[0].legend(loc="lower left", ncols=2)
+    fig.suptitle(
+        f"{n} pairs written into one {d} × {d} state, pair 1 read back",
+        fontsize=11,
+    )
+
+
+def draw_gram(
+    fig: Figure, n_pairs: int = 32, dims: tuple[int, ...] = (32, 96)
+) -> None:
+    """Gram matrices K Kᵀ of ``n_pairs`` keys: orthonormal keys in ``dims[0]`` dimensions (the
+    identity), then random unit keys in each of ``dims``. The off-diagonal entries are the
+    crosstalk weights k_i·k_j; their root mean square is about 1/√d."""
+    n = check_int_in("n_pairs", n_pairs, 2, 256)
+    if not dims:
+        raise ValueError("dims: expected at least one dimension, got none")
+    for d in dims:
+        check_int_in("dims", d, 2, 4096)
+    if dims[0] < n:
+        raise ValueError(
+            f"dims: the first must be at least n_pairs={n} for orthonormal keys, "
+            f"got {dims[0]}"
+        )
+    panels = [(dims[0], True)] + [(d, False) for d in dims]
+    axes = fig.subplots(1, len(panels), sharey=True)
+    mask = ~torch.eye(n, dtype=torch.bool)
+    for ax, (d, orthogonal) in zip(axes, panels, strict=True):
+        keys, _ = associative_pairs(
+            n, d, orthogonal=orthogonal, generator=seeded_generator(0)
+        )
+        gram = keys @ keys.T
+        rms = gram[mask].pow(2).mean().sqrt().item()
+        image = ax.imshow(
+            gram.numpy(),
+            cmap=DIVERGING_CMAP,
+            vmin=-1,
+            vmax=1,
+            interpolation="nearest",
+        )
+        ax.grid(False)
+        kind = "orthonormal" if orthogonal else "random unit"
+        ax.set_title(
+            f"{kind},\nd = {d}: rms {rms:.2f}", fontsize=SMALL_TEXT_PT
+        )
+        ax.set_xlabel("key i (pair index)")
+    axes[0].set_ylabel("key j (pair index)")
+    fig.colorbar(
+        image,
+        ax=list(axes),
+        label="$k_i \\cdot k_j$ (cosine, no unit)",
+        shrink=0.9,
+    )
+
+
+def draw_capacity(fig: Figure, n_pairs: int = 48, dim: int = 96) -> None:
+    """Mean relative recall error against the number of pairs N for the chosen key dimension d:
+    random keys (measured), the prediction sqrt((N−1)/d) (dashed) and orthonormal keys (zero up
+    to N = d), with N = d marked and the chosen (N, d) circled. The axes are the same for every
+    d, so moving d slides the curve along N. One axes, fixed margins: a fast frame."""
+    if n_pairs not in CAPACITY_PAIRS:
+        raise ValueError(
+            f"n_pairs: expected one of {list(CAPACITY_PAIRS)}, got {n_pairs!r}"
+        )
+    if dim not in CAPACITY_DIMS:
+        raise ValueError(
+            f"dim: expected one of {list(CAPACITY_DIMS)}, got {dim!r}"
+        )
+    (ax,) = fixed_axes(fig, 1, left=0.11, right=0.98, bottom=0.15, top=0.9)
+    curve = capacity_curve(dim, False)
+    ax.plot(
+        [n for n, _ in curve],
+        [e for _, e in curve],
+        marker="o",
+        markersize=4,
+        color=PALETTE[0],
+        linewidth=2,
+        label=f"random keys, d = {dim} (measured)",
+    )
+    ns = range(1, CAPACITY_PAIRS[-1] + 1)
+    ax.plot(
+        list(ns),
+        [expected_crosstalk(n, dim) for n in ns],
+        linestyle="--",
+        color="#444444",
+        linewidth=1,
+        label=f"prediction √((N−1)/d), d = {dim}",
+    )
+    orth = capacity_curve(dim, True)
+    ax.plot(
+        [n for n, _ in orth],
+        [e for _, e in orth],
+        marker="s",
+        markersize=4,
+        color=PALETTE[7],
+        linewidth=1.5,
+        label=f"orthonormal keys, d = {dim} (only N ≤ d)",
+    )
+    ax.axvline(dim, color="#888888", linestyle=":", linewidth=1)
+    ax.text(
+        dim * 1.06,
+        2.6,
+        f"N = d = {dim}",
+        fontsize=SMALL_TEXT_PT,
+        color="#555555",
+    )
+    error = dict(curve)[n_pairs]
+    ax.plot(
+        [n_pairs],
+        [error],
+        "o",
+        markersize=13,
+        markerfacecolor="none",
+        markeredgecolor=PALETTE[5],
+        markeredgewidth=2.5,
+    )
+    ax.set_xscale("log", base=2)
+    ticks = [2**e for e in range(2, 9)]
+    ax.set_xticks(ticks, [str(t) for t in ticks])
+    ax.minorticks_off()
+    ax.set_xlim(2.0**1.7, 2.0**8.3)
+    ax.set_ylim(-0.1, 4.4)
+    style_axes(
+        ax,
+        "N: stored pairs (log scale)",
+        "mean relative error ‖Sᵀk − v‖ / ‖v‖",
+        f"N = {n_pairs} pairs in d = {dim}: error {error:.2f} with random keys",
+    )
+    ax.legend(loc="upper left", fontsize=SMALL_TEXT_PT)

@@ -1,0 +1,165 @@
+"""Figures of Lesson 11 (the delta rule): overwriting, key-norm stability, recall against pairs.
+The numbers come from :mod:`attnbook.demos.delta_rule`."""
+
+from __future__ import annotations
+
+from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter, NullLocator
+
+from ..demos.delta_rule import (
+    OLD_VALUE,
+    RECALL_DIM,
+    output_norms,
+    overwrite_example,
+    recall_curves,
+)
+from ..plotting import GREY, PALETTE, SMALL_TEXT_PT, style_axes
+
+
+def draw_overwrite(fig: Figure, beta: float = 1.0) -> None:
+    """Bars of the four features: the old and the new value of k₁, and what each state returns
+    when k₁'s second write has strength ``beta``: linear attention old + new, the delta rule
+    (1 − β)·old + β·new (see :func:`overwrite_example`)."""
+    reads = overwrite_example(beta)
+    ax = fig.subplots()
+    series = [
+        ("old value", reads["old"], GREY),
+        ("new value", reads["new"], PALETTE[0]),
+        ("linear attention reads", reads["additive"], PALETTE[1]),
+        (f"delta rule (β = {beta:g}) reads", reads["delta"], PALETTE[2]),
+    ]
+    width = 0.2
+    for i, (label, vector, colour) in enumerate(series):
+        positions = [j + (i - 1.5) * width for j in range(len(vector))]
+        ax.bar(
+            positions, vector.tolist(), width=width, color=colour, label=label
+        )
+    ax.axhline(0, color="black", linewidth=0.8)
+    ax.set_xticks(
+        range(len(OLD_VALUE)),
+        [f"feature {j + 1}" for j in range(len(OLD_VALUE))],
+    )
+    ax.set_ylim(-2.9, 3.6)
+    style_axes(
+        ax,
+        "",
+        "value (arbitrary units)",
+        f"Read under k₁ after k₁ got a new value: delta rule = "
+        f"{1 - beta:.2f}·old + {beta:.2f}·new",
+    )
+    ax.grid(axis="x", visible=False)
+    ax.legend(
+        loc="upper center",
+        bbox_to_anchor=(0.5, -0.1),
+        ncols=2,
+        fontsize=SMALL_TEXT_PT,
+    )
+
+
+def _power_label(y: float, _position: object) -> str:
+    return f"{y:g}" if 0.01 <= y < 1000 else f"{y:.0e}"
+
+
+def draw_key_norm_stability(
+    fig: Figure, key_norm: float = 1.0, beta: float = 1.0
+) -> None:
+    """‖o_t‖ over time (log scale) for keys of length ``key_norm``, against unit keys (grey).
+
+    Along k a write multiplies what the state holds by 1 − β‖k‖²; beyond |1 − β‖k‖²| > 1 the
+    state, and with it every output, grows geometrically.
+    """
+    norms = output_norms(key_norm, beta)
+    reference = output_norms(1.0, beta)
+    ax = fig.subplots()
+    steps = range(1, len(norms) + 1)
+    ax.plot(
+        steps,
+        reference.tolist(),
+        color=GREY,
+        linestyle="--",
+        label=f"‖k‖ = 1, β = {beta:g}",
+    )
+    ax.plot(
+        steps,
+        norms.tolist(),
+        color=PALETTE[5] if key_norm**2 * beta > 2 else PALETTE[0],
+        linewidth=2,
+        label=f"‖k‖ = {key_norm:g}, β = {beta:g}",
+    )
+    ax.set_yscale("log")
+    top = max(100.0, float(norms.max()) * 10)
+    ax.set_ylim(0.05, top)
+    # plain "1e+05" labels: the default 10^5 labels go through mathtext, three times slower
+    ax.yaxis.set_major_formatter(FuncFormatter(_power_label))
+    ax.yaxis.set_minor_locator(NullLocator())
+    eigen = 1 - beta * key_norm**2
+    verdict = "stable" if abs(eigen) <= 1 else "grows"
+    style_axes(
+        ax,
+        "token t",
+        "‖o_t‖ (log scale)",
+        f"Eigenvalue along k: 1 − β‖k‖² = {eigen:.2f}  →  {verdict}",
+    )
+    ax.legend(loc="upper left")
+
+
+def draw_recall_vs_pairs(fig: Figure) -> None:
+    """Left: mean recall error against N pairs stored in a 16 × 16 state. Right: at N = 32,
+    each pair's error by when it was written — the delta rule keeps the recent ones."""
+    curves = recall_curves()
+    left, right = fig.subplots(1, 2, width_ratios=[1.15, 1])
+    n = curves["n_pairs"]
+    left.plot(
+        n,
+        curves["add"],
+        marker="o",
+        ms=4,
+        color=PALETTE[1],
+        label="linear attention, random keys",
+    )
+    left.plot(
+        n,
+        curves["delta"],
+        marker="s",
+        ms=4,
+        color=PALETTE[2],
+        label="delta rule (β = 1), random keys",
+    )
+    left.plot(
+        curves["orth_n"],
+        curves["orth_add"],
+        marker="^",
+        ms=4,
+        color=PALETTE[0],
+        label="either, orthonormal keys",
+    )
+    left.axvline(RECALL_DIM, color=GREY, linestyle=":", linewidth=1)
+    left.text(
+        RECALL_DIM + 1,
+        0.05,
+        f"N = d = {RECALL_DIM}",
+        color="#555555",
+        fontsize=SMALL_TEXT_PT,
+    )
+    left.set_ylim(0, max(curves["add"]) * 1.08)
+    style_axes(
+        left,
+        "pairs stored N",
+        "mean relative recall error",
+        f"Recall from a {RECALL_DIM} × {RECALL_DIM} state",
+    )
+    left.legend(loc="upper left")
+    pos = curves["by_position"]
+    steps = range(1, pos["n"] + 1)
+    right.plot(steps, pos["add"], color=PALETTE[1], label="linear attention")
+    right.plot(
+        steps, pos["delta"], color=PALETTE[2], label="delta rule (β = 1)"
+    )
+    right.set_ylim(0, max(max(pos["add"]), max(pos["delta"])) * 1.1)
+    style_axes(
+        right,
+        "pair written at step i",
+        "relative error of pair i",
+        f"N = {pos['n']}: who is remembered",
+    )
+    right.legend(loc="lower left")

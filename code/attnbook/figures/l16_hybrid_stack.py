@@ -1,0 +1,252 @@
+"""Figures of Lesson 16 (the hybrid stack): layer patterns and decoding memory."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from matplotlib.figure import Figure
+from matplotlib.patches import Patch
+
+from attnlab.checks import check_choice, check_int_in
+from attnlab.configs import (
+    DEEPSEEK_V3,
+    KIMI_LINEAR_48B_A3B,
+    LLAMA3_8B,
+    SOPHIA,
+    ModelConfig,
+)
+from attnlab.memory import (
+    BYTES_PER_ELEMENT,
+    as_all_attention,
+    cache_breakdown,
+    format_bytes,
+)
+
+from ..plotting import (
+    KIND_COLOURS,
+    KIND_NAMES,
+    PALETTE,
+    SMALL_TEXT_PT,
+    context_label,
+    style_axes,
+)
+
+PART_COLOURS = {"cache": PALETTE[1], "state": PALETTE[0], "conv": PALETTE[2]}
+
+
+#: The memory calculator's models (Lesson 16), by the name shown on its slider.
+MEMORY_PRESETS: dict[str, ModelConfig] = {
+    "Sophia": SOPHIA,
+    "Kimi-Linear-48B-A3B": KIMI_LINEAR_48B_A3B,
+    "DeepSeek-V3": DEEPSEEK_V3,
+    "Llama-3-8B": LLAMA3_8B,
+}
+
+
+#: Number formats of the calculator: (dtype of caches and conv inputs, dtype of the states).
+NUMBER_FORMATS: dict[str, tuple[str, str]] = {
+    "bf16": ("bf16", "bf16"),
+    "bf16, fp32 state": ("bf16", "fp32"),
+}
+
+
+def _scaled(n_bytes: float) -> tuple[float, str]:
+    """A byte count in the binary unit that keeps it between 1 and 1024: (value, unit)."""
+    for power, unit in ((3, "GiB"), (2, "MiB"), (1, "KiB")):
+        if n_bytes >= 1024**power:
+            return n_bytes / 1024**power, unit
+    return float(n_bytes), "B"
+
+
+def draw_layer_pattern(
+    fig: Figure,
+    configs: Sequence[ModelConfig] = (SOPHIA, KIMI_LINEAR_48B_A3B),
+) -> None:
+    """One coloured block per layer (KDA, MLA, attention), one row per model, layer 1 on the left.
+    The row label counts the layers of each kind."""
+    if not configs:
+        raise ValueError(
+            "configs: expected at least one ModelConfig, got none"
+        )
+    for config in configs:
+        if not isinstance(config, ModelConfig):
+            raise ValueError(
+                f"configs: expected ModelConfigs, got {type(config).__name__}"
+            )
+    ax = fig.subplots()
+    n_max = max(c.n_layers for c in configs)
+    for row, config in enumerate(configs):
+        y = len(configs) - 1 - row
+        for i, kind in enumerate(config.layer_pattern):
+            ax.add_patch(_block(i, y, KIND_COLOURS.get(kind, "#999999")))
+            ax.text(
+                i + 0.45,
+                y + 0.4,
+                KIND_NAMES.get(kind, kind)[0],
+                ha="center",
+                va="center",
+                fontsize=SMALL_TEXT_PT,
+                color="white",
+                fontweight="bold",
+            )
+        counts = " + ".join(
+            f"{config.count(k)} {KIND_NAMES.get(k, k)}"
+            for k in dict.fromkeys(config.layer_pattern)
+        )
+        ax.text(
+            -0.6,
+            y + 0.4,
+            f"{config.name}\n{counts}",
+            ha="right",
+            va="center",
+            fontsize=SMALL_TEXT_PT,
+        )
+    ax.set_xlim(-0.3, n_max + 0.2)
+    ax.set_ylim(-0.3, len(configs) + 0.1)
+    ax.set_yticks([])
+    ax.set_xticks(
+        [i + 0.45 for i in range(0, n_max, 4)] + [n_max - 1 + 0.45],
+        [str(i + 1) for i in range(0, n_max, 4)] + [str(n_max)],
+    )
+    ax.grid(False)
+    for side in ("left", "bottom"):
+        ax.spines[side].set_visible(False)
+    ax.set_xlabel("layer (1 = first, next to the embeddings)")
+    kinds = dict.fromkeys(k for c in configs for k in c.layer_pattern)
+    fig.legend(
+        handles=[
+            Patch(
+                color=KIND_COLOURS.get(k, "#999999"),
+                label=f"{KIND_NAMES.get(k, k)}"
+                + (
+                    ": fixed-size state"
+                    if k == "kda"
+                    else ": cache grows with T"
+                ),
+            )
+            for k in kinds
+        ],
+        loc="outside lower center",
+        ncols=len(kinds),
+    )
+
+
+def _block(x: float, y: float, colour: str):
+    from matplotlib.patches import Rectangle
+
+    return Rectangle((x, y), 0.9, 0.8, facecolor=colour, edgecolor="white")
+
+
+def _memory_config(preset: object) -> ModelConfig:
+    check_choice("preset", preset, list(MEMORY_PRESETS))
+    return MEMORY_PRESETS[preset]  # type: ignore[index]
+
+
+def draw_memory_calculator(
+    fig: Figure, preset: str, context: int, number_format: str
+) -> None:
+    """What one sequence (batch 1) keeps while decoding after ``context`` tokens.
+
+    A stacked bar of the growing cache (KV or MLA latent), the recurrent states and the
+    short-convolution inputs (``memory.cache_breakdown``); the title compares the total with the
+    same model with every layer as multi-head attention (``memory.as_all_attention``).
+    """
+    config = _memory_config(preset)
+    check_int_in("context", context, 1, 2**24)
+    check_choice("number_format", number_format, list(NUMBER_FORMATS))
+    dtype, state_dtype = NUMBER_FORMATS[number_format]
+    real = cache_breakdown(
+        config, context, dtype=dtype, state_dtype=state_dtype
+    )
+    base = cache_breakdown(as_all_attention(config), context, dtype=dtype)
+    ax = fig.subplots()
+    _, unit = _scaled(real.total_bytes)
+    scale = 1024 ** {"GiB": 3, "MiB": 2, "KiB": 1, "B": 0}[unit]
+    bottom = 0.0
+    parts = (
+        (
+            "cache",
+            real.cache_bytes,
+            f"KV / latent cache ({dtype}, grows with T)",
+        ),
+        (
+            "state",
+            real.state_bytes,
+            f"recurrent state ({state_dtype}, fixed)",
+        ),
+        ("conv", real.conv_bytes, f"conv inputs ({dtype}, fixed)"),
+    )
+    for key, value, label in parts:
+        ax.bar(
+            0,
+            value / scale,
+            bottom=bottom,
+            color=PART_COLOURS[key],
+            width=0.8,
+            label=f"{label}:\n{format_bytes(value)}",
+        )
+        bottom += value / scale
+    ax.set_xticks([0], [f"{preset}\n{context:,} tokens"])
+    ax.set_xlim(-0.6, 2.6)
+    ax.set_ylim(0, bottom * 1.08 if bottom else 1)
+    ax.grid(axis="x", visible=False)
+    ratio = base.total_bytes / real.total_bytes
+    style_axes(
+        ax,
+        "",
+        f"bytes kept ({unit})",
+        f"{preset}, T = {context_label(context)}: {format_bytes(real.total_bytes)}\n"
+        f"every layer multi-head ({config.n_heads} × {config.head_dim}): "
+        f"{format_bytes(base.total_bytes)}, {ratio:,.1f}× more",
+    )
+    ax.legend(loc="upper right", fontsize=SMALL_TEXT_PT, labelspacing=1.0)
+
+
+def draw_bytes_vs_context(
+    fig: Figure,
+    configs: Sequence[ModelConfig] = (
+        SOPHIA,
+        as_all_attention(SOPHIA),
+        KIMI_LINEAR_48B_A3B,
+        DEEPSEEK_V3,
+        LLAMA3_8B,
+    ),
+    max_context: int = 2**20,
+    dtype: str = "bf16",
+) -> None:
+    """Total bytes kept while decoding one sequence (cache + state + conv) against the context
+    length, log–log, from 256 tokens to ``max_context``; one line per model."""
+    if not configs:
+        raise ValueError(
+            "configs: expected at least one ModelConfig, got none"
+        )
+    check_int_in("max_context", max_context, 512, 2**24)
+    check_choice("dtype", dtype, BYTES_PER_ELEMENT)
+    contexts = [2**p for p in range(8, max_context.bit_length())]
+    ax = fig.subplots()
+    styles = ("-", "--", "-", "-", "-", ":", "-")
+    for i, config in enumerate(configs):
+        totals = [
+            cache_breakdown(config, t, dtype=dtype).total_bytes
+            for t in contexts
+        ]
+        ax.plot(
+            contexts,
+            [b / 2**20 for b in totals],
+            linestyle=styles[i % len(styles)],
+            linewidth=2,
+            color=PALETTE[i % len(PALETTE)],
+            label=config.name,
+        )
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ticks = [t for t in contexts if t in (256, 4096, 32768, 131072, 2**20)]
+    ax.set_xticks(ticks, [context_label(t) for t in ticks])
+    ax.minorticks_off()
+    style_axes(
+        ax,
+        "context T (tokens, log scale)",
+        f"bytes kept per sequence ({dtype}, MiB, log scale)",
+        "Cache + recurrent state + conv inputs, batch 1",
+    )
+    ax.legend(loc="upper left")

@@ -1,0 +1,234 @@
+"""Figures for Lesson 16b (real hybrids side by side): memory per sequence, the what-if
+calculator, and the batch sweep of bytes read per decode step.
+
+Every number drawn comes from :mod:`attnlab.serving` over :mod:`attnlab.architectures`; these
+functions only draw. Text is 11 pt or more at figure widths up to 7 in.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from matplotlib.figure import Figure
+from matplotlib.transforms import blended_transform_factory
+
+from attnlab.architectures import PRESETS, Architecture
+from attnlab.memory import format_bytes
+from attnlab.serving import (
+    decode_step_bytes,
+    largest_batch,
+    memory_needed,
+    sequence_bytes,
+)
+
+from ..plotting import PALETTE, style_axes, title_at_top
+
+FONT = 11
+"""Smallest text size (pt) of these figures."""
+
+CONTEXT_COLOURS = (PALETTE[4], PALETTE[0], PALETTE[5])
+PART_COLOURS = {
+    "weights": PALETTE[7],
+    "cache": PALETTE[1],
+    "state": PALETTE[0],
+}
+CACHE_DTYPES = ("bf16", "fp8", "int4")
+# yellow is too pale for lines
+LINE_COLOURS = tuple(c for c in PALETTE if c != "#F0E442")
+
+
+def size_label(arch: Architecture) -> str:
+    """``"48B, 3B active"`` or ``"8B"``: the model's size in billions of parameters."""
+    total = f"{arch.params_total / 1e9:.0f}B"
+    if arch.params_active == arch.params_total:
+        return total
+    return f"{total}, {arch.params_active / 1e9:.3g}B active"
+
+
+def context_label(tokens: int) -> str:
+    """4096 → "4k", 131072 → "128k", 1048576 → "1M"."""
+    if tokens >= 2**20 and tokens % 2**20 == 0:
+        return f"{tokens // 2**20}M"
+    if tokens % 1024 == 0:
+        return f"{tokens // 1024}k"
+    return f"{tokens:,}"
+
+
+def _check_names(names: Sequence[str]) -> None:
+    unknown = [n for n in names if n not in PRESETS]
+    if unknown or not names:
+        raise ValueError(
+            f"names: expected preset names from {list(PRESETS)}, got {list(names)}"
+        )
+
+
+def draw_memory_per_sequence(
+    fig: Figure, names: Sequence[str], contexts: Sequence[int]
+) -> None:
+    """Horizontal bars (log scale): bytes one sequence keeps (cache + state + conv; bf16 cache,
+    fp32 state) at each context, one group per model, its size beside its name."""
+    _check_names(names)
+    if not contexts:
+        raise ValueError("contexts: expected at least one context length")
+    ax = fig.subplots()
+    height = 0.8 / len(contexts)
+    for j, tokens in enumerate(contexts):
+        values = [
+            sequence_bytes(PRESETS[n], tokens).total / 2**30 for n in names
+        ]
+        ys = [
+            i + (j - (len(contexts) - 1) / 2) * height
+            for i in range(len(names))
+        ]
+        ax.barh(
+            ys,
+            values,
+            height=height * 0.92,
+            color=CONTEXT_COLOURS[j % 3],
+            label=f"{context_label(tokens)} tokens",
+        )
+    ax.set_yticks(
+        range(len(names)),
+        [f"{n}\n({size_label(PRESETS[n])})" for n in names],
+        fontsize=FONT,
+    )
+    ax.invert_yaxis()
+    ax.set_xscale("log")
+    style_axes(ax, "memory of one sequence (GiB, log scale)", "")
+    ax.xaxis.label.set_size(FONT)
+    ax.tick_params(axis="x", labelsize=FONT)
+    ax.legend(
+        fontsize=FONT,
+        loc="lower center",
+        ncols=len(contexts),
+        bbox_to_anchor=(0.4, 1.0),
+        frameon=False,
+        handlelength=1.2,
+        columnspacing=1.0,
+    )
+
+
+def draw_calculator(
+    fig: Figure, model: str, context: int, memory_gb: int
+) -> None:
+    """What fits in ``memory_gb`` GB: for each cache dtype, the largest batch of ``context``-token
+    sequences and a stacked bar of weights + caches + states at that batch."""
+    _check_names([model])
+    arch = PRESETS[model]
+    memory = memory_gb * 10**9
+    ax = fig.subplots()
+    rows = []
+    for dtype in CACHE_DTYPES:
+        batch = largest_batch(arch, context, memory, cache_dtype=dtype)
+        need = memory_needed(arch, context, max(batch, 1), cache_dtype=dtype)
+        rows.append((dtype, batch, need))
+    ys = range(len(rows))
+    weights = [need.weights / 1e9 for _, _, need in rows]
+    caches = [(need.cache + need.conv) / 1e9 for _, _, need in rows]
+    states = [need.state / 1e9 for _, _, need in rows]
+    ax.barh(ys, weights, color=PART_COLOURS["weights"], height=0.6)
+    ax.barh(ys, caches, left=weights, color=PART_COLOURS["cache"], height=0.6)
+    ax.barh(
+        ys,
+        states,
+        left=[w + c for w, c in zip(weights, caches, strict=True)],
+        color=PART_COLOURS["state"],
+        height=0.6,
+    )
+    for i, (_, batch, _) in enumerate(rows):
+        text = f"batch {batch:,}" if batch else "no sequence fits"
+        ax.text(memory_gb * 0.02, i - 0.36, text, fontsize=FONT, va="bottom")
+    ax.axvline(memory_gb, color=PALETTE[5], linestyle="--", linewidth=1.5)
+    ax.set_yticks(list(ys), [f"{d} cache" for d, _, _ in rows], fontsize=FONT)
+    ax.set_ylim(len(rows) - 0.5, -1.6)
+    ax.set_xlim(0, memory_gb * 1.08)
+    style_axes(ax, f"GB (dashed: {memory_gb:,} GB of GPU memory)", "")
+    ax.xaxis.label.set_size(FONT)
+    ax.tick_params(axis="x", labelsize=FONT)
+    key = blended_transform_factory(ax.transAxes, ax.transData)
+    for x, (label, part) in zip(
+        (0.0, 0.28, 0.66),
+        (
+            ("■ weights", "weights"),
+            ("■ cache + conv", "cache"),
+            ("■ states (fp32)", "state"),
+        ),
+        strict=True,
+    ):
+        ax.text(
+            x,
+            -1.25,
+            label,
+            color=PART_COLOURS[part],
+            fontsize=FONT,
+            va="center",
+            transform=key,
+        )
+    step = decode_step_bytes(arch, context, max(rows[0][1], 1))
+    title_at_top(
+        ax,
+        f"{model}, {context_label(context)} tokens: one bf16 step reads "
+        f"{format_bytes(step.total).split(' (')[0]}",
+    )
+    ax.title.set_size(FONT)
+
+
+def draw_batch_sweep(
+    fig: Figure, names: Sequence[str], context: int, batches: Sequence[int]
+) -> None:
+    """Share of a decode step's bytes that are caches and states (the rest: weights), against
+    the batch (log scale), one line per model; above 50 % a step is cache-bound."""
+    _check_names(names)
+    if not batches or any(b < 1 for b in batches):
+        raise ValueError(
+            f"batches: expected batch sizes >= 1, got {list(batches)}"
+        )
+    ax = fig.subplots()
+    styles = ("-", "--", "-.", ":")
+    for i, name in enumerate(names):
+        shares = []
+        for b in batches:
+            step = decode_step_bytes(PRESETS[name], context, b)
+            shares.append(100 * step.cache / step.total)
+        ax.plot(
+            batches,
+            shares,
+            color=LINE_COLOURS[i % len(LINE_COLOURS)],
+            linewidth=2,
+            linestyle=styles[i % len(styles)],
+            label=name,
+        )
+    ax.axhline(50, color="0.4", linewidth=1)
+    ax.text(
+        batches[0],
+        52,
+        "cache-bound above",
+        fontsize=FONT,
+        color="0.3",
+        va="bottom",
+    )
+    ax.set_xscale("log", base=2)
+    ticks = [b for b in batches if math.log2(b) % 2 == 0]  # 1, 4, 16, ...
+    ax.set_xticks(ticks, [f"{b}" for b in ticks])
+    ax.set_ylim(0, 100)
+    style_axes(
+        ax,
+        "batch (sequences decoded together)",
+        "cache share of bytes read (%)",
+    )
+    for axis_label in (ax.xaxis.label, ax.yaxis.label):
+        axis_label.set_size(FONT)
+    ax.tick_params(labelsize=FONT)
+    fig.legend(
+        *ax.get_legend_handles_labels(),
+        fontsize=FONT,
+        loc="outside lower center",
+        ncols=2,
+        frameon=False,
+        handlelength=2.2,
+    )
+    title_at_top(
+        ax, f"one decode step at {context_label(context)} tokens per sequence"
+    )
+    ax.title.set_size(FONT)

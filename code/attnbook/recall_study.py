@@ -1,0 +1,375 @@
+"""The recall study: MQAR over mixers, state sizes, learning rates and seeds, and its facts.
+
+One *cell* of the study trains one toy model of ``attnlab.train`` (one mixer pattern, N pairs,
+one learning rate, one seed) and scores it on two fixed sets drawn with different seeds:
+
+    validation set   early stopping and the choice of each model's learning rate
+    test set         every reported accuracy and the failure analysis
+
+``benchmarks/recall_sweep.py`` runs the grid and stores the rows; Lesson 17 reads them back
+with :func:`load_study` and states only what :func:`summarize` and :func:`paired_gap` compute.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+
+from attnlab.checks import check_positive_int
+from attnlab.tasks import IGNORE, mqar_batch, mqar_eval_set, mqar_value_range
+from attnlab.train import Batch, RecallModel, logits_of, pattern_label, train
+
+STUDY_PATH = (
+    Path(__file__).resolve().parents[2]
+    / "benchmarks"
+    / "results"
+    / "recall_study.json"
+)
+"""Where ``benchmarks/recall_sweep.py`` writes the shipped study (in the repository)."""
+
+STUDY_MIXERS: tuple[tuple[str, ...], ...] = (
+    ("attn", "attn"),
+    ("linear", "linear"),
+    ("deltanet", "deltanet"),
+    ("gdn", "gdn"),
+    ("kda", "kda"),
+    ("attn", "kda"),
+    ("kda", "attn"),
+)
+"""The study's layer patterns: two layers of each mixer of the course, and both hybrid orders."""
+
+
+@dataclass(frozen=True)
+class StudyConfig:
+    """Everything but (pattern, N, lr, seed) that decides a cell's result.
+
+    The toy is ``d_model`` wide with one head of ``head_dim`` (the state is
+    ``head_dim × head_dim``); ``steps`` is the budget, stopped early at ``target_accuracy`` on
+    the validation set (``val_size`` sequences, seed ``val_seed``), scored every ``eval_every``
+    steps; the test set has ``test_size`` sequences drawn with ``test_seed``.
+    """
+
+    d_model: int = 32
+    head_dim: int = 8
+    vocab_size: int = 128
+    batch_size: int = 64
+    steps: int = 800
+    eval_every: int = 50
+    target_accuracy: float = 0.995
+    val_size: int = 256
+    val_seed: int = 4321
+    test_size: int = 512
+    test_seed: int = 1234
+
+
+@torch.no_grad()
+def answer_analysis(
+    model: torch.nn.Module,
+    inputs: torch.Tensor,
+    targets: torch.Tensor,
+    vocab_size: int,
+) -> dict[str, float]:
+    """What a model answers at the MQAR query positions
+    (``targets != IGNORE``).
+
+    With p = argmax logits at a query position of a sequence whose context
+    holds the values v_1 … v_N, returns the fractions of query positions where
+
+        right        p is the target value
+        value        p is a value token
+                     (any of ``mqar_value_range(vocab_size)``)
+        in_context   p is one of that sequence's v_1 … v_N
+                     (right answers included)
+
+    so ``in_context − right`` is how often the model copies the wrong pair's
+    value. inputs, targets ``[B, 4N]`` as from ``attnlab.tasks.mqar_batch``.
+    """
+    n_pairs = inputs.shape[1] // 4
+    was_training = model.training
+    model.eval()
+    predictions = logits_of(model, inputs).argmax(dim=-1)  # [B, L]
+    model.train(was_training)
+    scored = targets != IGNORE  # [B, L]
+    context_values = inputs[:, 1 : 2 * n_pairs : 2]  # [B, N]
+    # [B, L]
+    in_context = (predictions[..., None] == context_values[:, None, :]).any(
+        dim=-1
+    )
+    low, high = mqar_value_range(vocab_size)
+    p = predictions[scored]
+    return {
+        "right": (p == targets[scored]).double().mean().item(),
+        "value": ((p >= low) & (p < high)).double().mean().item(),
+        "in_context": in_context[scored].double().mean().item(),
+    }
+
+
+def train_cell(
+    pattern: Sequence[str],
+    n_pairs: int,
+    lr: float,
+    seed: int,
+    config: StudyConfig = StudyConfig(),
+) -> dict:
+    """Train and score one cell of the study; returns its row (a JSON-ready dict).
+
+    ``torch.manual_seed(seed)`` fixes the initialisation and ``seed`` the training batches, as
+    in ``attnlab.train.run_recall_experiment``; with the same torch build, CPU and thread count
+    a cell reproduces bit for bit. Row keys: ``mixer`` (label), ``pattern``, ``n_pairs``,
+    ``lr``, ``seed``, ``val_accuracy``, ``accuracy`` (test), ``value``, ``in_context``
+    (:func:`answer_analysis` on the test set), ``steps``, ``stopped_early``, ``curve_steps``,
+    ``curve_val`` (validation accuracy per evaluation), ``seconds``, ``cpu_seconds``.
+    """
+    check_positive_int("n_pairs", n_pairs)
+    c = config
+    val_set = mqar_eval_set(
+        c.val_size, n_pairs, c.val_seed, vocab_size=c.vocab_size
+    )
+    test_set = mqar_eval_set(
+        c.test_size, n_pairs, c.test_seed, vocab_size=c.vocab_size
+    )
+
+    def make_batch(g: torch.Generator) -> Batch:
+        return mqar_batch(
+            c.batch_size, n_pairs, vocab_size=c.vocab_size, generator=g
+        )
+
+    cpu = time.process_time()
+    torch.manual_seed(seed)
+    model = RecallModel(c.vocab_size, c.d_model, pattern, head_dim=c.head_dim)
+    history = train(
+        model,
+        make_batch,
+        steps=c.steps,
+        lr=lr,
+        eval_set=val_set,
+        eval_every=c.eval_every,
+        target_accuracy=c.target_accuracy,
+        seed=seed,
+        progress=False,
+    )
+    analysis = answer_analysis(model, *test_set, c.vocab_size)
+    return {
+        "mixer": pattern_label(pattern),
+        "pattern": list(pattern),
+        "n_pairs": n_pairs,
+        "lr": lr,
+        "seed": seed,
+        "val_accuracy": history.final_accuracy,
+        "accuracy": analysis["right"],
+        "value": analysis["value"],
+        "in_context": analysis["in_context"],
+        "steps": history.steps_run,
+        "stopped_early": history.stopped_early,
+        "curve_steps": history.step,
+        "curve_val": history.accuracy,
+        "seconds": history.total_seconds,
+        "cpu_seconds": time.process_time() - cpu,
+    }
+
+
+def config_dict(config: StudyConfig) -> dict:
+    """``config`` as a plain dict (how it is stored in the results file)."""
+    return asdict(config)
+
+
+def load_study(path: str | Path) -> dict:
+    """The stored study: ``{"meta": {...}, "config": {...}, "grid": {...}, "rows": [...]}``."""
+    study = json.loads(Path(path).read_text())
+    for key in ("meta", "config", "grid", "rows"):
+        if key not in study:
+            raise ValueError(
+                f"path: {path} is not a recall study (no {key!r} entry)"
+            )
+    return study
+
+
+@dataclass(frozen=True)
+class CellSummary:
+    """One (mixer, N) of the study at its chosen learning rate (see :func:`summarize`).
+
+    ``accuracies``, ``values``, ``in_context``: per seed (in ``seeds`` order), on the test set;
+    ``val_means``: mean validation accuracy over seeds for every lr of the grid.
+    """
+
+    mixer: str
+    n_pairs: int
+    ratio: float
+    lr: float
+    seeds: tuple[int, ...]
+    accuracies: tuple[float, ...]
+    values: tuple[float, ...]
+    in_context: tuple[float, ...]
+    val_means: dict[float, float]
+
+    @property
+    def mean(self) -> float:
+        """Mean test accuracy over seeds."""
+        return statistics.fmean(self.accuracies)
+
+    @property
+    def low(self) -> float:
+        """Worst seed's test accuracy."""
+        return min(self.accuracies)
+
+    @property
+    def high(self) -> float:
+        """Best seed's test accuracy."""
+        return max(self.accuracies)
+
+    @property
+    def wrong_in_context(self) -> float:
+        """Mean fraction of answers that are a value of the context, but the wrong pair's."""
+        return statistics.fmean(
+            c - a
+            for c, a in zip(self.in_context, self.accuracies, strict=True)
+        )
+
+
+def summarize(study: dict) -> dict[tuple[str, int], CellSummary]:
+    """Every (mixer, N) of ``study`` at its best learning rate, keyed by (mixer label, N).
+
+    The choice rule: for each (mixer, N), the lr of the grid with the highest mean
+    *validation* accuracy over the seeds that ran at every lr (ties: the smaller lr; a cell
+    is left out until every lr of the grid has run); the
+    summary then reports those seeds' *test* accuracies at that lr, so the choice never sees
+    the numbers it reports.
+    """
+    by_cell: dict[tuple[str, int], dict[float, dict[int, dict]]] = (
+        defaultdict(lambda: defaultdict(dict))
+    )
+    for row in study["rows"]:
+        by_cell[row["mixer"], row["n_pairs"]][row["lr"]][row["seed"]] = row
+    head_dim, lrs = study["config"]["head_dim"], set(study["grid"]["lrs"])
+    out = {}
+    for (mixer, n), by_lr in by_cell.items():
+        if set(by_lr) != lrs:
+            continue  # a partial run: not every lr of the grid has run yet
+        seeds = sorted(set.intersection(*(set(s) for s in by_lr.values())))
+        if not seeds:
+            continue
+        val = {
+            lr: statistics.fmean(by_lr[lr][s]["val_accuracy"] for s in seeds)
+            for lr in sorted(by_lr)
+        }
+        best = max(val, key=lambda lr: (val[lr], -lr))
+        rows = [by_lr[best][s] for s in seeds]
+        out[mixer, n] = CellSummary(
+            mixer,
+            n,
+            n / head_dim,
+            best,
+            tuple(seeds),
+            tuple(r["accuracy"] for r in rows),
+            tuple(r["value"] for r in rows),
+            tuple(r["in_context"] for r in rows),
+            val,
+        )
+    return out
+
+
+def paired_gap(a: CellSummary, b: CellSummary) -> tuple[float, float, float]:
+    """Accuracy of ``a`` minus ``b`` seed by seed (the seeds both ran): (mean, min, max)."""
+    common = [s for s in a.seeds if s in b.seeds]
+    if not common:
+        raise ValueError(
+            f"b: no seed in common with {a.mixer} (seeds {a.seeds} vs {b.seeds})"
+        )
+    acc_a, acc_b = (
+        dict(zip(a.seeds, a.accuracies, strict=True)),
+        dict(zip(b.seeds, b.accuracies, strict=True)),
+    )
+    gaps = [acc_a[s] - acc_b[s] for s in common]
+    return statistics.fmean(gaps), min(gaps), max(gaps)
+
+
+def ranking(
+    summary: dict[tuple[str, int], CellSummary], n_pairs: int
+) -> list[CellSummary]:
+    """The mixers at ``n_pairs``, by mean test accuracy from highest to lowest."""
+    cells = [c for (_, n), c in summary.items() if n == n_pairs]
+    return sorted(cells, key=lambda c: -c.mean)
+
+
+# --------------------------------------------------------------------------- sentences
+def percent(x: float) -> str:
+    """0.9873 -> "98.7 %"."""
+    return f"{100 * x:.1f} %"
+
+
+def spread(cell: CellSummary) -> str:
+    """A cell's mean and seed range: "87.0 % (seeds 75.3–98.0 %)"."""
+    if len(cell.accuracies) == 1:
+        return f"{percent(cell.mean)} (one seed)"
+    return f"{percent(cell.mean)} (seeds {100 * cell.low:.1f}–{100 * cell.high:.1f} %)"
+
+
+def gap_text(a: CellSummary, b: CellSummary) -> str:
+    """The paired gap of ``a`` over ``b`` in points: "62 points (seeds 40 to 85)"."""
+    # ints: never "-0"
+    mean, low, high = (round(100 * x) for x in paired_gap(a, b))
+    if len(a.seeds) == 1 or len(b.seeds) == 1:
+        return f"{mean} points (one seed)"
+    return f"{mean} points (seeds {low} to {high})"
+
+
+def copies_from_context(cell: CellSummary) -> bool:
+    """True when most of a cell's wrong answers are values of the same context (another key's
+    value) rather than other tokens."""
+    wrong = 1 - cell.mean
+    return wrong > 0 and cell.wrong_in_context >= 0.5 * wrong
+
+
+def failure_text(cell: CellSummary) -> str:
+    """What a mixer answered (test set, means over seeds) and what that says about its misses."""
+    value = statistics.fmean(cell.values)
+    in_context = statistics.fmean(cell.in_context)
+    numbers = (
+        f"{percent(cell.mean)} right, {percent(cell.wrong_in_context)} another value "
+        f"of the same context, {percent(1 - in_context)} any other token"
+    )
+    if value < 0.9:
+        return f"{numbers}: it has not even learned what an answer looks like"
+    if copies_from_context(cell):
+        return f"{numbers}: it copies from the context, but not always the right pair"
+    return f"{numbers}: most of its misses are not values of this context"
+
+
+def live_comparison(
+    live: dict[str, float],
+    summary: dict[tuple[str, int], CellSummary],
+    n_pairs: int,
+) -> dict[str, str]:
+    """For each live accuracy: "below", "within" or "above" the study's seed range at N."""
+    out = {}
+    for mixer, acc in live.items():
+        cell = summary.get((mixer, n_pairs))
+        if cell is not None:
+            out[mixer] = (
+                "below"
+                if acc < cell.low
+                else "above"
+                if acc > cell.high
+                else "within"
+            )
+    return out
+
+
+def discordant_pairs(
+    a: dict[str, float], b: dict[str, float]
+) -> list[tuple[str, str]]:
+    """Pairs of mixers that ``a`` and ``b`` order differently (ties in either: not counted)."""
+    keys = [k for k in a if k in b]
+    return [
+        (x, y)
+        for i, x in enumerate(keys)
+        for y in keys[i + 1 :]
+        if (a[x] - a[y]) * (b[x] - b[y]) < 0
+    ]
