@@ -12,8 +12,11 @@ Markdown is checked on the built pages by ``tests/test_site.py``.
 
 from __future__ import annotations
 
+import ast
 import json
 import re
+import statistics
+import textwrap
 import tomllib
 from pathlib import Path
 from types import SimpleNamespace
@@ -92,3 +95,90 @@ def test_shown_code_cells_fit_the_text_column(page):
 
 def test_a_long_line_is_caught():
     assert too_long("x = 1\n" + "y" * (LIMIT + 1)) and not too_long("z" * LIMIT)
+
+
+# ------------------------------------------------------------------------------------------
+# What an included object is made of: the code a lesson shows should be the equation
+# ------------------------------------------------------------------------------------------
+def _is_validation(node: ast.stmt) -> bool:
+    """A statement that checks the caller's input: it raises, asserts, or calls a checker
+    (``check_*``, ``_check_*``, ``validate*``)."""
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Raise | ast.Assert):
+            return True
+        if isinstance(sub, ast.Call):
+            name = getattr(sub.func, "id", None) or getattr(sub.func, "attr", "")
+            if name.lstrip("_").startswith(("check", "validate")):
+                return True
+    return False
+
+
+def anatomy(text: str) -> tuple[int, int, bool]:
+    """``(overhead, total, validates)`` of an included object's source: ``total`` counts its
+    non-blank lines, ``overhead`` those of signatures (decorators included), docstrings and
+    input checks, and ``validates`` says whether any input check is among the lines shown."""
+    tree = ast.parse(textwrap.dedent(text))
+    lines = textwrap.dedent(text).splitlines()
+    overhead: set[int] = set()
+    validates = False
+
+    def span(node: ast.AST) -> range:
+        return range(node.lineno, node.end_lineno + 1)
+
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.FunctionDef | ast.ClassDef | ast.AsyncFunctionDef):
+            continue
+        first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+        overhead.update(range(first, node.body[0].lineno))  # decorators and signature
+        body = node.body
+        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+                and isinstance(body[0].value.value, str):
+            overhead.update(span(body[0]))
+            body = body[1:]
+        if isinstance(node, ast.ClassDef):
+            continue
+        for stmt in body:
+            if _is_validation(stmt):
+                overhead.update(span(stmt))
+                validates = True
+    counted = {i for i, line in enumerate(lines, 1) if line.strip()}
+    return len(overhead & counted), len(counted), validates
+
+
+OBJECTS = {(path, options["pyobject"]): included_text(path, options)
+           for _, path, options in INCLUDES}
+
+
+def test_included_objects_are_mostly_the_maths():
+    """The median included object is at most half signature, docstring and checks, and at most
+    one in ten carries input validation among its shown lines (validation belongs at the
+    public boundary, outside what a lesson shows)."""
+    shares, validating = [], []
+    for (path, name), text in OBJECTS.items():
+        overhead, total, validates = anatomy(text)
+        shares.append(overhead / total)
+        if validates:
+            validating.append(f"{path.name}:{name}")
+    assert statistics.median(shares) <= 0.5, f"median overhead {statistics.median(shares):.2f}"
+    assert len(validating) <= len(OBJECTS) / 10, f"validation in included lines: {validating}"
+
+
+def test_anatomy_counts_signature_docstring_and_checks():
+    source = '''
+@checked(kernel_inputs)
+def f(q, k, *, beta):
+    """o = q + k."""
+    check_tensor("q", q)
+    if beta < 0:
+        raise ValueError("beta")
+    return q + k
+'''
+    assert anatomy(source) == (6, 7, True)
+    assert anatomy("def g(x):\n    return 2 * x\n") == (1, 2, False)
+
+
+if __name__ == "__main__":  # a report per included object: python tests/test_shown_code.py
+    for (path, name), text in sorted(OBJECTS.items(), key=lambda kv: -anatomy(kv[1])[0]):
+        overhead, total, validates = anatomy(text)
+        print(f"{overhead / total:4.0%} of {total:3d} lines{'  checks' if validates else ''}"
+              f"  {path.relative_to(ROOT / 'code')}:{name}")

@@ -1,15 +1,56 @@
-"""Input validation shared by every kernel and layer.
+"""Input validation at the public boundary, shared by every kernel and layer.
 
-Every public function checks its tensors here first, so a wrong shape, dtype or device fails
-with a ``ValueError`` that names the argument, what was expected and what came, instead of a
-bare shape error deep inside a matmul.
+A public function is decorated with ``@checked(validator)``: the validator sees the caller's
+arguments first, so a wrong shape, dtype, device or value fails with a ``ValueError`` that
+names the argument, what was expected and what came, instead of a bare error deep inside a
+matmul, and the function's own lines are left to the maths. Validation happens once, at the
+outermost public call: a checked function called from inside another one (a kernel inside a
+layer, a step inside a recurrence) runs without checking again.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import contextvars
+import functools
+import inspect
+from collections.abc import Callable, Mapping, Sequence
 
 import torch
+
+_INSIDE_A_CHECKED_CALL = contextvars.ContextVar("inside_checked", default=False)
+
+
+def checked(validate: Callable[..., object]) -> Callable:
+    """Decorate a public function so that ``validate(**arguments)`` runs before it.
+
+    ``validate`` receives every parameter of the function by name, defaults filled in
+    (``self`` too, for a method), and raises ``ValueError``/``TypeError`` naming the caller's
+    argument. Calls made while another checked call is running skip the validation: the
+    outermost call has checked the inputs they derive from.
+    """
+
+    def decorate(fn: Callable) -> Callable:
+        signature = inspect.signature(fn)
+
+        @functools.wraps(fn)
+        def public(*args, **kwargs):
+            if _INSIDE_A_CHECKED_CALL.get():
+                return fn(*args, **kwargs)
+            try:
+                bound = signature.bind(*args, **kwargs)
+            except TypeError as error:
+                raise TypeError(f"{fn.__qualname__}(): {error}") from None
+            bound.apply_defaults()
+            validate(**bound.arguments)
+            token = _INSIDE_A_CHECKED_CALL.set(True)
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                _INSIDE_A_CHECKED_CALL.reset(token)
+
+        return public
+
+    return decorate
 
 FLOAT_DTYPES = (torch.float32, torch.float64)
 
