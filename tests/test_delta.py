@@ -13,10 +13,11 @@ from attnlab.delta import (
     delta_rule_chunk_reference,
     delta_rule_parallel,
     delta_rule_recurrent,
+    delta_rule_step,
     gated_delta_rule_chunk,
     gated_delta_rule_chunk_reference,
     gated_delta_rule_recurrent,
-    transition_product,
+    gated_delta_rule_step,
     ut_transform,
 )
 from conftest import assert_close, seeds, shapes
@@ -364,13 +365,6 @@ def test_long_keys_are_refused_by_the_stability_condition(kernel, gated):
     assert torch.isfinite(o).all()
 
 
-def test_one_chunk_helpers_check_beta_against_the_keys():
-    _, k, v, beta, _, _ = random_inputs(0, (1, 2, 6, 4, 3))
-    for fn, extra in ((ut_transform, (v,)), (transition_product, ())):
-        with pytest.raises(ValueError, match="beta, k"):
-            fn(3 * k, *extra, beta=beta + 0.5)
-
-
 def test_allow_unstable_shows_the_explosion_the_check_prevents():
     args = valid_args(torch.float64)
     q, k, v = args["q"], 10 * args["k"], args["v"]
@@ -383,3 +377,114 @@ def test_allow_unstable_shows_the_explosion_the_check_prevents():
         delta_rule_recurrent(q, k, v, beta=-beta, allow_unstable=True)
     with pytest.raises(ValueError, match="allow_unstable"):
         delta_rule_recurrent(q, k, v, beta=beta, allow_unstable="yes")
+
+
+# ------------------------------------------------------------------------- one token at a time
+@given(seed=seeds, shape=shapes, beta_kind=beta_kinds, gate_scale=gate_scales,
+       scale=st.sampled_from([None, 0.3]))
+def test_step_by_step_equals_recurrent(seed, shape, beta_kind, gate_scale, scale):
+    q, k, v, beta, g, s0 = random_inputs(seed, shape, beta_kind, gate_scale)
+    for step, recurrent, gate in ((delta_rule_step, delta_rule_recurrent, False),
+                                  (gated_delta_rule_step, gated_delta_rule_recurrent, True)):
+        gates = {"g": g} if gate else {}
+        o_r, s_r = recurrent(q, k, v, beta=beta, initial_state=s0, output_final_state=True,
+                             scale=scale, **gates)
+        state, outputs = s0, []
+        for t in range(shape[2]):
+            token = {"g": g[:, :, t]} if gate else {}
+            o_t, state = step(q[:, :, t], k[:, :, t], v[:, :, t], beta=beta[:, :, t],
+                              state=state, scale=scale, **token)
+            outputs.append(o_t)
+        assert_close(torch.stack(outputs, dim=2), o_r)
+        assert_close(state, s_r)
+
+
+def test_step_with_beta_one_and_a_unit_key_reads_v_back():
+    _, k, v, beta, g, s0 = random_inputs(4, (2, 3, 1, 6, 5), "ones")
+    for step, gate in ((delta_rule_step, {}), (gated_delta_rule_step, {"g": g[:, :, 0]})):
+        _, state = step(k[:, :, 0], k[:, :, 0], v[:, :, 0], beta=beta[:, :, 0], state=s0,
+                        **gate)
+        assert_close(torch.einsum("bhkv,bhk->bhv", state, k[:, :, 0]), v[:, :, 0])
+
+
+@pytest.mark.parametrize("step,gated", [(delta_rule_step, False), (gated_delta_rule_step, True)])
+def test_step_refuses_bad_inputs_naming_the_argument(step, gated):
+    q, k, v, beta, g, s0 = random_inputs(0, (2, 3, 1, 4, 5), dtype=torch.float32)
+    token = dict(q=q[:, :, 0], k=k[:, :, 0], v=v[:, :, 0], beta=beta[:, :, 0], state=s0)
+    if gated:
+        token["g"] = g[:, :, 0]
+    bad = [("q", q), ("k", token["k"][:1]), ("v", token["v"].double()),
+           ("beta", token["beta"] + 2.5), ("beta", token["beta"][..., None]),
+           ("state", s0[..., :3, :]), ("state", torch.full_like(s0, float("nan"))),
+           ("beta, k", None)]
+    if gated:
+        bad += [("g", token["g"] + 1.0), ("g", token["g"][..., None])]
+    for name, value in bad:
+        args = dict(token)
+        if name == "beta, k":  # a long key: β‖k‖² > 2
+            args["k"], args["beta"] = 10 * args["k"], torch.ones_like(args["beta"])
+        else:
+            args[name] = value
+        with pytest.raises(ValueError, match=name):
+            step(args.pop("q"), args.pop("k"), args.pop("v"), **args)
+
+
+# ------------------------------------------------------------------------- the UT transform
+@settings(max_examples=25)
+@given(seed=seeds, c=st.integers(1, 20), dk=st.integers(1, 9), beta_kind=beta_kinds)
+def test_ut_transform_gives_the_chunks_transition_as_identity_minus_kt_w(seed, c, dk,
+                                                                        beta_kind):
+    """The recurrence is affine in S_0, S_C = P_C S_0 + (the writes): from S_0 = I and S_0 = 0
+    it gives P_C = (I − β_C k_C k_Cᵀ) ⋯ (I − β_1 k_1 k_1ᵀ), which the WY form says is I − Kᵀ W."""
+    q, k, v, beta, _, _ = random_inputs(seed, (1, 2, c, dk, dk), beta_kind)
+    w, _ = ut_transform(k, v, beta=beta)
+    eye = torch.eye(dk, dtype=k.dtype).expand(1, 2, dk, dk)
+    _, from_eye = delta_rule_recurrent(q, k, v, beta=beta, initial_state=eye,
+                                       output_final_state=True)
+    _, from_zero = delta_rule_recurrent(q, k, v, beta=beta, output_final_state=True)
+    assert w.shape == k.shape
+    assert_close(from_eye - from_zero, eye - k.mT @ w)
+
+
+@settings(max_examples=25)
+@given(seed=seeds, c=st.integers(1, 20), dk=st.integers(1, 9), dv=st.integers(1, 6))
+def test_pseudo_values_give_the_state_after_the_chunk(seed, c, dk, dv):
+    q, k, v, beta, _, s0 = random_inputs(seed, (1, 2, c, dk, dv))
+    w, u = ut_transform(k, v, beta=beta)
+    _, s_zero = delta_rule_recurrent(q, k, v, beta=beta, output_final_state=True)
+    _, s_init = delta_rule_recurrent(q, k, v, beta=beta, initial_state=s0,
+                                     output_final_state=True)
+    assert_close(k.mT @ u, s_zero)
+    assert_close(s0 + k.mT @ (u - w @ s0), s_init)
+
+
+def test_pseudo_values_follow_their_row_recursion():
+    """u_t = β_t (v_t − Σ_{i<t} u_i k_iᵀ k_t), computed row by row."""
+    _, k, v, beta, _, _ = random_inputs(3, (1, 2, 9, 5, 3))
+    _, u = ut_transform(k, v, beta=beta)
+    rows = []
+    for t in range(k.shape[2]):
+        correction = sum((rows[i] * (k[:, :, i] * k[:, :, t]).sum(-1, keepdim=True)
+                          for i in range(t)), torch.zeros_like(v[:, :, t]))
+        rows.append(beta[:, :, t, None] * (v[:, :, t] - correction))
+    assert_close(torch.stack(rows, dim=2), u)
+
+
+def test_ut_transform_refuses_bad_inputs_naming_the_argument():
+    _, k, v, beta, _, _ = random_inputs(0, (1, 2, 7, 5, 3))
+    for name, kwargs in [("k", dict(k=k[0], v=v, beta=beta)),
+                         ("v", dict(k=k, v=v[:, :, :3], beta=beta)),
+                         ("beta", dict(k=k, v=v, beta=beta + 2.5)),
+                         ("beta", dict(k=k, v=v, beta=beta.float())),
+                         ("beta, k", dict(k=3 * k, v=v, beta=beta + 0.5))]:
+        with pytest.raises(ValueError, match=name):
+            ut_transform(kwargs["k"], kwargs["v"], beta=kwargs["beta"])
+
+
+def test_chunk_of_one_token_is_the_recurrence():
+    q, k, v, beta, _, s0 = random_inputs(4, (1, 2, 11, 5, 3))
+    o_r, s_r = delta_rule_recurrent(q, k, v, beta=beta, initial_state=s0, output_final_state=True)
+    o_c, s_c = delta_rule_chunk(q, k, v, beta=beta, initial_state=s0, output_final_state=True,
+                                chunk_size=1)
+    assert_close(o_c, o_r)
+    assert_close(s_c, s_r)

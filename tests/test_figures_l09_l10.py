@@ -1,6 +1,6 @@
 """Tests of Lessons 9–10's figures (l09_fixed_state_memory, l10_gates; data in
-attnbook.demos.state_memory) and the computations they added to attnlab.tasks: per-pair recall
-errors of (decayed) additive writes, their mean over draws, and the predicted crosstalk."""
+attnbook.demos.state_memory, which the recall helpers of attnbook.demos.associative_memory feed):
+capacity and forgetting curves, pair weights and memory horizons."""
 
 from __future__ import annotations
 
@@ -9,27 +9,19 @@ import math
 import pytest
 import torch
 from attnbook.demos import state_memory as mem
+from attnbook.demos.associative_memory import (
+    associative_pairs,
+    expected_crosstalk,
+    recall_errors_by_pair,
+)
 from attnbook.figures import l09_fixed_state_memory as l09
 from attnbook.figures import l10_gates as l10
 from attnbook.plotting import new_figure
-from attnlab.gated import effective_horizon, retnet_decay
-from attnlab.tasks import (
-    associative_pairs,
-    expected_crosstalk,
-    mean_recall_error,
-    recall_error,
-    recall_errors_by_pair,
-)
+from attnlab.gated import retnet_decay
 
 
 def gen(seed: int = 0) -> torch.Generator:
     return torch.Generator().manual_seed(seed)
-
-
-def draws(n: int, dim: int, trials: int, seed: int = 0, orthogonal: bool = False):
-    g = gen(seed)
-    pairs = [associative_pairs(n, dim, orthogonal=orthogonal, generator=g) for _ in range(trials)]
-    return torch.stack([k for k, _ in pairs]), torch.stack([v for _, v in pairs])
 
 
 # ---------------------------------------------------------------- Lesson 9 figures
@@ -187,98 +179,14 @@ def test_draw_gate_kinds_rejects(kwargs, name):
 
 
 def test_retnet_horizons_for_sixteen_heads():
-    horizons = effective_horizon(retnet_decay(16, dtype=torch.float64))
+    horizons = mem.effective_horizon(retnet_decay(16, dtype=torch.float64))
     torch.testing.assert_close(horizons, 2.0 ** torch.arange(5, 21, dtype=torch.float64))
 
 
-# ---------------------------------------------------------------- tasks: recall errors by pair
-
-
-def test_recall_errors_by_pair_matches_recall_error():
-    keys, values = draws(40, 16, 3)
-    errors = recall_errors_by_pair(keys, values)
-    assert errors.shape == (3, 1, 40)
-    for b in range(3):
-        assert errors[b, 0].mean().item() == pytest.approx(recall_error(keys[b], values[b]),
-                                                           rel=1e-12)
-
-
-def test_recall_errors_by_pair_with_decay_equals_the_explicit_sum():
-    keys, values = draws(12, 6, 2, seed=3)
-    g = -torch.rand(2, 3, 12, 6, generator=gen(4), dtype=torch.float64)  # per channel
-    errors = recall_errors_by_pair(keys, values, g=g)
-    for b in range(2):
-        for h in range(3):
-            state = torch.zeros(6, 6, dtype=torch.float64)
-            for i in range(12):  # S_i = Diag(α_i) S_{i-1} + k_i v_iᵀ
-                state = torch.exp(g[b, h, i])[:, None] * state + torch.outer(keys[b, i],
-                                                                             values[b, i])
-            read = keys[b] @ state
-            expected = (read - values[b]).norm(dim=1) / values[b].norm(dim=1)
-            torch.testing.assert_close(errors[b, h], expected, rtol=1e-10, atol=1e-12)
-
-
-def test_recall_errors_by_pair_orthonormal_keys_only_fade():
-    keys, values = draws(8, 8, 1, orthogonal=True)
-    alpha = 0.8
-    g = torch.full((1, 1, 8), math.log(alpha), dtype=torch.float64)
-    errors = recall_errors_by_pair(keys, values, g=g)[0, 0]
-    ages = torch.arange(7, -1, -1, dtype=torch.float64)
-    torch.testing.assert_close(errors, 1 - alpha**ages, rtol=0, atol=1e-12)
-
-
-@pytest.mark.parametrize(("kwargs", "name"), [
-    ({"g": torch.zeros(2, 1, 5)}, "g"),  # float32 against float64 keys
-    ({"g": torch.ones(2, 1, 5, dtype=torch.float64)}, "g"),  # g > 0
-    ({"g": torch.zeros(2, 5, dtype=torch.float64)}, "g"),  # wrong rank
-    ({"g": torch.zeros(3, 1, 5, dtype=torch.float64)}, "g"),  # wrong batch
-])
-def test_recall_errors_by_pair_rejects_bad_gates(kwargs, name):
-    keys, values = draws(5, 4, 2)
-    with pytest.raises(ValueError, match=name):
-        recall_errors_by_pair(keys, values, **kwargs)
-
-
-def test_recall_errors_by_pair_rejects_bad_shapes():
-    keys, values = draws(5, 4, 2)
-    with pytest.raises(ValueError, match="keys"):
-        recall_errors_by_pair(keys[0], values[0])
-    with pytest.raises(ValueError, match="values"):
-        recall_errors_by_pair(keys, values[:, :4])
-
-
-def test_mean_recall_error():
-    assert mean_recall_error(8, 8, orthogonal=True, n_trials=3) < 1e-12
-    random = mean_recall_error(64, 16, orthogonal=False, n_trials=8)
-    assert random == pytest.approx(expected_crosstalk(64, 16), rel=0.1)
-    assert mean_recall_error(64, 16, orthogonal=False, n_trials=8) == random  # seeded
-    with pytest.raises(ValueError, match="n_trials"):
-        mean_recall_error(4, 4, orthogonal=False, n_trials=0)
-
-
-def test_expected_crosstalk():
-    assert expected_crosstalk(1, 8) == 0.0
-    assert expected_crosstalk(97, 96) == 1.0
-    assert expected_crosstalk(7, 96) == 0.25
-    # with decay: the newest pair sees Σ_{a=1}^{N-1} α^(2a) / d
-    alpha, n, d = 0.9, 30, 16
-    direct = math.sqrt(sum(alpha ** (2 * a) for a in range(1, n)) / d)
-    assert expected_crosstalk(n, d, alpha=alpha) == pytest.approx(direct, rel=1e-12)
-    bound = math.sqrt(alpha**2 / ((1 - alpha**2) * d))
-    assert expected_crosstalk(10**6, d, alpha=alpha) == pytest.approx(bound, rel=1e-9)
-    assert expected_crosstalk(n, d, alpha=1.0) == pytest.approx(math.sqrt((n - 1) / d))
-    for bad in (0.0, 1.5, True):
-        with pytest.raises(ValueError, match="alpha"):
-            expected_crosstalk(4, 4, alpha=bad)
-    with pytest.raises(ValueError, match="n_pairs"):
-        expected_crosstalk(0, 4)
-
-
-def test_expected_crosstalk_matches_measured_decayed_recall():
-    """The newest pair's error under decay is its crosstalk (it has not faded)."""
-    keys, values = draws(256, 32, 64, seed=5)
-    alpha = 0.9
-    g = torch.full((64, 1, 256), math.log(alpha), dtype=torch.float64)
-    newest = recall_errors_by_pair(keys, values, g=g)[:, 0, -1]
-    rms = newest.pow(2).mean().sqrt().item()
-    assert rms == pytest.approx(expected_crosstalk(256, 32, alpha=alpha), rel=0.15)
+def test_effective_horizon():
+    assert mem.effective_horizon(math.log(0.5)).item() == pytest.approx(2.0)
+    horizons = mem.effective_horizon(retnet_decay(3, dtype=torch.float64))
+    assert horizons.tolist() == pytest.approx([32.0, 64.0, 128.0])
+    assert mem.effective_horizon(torch.tensor(0.0)).item() == math.inf
+    with pytest.raises(ValueError, match="g"):
+        mem.effective_horizon(0.1)

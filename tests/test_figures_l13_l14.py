@@ -1,8 +1,8 @@
 """Tests of Lessons 13–14's figures (attnbook.figures.l13_chunkwise_delta_rule, l14_kda; data in
-attnbook.demos.chunk_kda) and the computations they added: the UT transform and the literal
-product of the delta rule's transition matrices, the delta rule's cost model and timer
-(attnlab.delta); KDA's parallel form with explicit decays (and the report's inclusive reading),
-its state trajectory and per-channel retention (attnlab.kda)."""
+attnbook.demos.chunk_kda and attnbook.demos.transitions) and the computations they added: the
+literal product of the delta rule's transition matrices against the UT transform, the delta
+rule's cost model (attnbook.costs), and KDA's per-channel retention. The kernels themselves
+(ut_transform, kda_parallel, …) are tested in test_delta.py and test_kda.py."""
 
 from __future__ import annotations
 
@@ -13,17 +13,11 @@ import torch
 import torch.nn.functional as F
 from attnbook.costs import delta_rule_cost
 from attnbook.demos import chunk_kda as ck
+from attnbook.demos.transitions import transition_product
 from attnbook.figures import l13_chunkwise_delta_rule as l13
 from attnbook.figures import l14_kda as l14
 from attnbook.plotting import figure_png, new_figure
-from attnlab.delta import delta_rule_chunk, delta_rule_recurrent, transition_product, ut_transform
-from attnlab.kda import (
-    association_retention,
-    kda_chunk,
-    kda_parallel,
-    kda_recurrent,
-    kda_states,
-)
+from attnlab.delta import ut_transform
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -39,7 +33,7 @@ def chunk_inputs(seed, b=1, h=2, c=7, dk=5, dv=3, beta_scale=1.0):
     return q, k, v, beta, s0, g
 
 
-# ---------------------------------------------------------------- WY / UT (attnlab.delta)
+# ---------------------------------------------------------------- the literal product (demos)
 @settings(max_examples=25, deadline=None)
 @given(seed=st.integers(0, 2**31 - 1), c=st.integers(1, 20), dk=st.integers(1, 9),
        beta_scale=st.sampled_from([0.0, 1.0, 2.0]))
@@ -52,30 +46,6 @@ def test_wy_identity_product_equals_identity_minus_kt_w(seed, c, dk, beta_scale)
     assert (product - (eye - k.mT @ w)).abs().max() < 1e-12
 
 
-@settings(max_examples=25, deadline=None)
-@given(seed=st.integers(0, 2**31 - 1), c=st.integers(1, 20))
-def test_pseudo_values_give_the_state_after_the_chunk(seed, c):
-    q, k, v, beta, s0, _ = chunk_inputs(seed, c=c)
-    w, u = ut_transform(k, v, beta=beta)
-    _, s_zero = delta_rule_recurrent(q, k, v, beta=beta, output_final_state=True)
-    _, s_init = delta_rule_recurrent(q, k, v, beta=beta, initial_state=s0,
-                                     output_final_state=True)
-    assert (s_zero - k.mT @ u).abs().max() < 1e-12
-    assert (s_init - (s0 + k.mT @ (u - w @ s0))).abs().max() < 1e-12
-
-
-def test_pseudo_values_follow_their_row_recursion():
-    """u_t = β_t (v_t − Σ_{i<t} u_i k_iᵀ k_t), computed row by row."""
-    _, k, v, beta, _, _ = chunk_inputs(3, c=9)
-    _, u = ut_transform(k, v, beta=beta)
-    rows = []
-    for t in range(k.shape[2]):
-        correction = sum((rows[i] * (k[:, :, i] * k[:, :, t]).sum(-1, keepdim=True)
-                          for i in range(t)), torch.zeros_like(v[:, :, t]))
-        rows.append(beta[:, :, t, None] * (v[:, :, t] - correction))
-    assert (torch.stack(rows, dim=2) - u).abs().max() < 1e-12
-
-
 def test_transition_product_literal_small_case():
     k = torch.tensor([[[[1.0, 0.0], [0.0, 1.0]]]], dtype=torch.float64)
     beta = torch.tensor([[[1.0, 0.5]]], dtype=torch.float64)
@@ -83,19 +53,15 @@ def test_transition_product_literal_small_case():
     assert torch.equal(transition_product(k, beta=beta)[0, 0], expected)
 
 
-def test_ut_transform_and_product_refuse_bad_inputs():
-    _, k, v, beta, _, _ = chunk_inputs(0)
-    for name, kwargs in [("k", dict(k=k[0], v=v, beta=beta)),
-                         ("v", dict(k=k, v=v[:, :, :3], beta=beta)),
-                         ("beta", dict(k=k, v=v, beta=beta + 2.5)),
-                         ("beta", dict(k=k, v=v, beta=beta.float()))]:
-        with pytest.raises(ValueError, match=name):
-            ut_transform(kwargs["k"], kwargs["v"], beta=kwargs["beta"])
+def test_transition_functions_refuse_bad_inputs():
+    _, k, _, beta, _, _ = chunk_inputs(0)
     with pytest.raises(ValueError, match="beta"):
         transition_product(k, beta=beta[:, :, :2])
+    with pytest.raises(ValueError, match="beta"):
+        transition_product(k, beta=-beta)
 
 
-# ---------------------------------------------------------------- cost model and timer
+# ---------------------------------------------------------------- cost model
 def test_delta_rule_cost_formulas():
     rec = delta_rule_cost("recurrent", 4096, 96)
     assert (rec.intra_flops, rec.inter_flops, rec.sequential_steps) == (0, 6 * 4096 * 96**2,
@@ -123,77 +89,26 @@ def test_delta_rule_cost_refuses_bad_inputs(kwargs, name):
         delta_rule_cost(**kwargs)
 
 
-def test_chunk_of_one_token_is_the_recurrence():
-    q, k, v, beta, s0, _ = chunk_inputs(4, c=11)
-    o_r, s_r = delta_rule_recurrent(q, k, v, beta=beta, initial_state=s0, output_final_state=True)
-    o_c, s_c = delta_rule_chunk(q, k, v, beta=beta, initial_state=s0, output_final_state=True,
-                                chunk_size=1)
-    assert (o_r - o_c).abs().max() < 1e-12 and (s_r - s_c).abs().max() < 1e-12
-
-
-# ---------------------------------------------------------------- KDA (attnlab.kda)
-@pytest.mark.parametrize("t", [1, 5, 13])
-def test_kda_parallel_equals_chunk_and_inclusive_reading_differs(t):
-    q, k, v, beta, _, g = chunk_inputs(t, c=t, dk=4, dv=3)
-    o_chunk, _ = kda_chunk(q, k, v, g=g, beta=beta, chunk_size=4)
-    o_exclusive, none = kda_parallel(q, k, v, g=g, beta=beta)
-    assert none is None
-    assert (o_exclusive - o_chunk).abs().max() < 1e-12
-    o_inclusive, _ = kda_parallel(q, k, v, g=g, beta=beta, include_start=True)
-    assert (o_inclusive - o_chunk).abs().max() > 1e-3  # already wrong at the first token
-    assert (o_inclusive[:, :, 0] - o_chunk[:, :, 0]).abs().max() > 1e-3
-
-
-def test_kda_parallel_inclusive_is_one_extra_decay_on_the_first_token():
-    """With one token, the inclusive reading reads q through Diag(α_1) once more."""
-    q, k, v, beta, _, g = chunk_inputs(9, c=1, dk=4, dv=3)
-    o_inclusive, _ = kda_parallel(q, k, v, g=g, beta=beta, include_start=True)
-    o_decayed, _ = kda_recurrent(q * g.exp(), k, v, g=g, beta=beta)
-    assert (o_inclusive - o_decayed).abs().max() < 1e-12
-
-
-def test_kda_parallel_refuses_bad_inputs():
-    q, k, v, beta, _, g = chunk_inputs(0, c=4, dk=4)
-    with pytest.raises(ValueError, match="include_start"):
-        kda_parallel(q, k, v, g=g, beta=beta, include_start=1)
-    with pytest.raises(ValueError, match="g"):
-        kda_parallel(q, k, v, g=-g, beta=beta)
-
-
-def test_kda_states_are_the_recurrence_at_every_step():
-    q, k, v, beta, s0, g = chunk_inputs(5, c=9)
-    states = kda_states(k, v, g=g, beta=beta, initial_state=s0)
-    assert states.shape == (1, 2, 9, 5, 3)
-    for t in (1, 4, 9):
-        _, s_t = kda_recurrent(q[:, :, :t], k[:, :, :t], v[:, :, :t], g=g[:, :, :t],
-                               beta=beta[:, :, :t], initial_state=s0, output_final_state=True)
-        assert (states[:, :, t - 1] - s_t).abs().max() < 1e-12
-    with pytest.raises(ValueError, match="initial_state"):
-        kda_states(k, v, g=g, beta=beta, initial_state=s0[..., :2])
-
-
+# ---------------------------------------------------------------- per-channel retention (demos)
 def test_retention_is_pure_decay_without_later_writes():
-    _, k, v, _, _, g = chunk_inputs(6, c=10, dk=4, dv=3)
-    key = torch.full((1, 2, 4), 0.5, dtype=torch.float64)
-    value = torch.randn(1, 2, 3, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
-    s0 = key[..., :, None] * value[..., None, :]
-    states = kda_states(k, v, g=g, beta=torch.zeros(1, 2, 10, dtype=torch.float64),
-                        initial_state=s0)
-    retention = association_retention(states, key, value)
-    assert (retention - g.cumsum(dim=2).exp()).abs().max() < 1e-12
+    """With β = 0 nothing is erased: channel d keeps α_d^t of the old association."""
+    demo = ck.retention_demo(2.0, 0.0)
+    steps = torch.arange(ck.RETENTION_STEPS + 1, dtype=torch.float64)[:, None]
+    expected = torch.exp(steps * demo["log_gates"])
+    assert (demo["retention"] - expected).abs().max() < 1e-12
 
 
 def test_retention_refuses_bad_inputs():
     states = torch.zeros(1, 1, 3, 4, 2, dtype=torch.float64)
     key, value = torch.ones(1, 1, 4, dtype=torch.float64), torch.ones(1, 1, 2, dtype=torch.float64)
     with pytest.raises(ValueError, match="key"):
-        association_retention(states, key * 0, value)
+        ck.association_retention(states, key * 0, value)
     with pytest.raises(ValueError, match="value"):
-        association_retention(states, key, value * 0)
+        ck.association_retention(states, key, value * 0)
     with pytest.raises(ValueError, match="key"):
-        association_retention(states, key[..., :3], value)
+        ck.association_retention(states, key[..., :3], value)
     with pytest.raises(ValueError, match="states"):
-        association_retention(states[0], key, value)
+        ck.association_retention(states[0], key, value)
 
 
 # ---------------------------------------------------------------- figure helpers

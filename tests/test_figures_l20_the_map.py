@@ -8,10 +8,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 from attnbook.architectures_map import ARCHITECTURES, decoding_numbers
+from attnbook.demos.transitions import kda_transition_products, kda_wy_transitions
 from attnbook.figures import l20_the_map as figs
 from attnbook.plotting import new_figure
 from attnlab.configs import SOPHIA
-from attnlab.kda import kda_transition_products, kda_wy_transitions
 from attnlab.memory import layer_numbers
 
 

@@ -14,14 +14,13 @@ from attnlab._chunk_engine import (
     factorised_decay_scores,
 )
 from attnlab.gated import (
-    effective_horizon,
     gla_chunk,
     gla_chunk_reference,
     gla_recurrent,
+    gla_step,
     init_softplus_decay,
     retnet_decay,
     retnet_gate,
-    segment_decay,
     softplus_decay_gate,
 )
 from attnlab.linear import linear_attention_chunk, linear_attention_recurrent
@@ -271,15 +270,6 @@ def test_channel_decay_scores_under_huge_decays():
     assert_close(scores, torch.diag_embed((q * k).sum(-1)))
 
 
-def test_segment_decay():
-    b = torch.tensor([-1.0, -3.0, -3.5], dtype=torch.float64)  # cumulative log-gates
-    expected = torch.tensor([[1.0, 0.0, 0.0],
-                             [math.exp(-2.0), 1.0, 0.0],
-                             [math.exp(-2.5), math.exp(-0.5), 1.0]], dtype=torch.float64)
-    assert torch.allclose(segment_decay(b), expected)
-    assert torch.isfinite(segment_decay(torch.tensor([0.0, -5000.0, -10000.0]))).all()
-
-
 # ---------------------------------------------------------------- gates and helpers
 def test_retnet_decay():
     gamma = torch.exp(retnet_decay(4, dtype=torch.float64))
@@ -318,15 +308,6 @@ def test_init_softplus_decay_ranges():
     assert (a_log.exp() >= 1).all() and (a_log.exp() <= 16).all()
     dt = torch.nn.functional.softplus(dt_bias)
     assert (dt >= 1e-3 * 0.999).all() and (dt <= 1e-1 * 1.001).all()
-
-
-def test_effective_horizon():
-    assert effective_horizon(math.log(0.5)).item() == pytest.approx(2.0)
-    horizons = effective_horizon(retnet_decay(3, dtype=torch.float64))
-    assert horizons.tolist() == pytest.approx([32.0, 64.0, 128.0])
-    assert effective_horizon(torch.tensor(0.0)).item() == math.inf
-    with pytest.raises(ValueError, match="g"):
-        effective_horizon(0.1)
 
 
 # ---------------------------------------------------------------- bad inputs
@@ -399,3 +380,29 @@ def test_nan_and_inf_are_refused_naming_the_argument(kernel, name):
         args[name].view(-1)[1] = bad
         with pytest.raises(ValueError, match=f"{name}: expected finite"):
             kernel(**args)
+
+
+# ---------------------------------------------------------------- one token at a time
+@given(shape=shapes, seed=seeds, gate_scale=gate_scales, scale=st.sampled_from([None, 0.3]))
+def test_step_by_step_equals_recurrent(shape, seed, gate_scale, scale):
+    q, k, v, g, s0 = random_inputs(seed, shape, "channel", gate_scale)
+    o_r, s_r = gla_recurrent(q, k, v, g=g, initial_state=s0, output_final_state=True,
+                             scale=scale)
+    state, outputs = s0, []
+    for t in range(shape[2]):
+        o_t, state = gla_step(q[:, :, t], k[:, :, t], v[:, :, t], g=g[:, :, t], state=state,
+                              scale=scale)
+        outputs.append(o_t)
+    assert_close(torch.stack(outputs, dim=2), o_r)
+    assert_close(state, s_r)
+
+
+def test_step_refuses_bad_inputs_naming_the_argument():
+    q, k, v, g, s0 = random_inputs(3, (1, 2, 1, 4, 3), dtype=torch.float32)
+    token = dict(q=q[:, :, 0], k=k[:, :, 0], v=v[:, :, 0], g=g[:, :, 0], state=s0)
+    for name, value in [("q", q), ("v", token["v"][:1]), ("g", token["g"][..., 0]),
+                        ("g", 0.5 - token["g"]), ("g", torch.full_like(token["g"], -math.inf)),
+                        ("state", s0.double()), ("state", s0[..., :2, :])]:
+        args = {**token, name: value}
+        with pytest.raises(ValueError, match=name):
+            gla_step(args.pop("q"), args.pop("k"), args.pop("v"), **args)

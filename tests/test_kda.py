@@ -9,7 +9,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 from attnlab.delta import gated_delta_rule_chunk, gated_delta_rule_recurrent
-from attnlab.kda import kda_chunk, kda_chunk_reference, kda_recurrent, kda_step
+from attnlab.kda import kda_chunk, kda_chunk_reference, kda_parallel, kda_recurrent, kda_step
 from conftest import assert_close, seeds, shapes
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
@@ -295,3 +295,39 @@ def test_step_refuses_nan_and_long_keys():
         kda_step(**{**step, "state": torch.full_like(s0, float("inf"))})
     with pytest.raises(ValueError, match="beta, k"):
         kda_step(**{**step, "k": 10 * step["k"], "beta": torch.ones_like(step["beta"])})
+
+
+# ------------------------------------------------------------------------- the parallel form
+@pytest.mark.parametrize("t", [1, 5, 13])
+def test_parallel_equals_chunk_and_the_inclusive_reading_differs(t):
+    q, k, v, beta, g, _ = random_inputs(t, (1, 2, t, 4, 3), 1.0)
+    o_chunk, _ = kda_chunk(q, k, v, g=g, beta=beta, chunk_size=4)
+    o_exclusive, none = kda_parallel(q, k, v, g=g, beta=beta)
+    assert none is None
+    assert_close(o_exclusive, o_chunk)
+    o_inclusive, _ = kda_parallel(q, k, v, g=g, beta=beta, include_start=True)
+    assert (o_inclusive[:, :, 0] - o_chunk[:, :, 0]).abs().max() > 1e-3  # wrong at once
+
+
+def test_parallel_inclusive_is_one_extra_decay_on_the_first_token():
+    """With one token, the inclusive reading reads q through Diag(α_1) once more."""
+    q, k, v, beta, g, _ = random_inputs(9, (1, 2, 1, 4, 3), 1.0)
+    o_inclusive, _ = kda_parallel(q, k, v, g=g, beta=beta, include_start=True)
+    o_decayed, _ = kda_recurrent(q * g.exp(), k, v, g=g, beta=beta)
+    assert_close(o_inclusive, o_decayed)
+
+
+def test_parallel_matches_the_explicit_product_form():
+    q, k, v, beta, g, _ = random_inputs(7, (1, 2, 12, 4, 3), 1.0)
+    o, _ = kda_parallel(q, k, v, g=g, beta=beta, scale=1.0)
+    assert_close(o, parallel_form(q, k, v, g, beta, exclusive=True))
+    o_inclusive, _ = kda_parallel(q, k, v, g=g, beta=beta, scale=1.0, include_start=True)
+    assert_close(o_inclusive, parallel_form(q, k, v, g, beta, exclusive=False))
+
+
+def test_parallel_refuses_bad_inputs():
+    q, k, v, beta, g, _ = random_inputs(0, (1, 2, 4, 4, 3))
+    with pytest.raises(ValueError, match="include_start"):
+        kda_parallel(q, k, v, g=g, beta=beta, include_start=1)
+    with pytest.raises(ValueError, match="g"):
+        kda_parallel(q, k, v, g=0.5 - g, beta=beta)

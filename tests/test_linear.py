@@ -12,6 +12,7 @@ from attnlab.linear import (
     linear_attention_chunk_reference,
     linear_attention_parallel,
     linear_attention_recurrent,
+    linear_attention_step,
 )
 from conftest import assert_close, seeds, shapes
 from hypothesis import example, given, settings
@@ -251,3 +252,40 @@ def test_empty_sequence_is_refused_naming_q(kernel):
     q, k, v, _ = random_inputs(3, (1, 2, 5, 4, 3))
     with pytest.raises(ValueError, match="q: expected at least one time step"):
         kernel(q[:, :, :0], k[:, :, :0], v[:, :, :0])
+
+
+# ---------------------------------------------------------------- one token at a time
+@given(shape=shapes, seed=seeds, normalize=st.booleans(), scale=st.sampled_from([None, 0.3]))
+def test_step_by_step_equals_recurrent(shape, seed, normalize, scale):
+    q, k, v, s0 = random_inputs(seed, shape, normalize=normalize, with_state=True)
+    kw = dict(normalize=normalize, scale=scale)
+    o_r, s_r = linear_attention_recurrent(q, k, v, initial_state=s0, output_final_state=True,
+                                          **kw)
+    state, outputs = s0, []
+    for t in range(shape[2]):
+        o_t, state = linear_attention_step(q[:, :, t], k[:, :, t], v[:, :, t], state=state,
+                                           **kw)
+        outputs.append(o_t)
+    assert_close(torch.stack(outputs, dim=2), o_r)
+    assert_close(state, s_r)
+
+
+def test_step_refuses_bad_inputs_naming_the_argument():
+    q, k, v, s0 = random_inputs(3, (1, 2, 1, 4, 3), torch.float32, with_state=True)
+    token = dict(q=q[:, :, 0], k=k[:, :, 0], v=v[:, :, 0], state=s0)
+    z0 = torch.zeros(1, 2, 4)
+    for name, override in [
+        ("q", dict(q=q)),  # a sequence, not one token
+        ("k", dict(k=token["k"][:, :1])),
+        ("v", dict(v=token["v"].double())),
+        ("state", dict(state=s0[..., :2])),
+        ("state", dict(state=torch.full_like(s0, float("inf")))),
+        ("state", dict(state=s0, normalize=True)),  # needs (S, z)
+        (r"state\[1\]", dict(state=(s0, z0[..., :2]), normalize=True)),
+        ("k: normalize=True", dict(state=(s0, z0), k=-token["k"].abs(), normalize=True)),
+        ("eps", dict(eps=-1.0)),
+        ("scale", dict(scale="big")),
+    ]:
+        args = token | override
+        with pytest.raises(ValueError, match=name):
+            linear_attention_step(args.pop("q"), args.pop("k"), args.pop("v"), **args)

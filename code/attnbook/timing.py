@@ -24,7 +24,7 @@ import torch.nn.functional as F
 from attnlab import attention
 from attnlab.checks import check_choice, check_positive_int
 from attnlab.delta import delta_rule_chunk, delta_rule_recurrent
-from attnlab.kda import kda_step, kda_update
+from attnlab.kda import kda_step
 from attnlab.kv_cache import KVCache
 from attnlab.linear import (
     linear_attention_chunk,
@@ -344,11 +344,12 @@ def time_kda_step(
     Random q, v, L2-normalised k, β ∈ (0, 1), log-gates g ∈ (−0.1, 0] and a
     random state S ``[1, n_heads, head_dim, head_dim]``: the step does the
     same work for any context, since the state is all it reads. The timed path
-    is the step itself (``kda_update``, q pre-scaled), with no argument
-    checks; ``checked=True`` times :func:`kda_step` instead, checks included.
-    Returns ``(seconds, state_bytes)``: the median of ``repeats`` calls after
-    one warm-up (``timing.median_seconds``), and H · Dk · Dv · 4 bytes.
-    Depends on the machine and on ``torch.get_num_threads()``.
+    is the step itself (the body of :func:`kda_step`, without the argument
+    checks its public entry runs); ``checked=True`` times :func:`kda_step`
+    as a caller calls it, checks included. Returns ``(seconds, state_bytes)``:
+    the median of ``repeats`` calls after one warm-up
+    (``timing.median_seconds``), and H · Dk · Dv · 4 bytes. Depends on the
+    machine and on ``torch.get_num_threads()``.
     """
     for name, value in [
         ("n_heads", n_heads),
@@ -368,15 +369,11 @@ def time_kda_step(
     g = -0.1 * torch.rand(1, h, d, generator=gen)
     beta = torch.rand(1, h, generator=gen)
     state = torch.randn(1, h, d, d, generator=gen)
-    if checked:
+    # kda_step.__wrapped__: the function @checked wraps, the step without checks
+    step_of = kda_step if checked else kda_step.__wrapped__
 
-        def step() -> object:
-            return kda_step(q, k, v, g=g, beta=beta, state=state)
-    else:
-        q_scaled = q * d**-0.5
-
-        def step() -> object:
-            return kda_update(q_scaled, k, v, g=g, beta=beta, state=state)
+    def step() -> object:
+        return step_of(q, k, v, g=g, beta=beta, state=state)
 
     return median_seconds(
         step, repeats=repeats

@@ -31,13 +31,23 @@ from .configs import (
 )
 from .delta import (
     delta_rule_chunk,
+    delta_rule_chunk_reference,
     delta_rule_parallel,
     delta_rule_recurrent,
+    delta_rule_step,
     gated_delta_rule_chunk,
+    gated_delta_rule_chunk_reference,
     gated_delta_rule_recurrent,
+    gated_delta_rule_step,
 )
-from .gated import gla_chunk, gla_recurrent
-from .kda import kda_chunk, kda_recurrent, kda_step
+from .gated import gla_chunk, gla_chunk_reference, gla_recurrent, gla_step
+from .kda import (
+    kda_chunk,
+    kda_chunk_reference,
+    kda_parallel,
+    kda_recurrent,
+    kda_step,
+)
 from .kv_cache import kv_cache_bytes
 from .layers import (
     DeltaNetLayer,
@@ -48,8 +58,10 @@ from .layers import (
 )
 from .linear import (
     linear_attention_chunk,
+    linear_attention_chunk_reference,
     linear_attention_parallel,
     linear_attention_recurrent,
+    linear_attention_step,
 )
 from .memory import cache_breakdown, format_bytes
 from .mla import LatentCache, MultiHeadLatentAttention
@@ -78,20 +90,30 @@ __all__ = [
     "cache_breakdown",
     "causal_mask",
     "delta_rule_chunk",
+    "delta_rule_chunk_reference",
     "delta_rule_parallel",
     "delta_rule_recurrent",
+    "delta_rule_step",
     "format_bytes",
     "gated_delta_rule_chunk",
+    "gated_delta_rule_chunk_reference",
     "gated_delta_rule_recurrent",
+    "gated_delta_rule_step",
     "gla_chunk",
+    "gla_chunk_reference",
     "gla_recurrent",
+    "gla_step",
     "kda_chunk",
+    "kda_chunk_reference",
+    "kda_parallel",
     "kda_recurrent",
     "kda_step",
     "kv_cache_bytes",
     "linear_attention_chunk",
+    "linear_attention_chunk_reference",
     "linear_attention_parallel",
     "linear_attention_recurrent",
+    "linear_attention_step",
     "merge_heads",
     "rope_angles",
     "softmax_attention",

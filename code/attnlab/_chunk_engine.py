@@ -16,7 +16,9 @@ computes the same numbers (the tests check it in float64 to 1e-10) and is tuned 
 
 Shapes: q, k ``[B, H, T, Dk]``; v ``[B, H, T, Dv]``; beta ``[B, H, T]``; log-gates g
 ``[B, H, T]`` (one per head) or ``[B, H, T, Dk]`` (per key channel); states
-``[B, H, Dk, Dv]``. Inputs are checked and q is scaled by the public wrappers.
+``[B, H, Dk, Dv]``. In every function here ``b`` is B, the log-gates summed along a chunk from
+its start (B_i = g_1 + … + g_i, the log of the decay over (start, i]), and b_C its last row;
+a ``*_decay`` is a factor e^(…) ≤ 1. The public wrappers have checked the inputs.
 """
 
 from __future__ import annotations
@@ -59,23 +61,25 @@ def _split_per_token(x: torch.Tensor, chunk_size: int) -> torch.Tensor:
 def chunk_states(
     initial_state: torch.Tensor,
     increments: torch.Tensor,
-    decay: torch.Tensor | None = None,
+    chunk_decay: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """The state entering every chunk: ``S_[0] = S_0``, ``S_[n+1] = decay_n ⊙ S_[n] + U_n``.
+    """The state entering every chunk: ``S_[0] = S_0``, ``S_[n+1] = d_n ⊙ S_[n] + U_n``.
 
-    ``initial_state [B, H, Dk, Dv]``; ``increments`` U ``[B, H, N, Dk, Dv]``; ``decay`` (None
-    means 1) broadcasts against one state, e.g. ``[B, H, N, Dk, 1]``. Returns
+    ``initial_state [B, H, Dk, Dv]``; ``increments`` U ``[B, H, N, Dk, Dv]``; ``chunk_decay`` d
+    (None means 1) broadcasts against one state, e.g. ``[B, H, N, Dk, 1]``. Returns
     ``(states [B, H, N, Dk, Dv], S_[N])``.
     """
     states = []
     state = initial_state
     for n in range(increments.shape[2]):
         states.append(state)
-        if decay is None:
+        if chunk_decay is None:
             state = state + increments[:, :, n]
         else:
-            # U + decay ⊙ S
-            state = torch.addcmul(increments[:, :, n], decay[:, :, n], state)
+            # U + d ⊙ S
+            state = torch.addcmul(
+                increments[:, :, n], chunk_decay[:, :, n], state
+            )
     return torch.stack(states, dim=2), state
 
 
@@ -329,27 +333,48 @@ def _per_channel(g: torch.Tensor) -> torch.Tensor:
     return g.unsqueeze(-1) if g.dim() == 3 else g
 
 
+def _scaled_and_start(
+    q: torch.Tensor,
+    v: torch.Tensor,
+    scale: float | None,
+    initial_state: torch.Tensor | None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``s q`` (``s`` = ``scale``, default 1/sqrt(Dk)) and S_0 (``initial_state``, or zeros)."""
+    q = q * (q.shape[-1] ** -0.5 if scale is None else scale)
+    if initial_state is None:
+        initial_state = q.new_zeros(*q.shape[:2], q.shape[-1], v.shape[-1])
+    return q, initial_state
+
+
 def linear_attention_chunks(
     q: torch.Tensor,
     k: torch.Tensor,
     v: torch.Tensor,
     *,
-    state: torch.Tensor,
-    normaliser: torch.Tensor | None,
+    scale: float | None,
+    normalize: bool,
     eps: float,
+    initial_state: torch.Tensor | tuple[torch.Tensor, torch.Tensor] | None,
     chunk_size: int,
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+) -> tuple[torch.Tensor, torch.Tensor | tuple[torch.Tensor, torch.Tensor]]:
     """Linear attention chunkwise, all chunk-local products at once:
 
         O_[n] = Q_[n] S_[n] + (Q_[n] K_[n]ᵀ ⊙ M) V_[n],      S_[n+1] = S_[n] + K_[n]ᵀ V_[n]
 
-    With a ``normaliser`` z [B, H, Dk] the same computation runs with a column of ones appended
-    to V (and z to S): the last output column is then the denominator. Returns (o, S_T, z_T).
+    With ``normalize`` the state is the pair (S, z), z [B, H, Dk], and the same computation
+    runs with a column of ones appended to V (and z to S): the last output column is then the
+    denominator. Returns (o, S_T) or (o, (S_T, z_T)).
     """
     length = q.shape[2]
     # a sequence shorter than one chunk is one chunk
     chunk_size = min(chunk_size, length)
-    if normaliser is not None:
+    state, normaliser = initial_state, None
+    if normalize and initial_state is not None:
+        state, normaliser = initial_state
+    q, state = _scaled_and_start(q, v, scale, state)
+    if normalize:
+        if normaliser is None:
+            normaliser = q.new_zeros(q.shape[:2] + q.shape[-1:])
         v = torch.cat([v, torch.ones_like(v[..., :1])], dim=-1)
         state = torch.cat([state, normaliser.unsqueeze(-1)], dim=-1)
     # [B, H, N, C, D]
@@ -358,9 +383,12 @@ def linear_attention_chunks(
     o = merge_chunks(
         qc @ states + (qc @ kc.transpose(-1, -2)).tril_() @ vc, length
     )
-    if normaliser is None:
-        return o, state, None
-    return o[..., :-1] / (o[..., -1:] + eps), state[..., :-1], state[..., -1]
+    if not normalize:
+        return o, state
+    return o[..., :-1] / (o[..., -1:] + eps), (
+        state[..., :-1],
+        state[..., -1],
+    )
 
 
 def gla_chunks(
@@ -369,7 +397,8 @@ def gla_chunks(
     v: torch.Tensor,
     *,
     g: torch.Tensor,
-    state: torch.Tensor,
+    scale: float | None,
+    initial_state: torch.Tensor | None,
     chunk_size: int,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Gated linear attention chunkwise (scalar or per-channel gate g), B the cumulative log-gate
@@ -381,6 +410,7 @@ def gla_chunks(
     """
     length = q.shape[2]
     chunk_size = min(chunk_size, length)
+    q, state = _scaled_and_start(q, v, scale, initial_state)
     qc, kc, vc, gc = (
         split_chunks(x, chunk_size) for x in (q, k, v, _per_channel(g))
     )
@@ -388,8 +418,8 @@ def gla_chunks(
     [scores], [q_from_start], k_to_end = channel_decay_terms((qc,), kc, b)
     increments = k_to_end.transpose(-1, -2) @ vc  # [B, H, N, Dk, Dv]
     # e^(b_C) [B, H, N, Dk or 1, 1]
-    decay = decay_exp(b[..., -1:, :]).transpose(-1, -2)
-    states, state = chunk_states(state, increments, decay)
+    chunk_decay = decay_exp(b[..., -1:, :]).transpose(-1, -2)
+    states, state = chunk_states(state, increments, chunk_decay)
     return merge_chunks(q_from_start @ states + scores @ vc, length), state
 
 
@@ -399,13 +429,15 @@ def delta_rule_chunks(
     v: torch.Tensor,
     *,
     beta: torch.Tensor,
-    state: torch.Tensor,
+    scale: float | None,
+    initial_state: torch.Tensor | None,
     chunk_size: int,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The delta rule chunkwise: L = I + StrictTril(diag(β) K Kᵀ) and A_qk = Q Kᵀ ⊙ M for all
     chunks at once, then ``delta_chunk_loop`` with no decay. Returns (o, S_T)."""
     length = q.shape[2]
     chunk_size = min(chunk_size, length)
+    q, state = _scaled_and_start(q, v, scale, initial_state)
     # [B, H, N, C, D]
     qc, kc, vc = (split_chunks(x, chunk_size) for x in (q, k, v))
     beta_c = _split_per_token(beta, chunk_size)  # [B, H, N, C]
@@ -430,7 +462,8 @@ def decayed_delta_rule_chunks(
     *,
     g: torch.Tensor,
     beta: torch.Tensor,
-    state: torch.Tensor,
+    scale: float | None,
+    initial_state: torch.Tensor | None,
     chunk_size: int,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The delta rule with a decay, chunkwise: Gated DeltaNet (g [B, H, T]) and KDA
@@ -445,6 +478,7 @@ def decayed_delta_rule_chunks(
     """
     length = q.shape[2]
     chunk_size = min(chunk_size, length)
+    q, state = _scaled_and_start(q, v, scale, initial_state)
     qc, kc, vc, gc = (
         split_chunks(x, chunk_size) for x in (q, k, v, _per_channel(g))
     )

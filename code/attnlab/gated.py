@@ -10,15 +10,19 @@ One kernel covers three models, by the shape and origin of the log-gate ``g = lo
 - RetNet: a fixed scalar per head, ``g_t = log γ_h`` with ``γ_h = 1 - 2^(-5-h)``
   (``retnet_decay``, ``retnet_gate``); ``g`` is ``[B, H, T]``.
 - Mamba-2 / SSD: a data-dependent scalar per head and step,
-  ``g = -exp(A_log)·softplus(x + dt_bias)``
-  (``softplus_decay_gate``); ``g`` is ``[B, H, T]``.
+  ``g = -exp(A_log)·softplus(x + dt_bias)`` (``softplus_decay_gate``); ``g`` is ``[B, H, T]``.
 - GLA: a data-dependent decay per key channel, ``g`` is ``[B, H, T, Dk]``.
 
 A scalar gate is the per-channel gate broadcast over Dk. The chunkwise form needs the decay
-between two positions, ``exp(B_i - B_j)`` with ``B`` the cumulative log-gate inside a chunk; it is
-always formed from differences (never ``exp(-B)`` alone, which overflows float32 once
-``-B ≳ 88``). ``gla_chunk_reference`` writes it out chunk by chunk; ``gla_chunk`` computes the
-same numbers with the private fast engine (``attnlab._chunk_engine``).
+between two positions of a chunk: with ``B_i = g_1 + … + g_i`` the log-gates summed from the
+chunk's start (in the code ``b``), a write at j reaches position i decayed by
+``γ_(j,i] = exp(B_i − B_j)`` (``log_gamma`` is B_i − B_j). It is always formed from differences
+(never ``exp(-B)`` alone, which overflows float32 once ``-B ≳ 88``).
+
+The forms: ``gla_step`` (one token), ``gla_recurrent`` (the step T times: the definition),
+``gla_chunk_reference`` (chunk by chunk, written out) and ``gla_chunk`` (the same numbers from
+the private fast engine, ``attnlab._chunk_engine``). Inputs are checked once, at the public
+boundary (:func:`attnlab.checks.checked`).
 """
 
 from __future__ import annotations
@@ -29,215 +33,152 @@ import torch
 import torch.nn.functional as F
 
 from . import _chunk_engine as engine
-from ._chunk_engine import decay_exp
-from .checks import (
-    check_positive_int,
-    check_range,
-    check_tensor,
-    resolve_scale,
+from ._kernel_checks import (
+    SEQUENCE,
+    TOKEN,
+    check_log_gate,
+    check_sequences,
+    check_tokens,
 )
-from .linear import check_qkv
+from .checks import check_positive_int, checked
 
 GLA_GATE_NORMALIZER = 16.0
 """GLA's gate is ``logsigmoid(·) / 16`` (FLA ``gate_logit_normalizer``): decays close to 1."""
 
 
-# --------------------------------------------------------------------------- checks
-def check_gate(
-    g: object, sizes: dict[str, int], q: torch.Tensor
-) -> torch.Tensor:
-    """Check a log-gate: ``[B, H, T]`` (scalar per head) or ``[B, H, T, Dk]`` (per channel),
-    finite, ``<= 0`` (a decay α = exp(g) <= 1), with q's dtype and device."""
-    if isinstance(g, torch.Tensor) and g.dim() == 3:
-        check_tensor(
-            "g", g, ("B", "H", "T"), sizes, dtype=q.dtype, device=q.device
-        )
-    elif isinstance(g, torch.Tensor) and g.dim() != 4:
-        raise ValueError(
-            f"g: expected a 3-D tensor [B, H, T] or a 4-D tensor [B, H, T, Dk], "
-            f"got shape {tuple(g.shape)}"
-        )
-    else:
-        check_tensor(
-            "g",
-            g,
-            ("B", "H", "T", "Dk"),
-            sizes,
-            dtype=q.dtype,
-            device=q.device,
-        )
-    if g.numel():
-        lowest, highest = torch.aminmax(g)  # one pass; NaN propagates to both
-        if highest.isnan():
-            raise ValueError("g: contains NaN")
-        if highest > 0:
-            raise ValueError(
-                f"g: expected log-gates <= 0 (decay α = exp(g) <= 1), "
-                f"got max {highest.item():.4g}"
-            )
-        if lowest.isinf():
-            raise ValueError(
-                "g: expected finite log-gates (g = log α, α > 0), got -inf"
-            )
-    return g
+# --------------------------------------------------------------------------- input checks
+def _sequence_inputs(q, k, v, g, scale, initial_state, chunk_size=1, **_):
+    sizes = check_sequences(
+        q,
+        k,
+        v,
+        initial_state=initial_state,
+        scale=scale,
+        chunk_size=chunk_size,
+    )
+    check_log_gate(g, sizes, q, SEQUENCE, (*SEQUENCE, "Dk"))
+
+
+def _token_inputs(q, k, v, g, state, scale):
+    sizes = check_tokens(q, k, v, state=state, scale=scale)
+    check_log_gate(g, sizes, q, (*TOKEN, "Dk"))
 
 
 # --------------------------------------------------------------------------- kernels
-def gla_recurrent(
-    q: torch.Tensor,
-    k: torch.Tensor,
-    v: torch.Tensor,
-    *,
-    g: torch.Tensor,
-    scale: float | None = None,
-    initial_state: torch.Tensor | None = None,
-    output_final_state: bool = False,
-) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """Gated linear attention token by token, the definition:
+@checked(_token_inputs)
+def gla_step(q, k, v, *, g, state, scale=None):
+    """One token of gated linear attention:
 
-        S_t = Diag(α_t) S_{t-1} + k_t v_tᵀ,   α_t = exp(g_t),
-        o_t = S_tᵀ (s q_t)
+        S_t = Diag(α_t) S_{t-1} + k_t v_tᵀ,   α_t = exp(g_t),   o_t = S_tᵀ (s q_t)
 
-    q, k ``[B, H, T, Dk]``, v ``[B, H, T, Dv]``, g ``[B, H, T, Dk]`` (GLA: one
-    decay per key channel) or ``[B, H, T]`` (one per head: Mamba-2/SSD; a
-    constant ``g = log γ`` is RetNet), ``g <= 0``; state ``[B, H, Dk, Dv]``.
-    Returns ``(o [B, H, T, Dv], S_T or None)``.
+    q, k, g [B, H, Dk] (g ≤ 0); v [B, H, Dv]; state [B, H, Dk, Dv]
+    -> (o [B, H, Dv], S_t).
     """
-    sizes = check_qkv(q, k, v, initial_state=initial_state)
-    g = check_gate(g, sizes, q)
-    # [B, H, T, Dk or 1]
-    alpha = torch.exp(g.unsqueeze(-1) if g.dim() == 3 else g)
-    q = q * resolve_scale(scale, sizes["Dk"])
+    q = q * (q.shape[-1] ** -0.5 if scale is None else scale)
+    state = g.exp()[..., None] * state + k[..., None] * v[..., None, :]
+    return torch.einsum("bhkv,bhk->bhv", state, q), state
+
+
+@checked(_sequence_inputs)
+def gla_recurrent(
+    q, k, v, *, g, scale=None, initial_state=None, output_final_state=False
+):
+    """Gated linear attention token by token (the definition): the step T
+    times.
+
+    q, k [B, H, T, Dk]; v [B, H, T, Dv]; g [B, H, T, Dk] (GLA) or [B, H, T]
+    (one decay per head: Mamba-2, and RetNet's constant log γ), g ≤ 0
+    -> o [B, H, T, Dv], S_T or None.
+    """
+    if g.dim() == 3:  # one gate per head: the same decay in every channel
+        g = g[..., None].expand_as(k)
     state = initial_state
-    if state is None:
-        state = q.new_zeros(sizes["B"], sizes["H"], sizes["Dk"], sizes["Dv"])
+    if state is None:  # S_0 = 0
+        state = q.new_zeros(*q.shape[:2], q.shape[-1], v.shape[-1])
     outputs = []
-    for t in range(sizes["T"]):
-        q_t, k_t, v_t, alpha_t = (
-            q[:, :, t],
-            k[:, :, t],
-            v[:, :, t],
-            alpha[:, :, t],
-        )
-        # S_t = Diag(α_t) S_{t-1} + k_t v_tᵀ
-        state = alpha_t.unsqueeze(-1) * state + k_t.unsqueeze(
-            -1
-        ) * v_t.unsqueeze(-2)
-        # o_t = S_tᵀ q_t
-        outputs.append(torch.einsum("bhkv,bhk->bhv", state, q_t))
+    for t in range(q.shape[2]):
+        q_t, k_t, v_t, g_t = (x[:, :, t] for x in (q, k, v, g))
+        o_t, state = gla_step(q_t, k_t, v_t, g=g_t, state=state, scale=scale)
+        outputs.append(o_t)
     return torch.stack(outputs, dim=2), (
         state if output_final_state else None
     )
 
 
-def segment_decay(b: torch.Tensor) -> torch.Tensor:
-    """Γ_ij = exp(b_i - b_j) for j <= i, else 0: the decay from step j to step i.
-
-    b ``[..., C]`` (cumulative log-gates) -> Γ ``[..., C, C]``. The difference is taken first
-    and clipped to <= 0 before ``exp`` (above the diagonal it is >= 0 and would overflow), then
-    the upper triangle is zeroed.
-    """
-    diff = (b.unsqueeze(-1) - b.unsqueeze(-2)).clamp(max=0)
-    return decay_exp(
-        diff
-    ).tril()  # tril, not a masked fill: about 10x faster on a CPU
-
-
-def gla_chunk(
-    q: torch.Tensor,
-    k: torch.Tensor,
-    v: torch.Tensor,
+@checked(_sequence_inputs)
+def gla_chunk_reference(
+    q,
+    k,
+    v,
     *,
-    g: torch.Tensor,
-    scale: float | None = None,
-    initial_state: torch.Tensor | None = None,
-    output_final_state: bool = False,
-    chunk_size: int = 64,
-) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """Gated linear attention chunk by chunk (the Notation appendix, §3b–3c). With B the
-    cumulative log-gate inside chunk n (inclusive) and b_C its last row:
+    g,
+    scale=None,
+    initial_state=None,
+    output_final_state=False,
+    chunk_size=64,
+):
+    """Gated linear attention chunk by chunk, written out (GLA, Yang et al.
+    2024; the Notation appendix, §3). In chunk n, B_i = g_1 + … + g_i and
+    B_C its last row; S = S_[n] the state entering it:
 
-        O_[n]   = (s Q ⊙ e^B) S_[n] + A V,     A_ij = Σ_d s q_id k_jd e^(B_id - B_jd) [j <= i]
-        S_[n+1] = Diag(e^(b_C)) S_[n] + (K ⊙ e^(b_C - B))ᵀ V
+        A_ij    = Σ_d q_id k_jd e^(B_id − B_jd)  (j ≤ i)      decayed scores
+        O_[n]   = (Q ⊙ e^B) S + A V
+        S_[n+1] = Diag(e^(B_C)) S + (K ⊙ e^(B_C − B))ᵀ V
 
-    The numbers of :func:`gla_chunk_reference`, computed by the private fast engine: all
-    chunks' decayed scores at once, factorised around a reference point per chunk, so no
-    ``[C, C, Dk]`` tensor of exponentials and no exponent above e^20 for any gate. Arguments
-    and shapes as ``gla_recurrent``; any T works (the last chunk is padded with zero gates).
+    Every exponent is ≤ 0 (j > i is masked before exp). Shapes as
+    :func:`gla_recurrent`; the last chunk may be shorter.
     """
-    sizes = check_qkv(q, k, v, initial_state=initial_state)
-    g = check_gate(g, sizes, q)
-    chunk_size = check_positive_int("chunk_size", chunk_size)
-    q = q * resolve_scale(scale, sizes["Dk"])
-    if initial_state is None:
-        initial_state = q.new_zeros(
-            sizes["B"], sizes["H"], sizes["Dk"], sizes["Dv"]
-        )
+    q = q * (q.shape[-1] ** -0.5 if scale is None else scale)
+    if g.dim() == 3:  # one gate per head: broadcast over the channels
+        g = g[..., None]
+    state = initial_state
+    if state is None:  # S_0 = 0
+        state = q.new_zeros(*q.shape[:2], q.shape[-1], v.shape[-1])
+    outputs = []
+    for start in range(0, q.shape[2], chunk_size):
+        chunk = slice(start, start + chunk_size)
+        q_n, k_n, v_n = q[:, :, chunk], k[:, :, chunk], v[:, :, chunk]
+        b = g[:, :, chunk].cumsum(dim=2)  # B  [B, H, C, Dk or 1]
+        b_last = b[:, :, -1:]  # B_C  [B, H, 1, Dk or 1]
+        log_gamma = b[:, :, :, None] - b[:, :, None, :]  # B_i − B_j
+        size = q_n.shape[2]
+        future = q_n.new_ones(size, size, dtype=torch.bool).triu(1)
+        gamma = log_gamma.masked_fill(future[..., None], -math.inf).exp()
+        scores = torch.einsum("bhid,bhijd,bhjd->bhij", q_n, gamma, k_n)  # A
+        outputs.append((q_n * b.exp()) @ state + scores @ v_n)  # O_[n]
+        k_to_end = k_n * (b_last - b).exp()  # K ⊙ e^(B_C − B)
+        state = b_last.exp().mT * state + k_to_end.mT @ v_n  # S_[n+1]
+    return torch.cat(outputs, dim=2), (state if output_final_state else None)
+
+
+@checked(_sequence_inputs)
+def gla_chunk(
+    q,
+    k,
+    v,
+    *,
+    g,
+    scale=None,
+    initial_state=None,
+    output_final_state=False,
+    chunk_size=64,
+):
+    """Gated linear attention chunk by chunk: the numbers of
+    :func:`gla_chunk_reference`, from the private fast engine (all chunks'
+    decayed scores at once, factorised around a reference point per block:
+    no [C, C, Dk] tensor of exponentials, no exponent above e^20 for any
+    gate). Shapes as :func:`gla_recurrent`; any T.
+    """
     o, state = engine.gla_chunks(
-        q, k, v, g=g, state=initial_state, chunk_size=chunk_size
+        q,
+        k,
+        v,
+        g=g,
+        scale=scale,
+        initial_state=initial_state,
+        chunk_size=chunk_size,
     )
     return o, (state if output_final_state else None)
-
-
-def gla_chunk_reference(
-    q: torch.Tensor,
-    k: torch.Tensor,
-    v: torch.Tensor,
-    *,
-    g: torch.Tensor,
-    scale: float | None = None,
-    initial_state: torch.Tensor | None = None,
-    output_final_state: bool = False,
-    chunk_size: int = 64,
-) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """Gated linear attention chunk by chunk, written out (GLA, Yang et al. 2024, its
-    chunkwise form; the Notation appendix, §3). In chunk n, B_i = g_1 + … + g_i sums the
-    log-gates from the chunk's start to position i (inclusive), so a write at j reaches
-    position i decayed over the half-open interval (j, i] (α_j acted before k_j v_jᵀ was
-    added), and the state entering the chunk is decayed over (0, i]:
-
-        A_ij    = Σ_d q_id k_jd e^(B_id − B_jd)   for j ≤ i, else 0      (decayed scores)
-        O_[n]   = (Q ⊙ e^B) S_[n] + A V
-        S_[n+1] = Diag(e^(B_C)) S_[n] + (K ⊙ e^(B_C − B))ᵀ V              (B_C: last row of B)
-
-    Every exponent is ≤ 0 (B only decreases, and j > i is masked before ``exp``), so gates of
-    any size stay finite. g is ``[B, H, T, Dk]`` or ``[B, H, T]`` (one gate per head); the last
-    chunk may be shorter than C. Arguments and shapes as :func:`gla_recurrent`.
-    """
-    sizes = check_qkv(q, k, v, initial_state=initial_state)
-    g = check_gate(g, sizes, q)
-    g = g.unsqueeze(-1) if g.dim() == 3 else g  # [B, H, T, Dk or 1]
-    chunk_size = check_positive_int("chunk_size", chunk_size)
-    q = q * resolve_scale(scale, sizes["Dk"])
-    state = initial_state
-    if state is None:
-        state = q.new_zeros(sizes["B"], sizes["H"], sizes["Dk"], sizes["Dv"])
-    outputs = []
-    for start in range(0, sizes["T"], chunk_size):
-        # the last chunk may be shorter
-        chunk = slice(start, start + chunk_size)
-        # [B, H, C, D]
-        q_n, k_n, v_n = (q[:, :, chunk], k[:, :, chunk], v[:, :, chunk])
-        log_decay = g[:, :, chunk].cumsum(dim=2)  # B  [B, H, C, Dk or 1]
-        log_last = log_decay[:, :, -1:]  # B_C  [B, H, 1, Dk or 1]
-        size = q_n.shape[2]
-        causal = torch.ones(
-            size, size, dtype=torch.bool, device=q.device
-        ).tril()
-        # B_i − B_j  [B, H, C, C, ·]
-        pair = log_decay[:, :, :, None] - log_decay[:, :, None, :]
-        pair_decay = pair.masked_fill(
-            ~causal[..., None], -math.inf
-        ).exp()  # 0 for j > i
-        # A
-        scores = torch.einsum("bhid,bhijd,bhjd->bhij", q_n, pair_decay, k_n)
-        # O_[n]
-        outputs.append((q_n * log_decay.exp()) @ state + scores @ v_n)
-        # S_[n+1]
-        state = log_last.exp().transpose(-1, -2) * state + (
-            (k_n * (log_last - log_decay).exp()).transpose(-1, -2) @ v_n
-        )
-    return torch.cat(outputs, dim=2), (state if output_final_state else None)
 
 
 # --------------------------------------------------------------------------- gates
@@ -277,8 +218,8 @@ def retnet_gate(
 
 def softplus_decay_gate(
     x: torch.Tensor,
-    A_log: torch.Tensor,
-    dt_bias: torch.Tensor,  # noqa: N803 (Mamba's name)
+    A_log: torch.Tensor,  # noqa: N803 (Mamba's name)
+    dt_bias: torch.Tensor,
 ) -> torch.Tensor:
     """The Mamba-2 decay, shared by Mamba-2, Gated DeltaNet and KDA:
 
@@ -324,13 +265,3 @@ def init_softplus_decay(
     dt = torch.exp(log_dt)
     # softplus⁻¹(Δ) = Δ + log(1 - e^-Δ)
     return torch.log(a), dt + torch.log(-torch.expm1(-dt))
-
-
-def effective_horizon(g: torch.Tensor | float) -> torch.Tensor:
-    """The memory horizon of a decay α = exp(g): ``1 / (1 - α)``, the total weight
-    ``Σ_{n>=0} αⁿ`` of a geometric past (infinite for α = 1). Elementwise, any shape."""
-    if not isinstance(g, torch.Tensor):
-        g = torch.tensor(float(g))
-    check_range("g", g, None, 0.0)
-    # expm1: exact for α near 1
-    return torch.where(g == 0, math.inf, -1.0 / torch.expm1(g))

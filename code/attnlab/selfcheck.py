@@ -60,14 +60,17 @@ from .blocks import HeadRMSNorm, merge_heads, split_heads
 from .delta import (
     delta_rule_chunk_reference,
     delta_rule_recurrent,
+    delta_rule_step,
     gated_delta_rule_recurrent,
+    gated_delta_rule_step,
 )
-from .gated import gla_recurrent
+from .gated import gla_recurrent, gla_step
 from .kda import kda_recurrent
 from .kv_cache import KVCache
 from .linear import (
     linear_attention_chunk_reference,
     linear_attention_recurrent,
+    linear_attention_step,
 )
 
 RTOL, ATOL = 1e-3, 1e-4
@@ -781,40 +784,24 @@ def check_kda_step(fn: Callable) -> CheckResult:
 # --- reference steps (what a correct answer looks like; the exercises' hidden solutions) -----
 
 
-def _one_token(recurrence: Callable, q, k, v, state, **per_token):
-    """``recurrence`` (a package kernel) on a single token: every tensor of one
-    token ``[B, H, D]`` (or ``[B, H]``) gets a time axis of length 1."""
-    o, new = recurrence(
-        q[:, :, None],
-        k[:, :, None],
-        v[:, :, None],
-        **{name: t[:, :, None] for name, t in per_token.items()},
-        initial_state=state,
-        output_final_state=True,
-    )
-    return o[:, :, 0], new
-
-
 def reference_linear_attention_step(q, k, v, *, state):
-    """The package's linear-attention step: ``linear_attention_recurrent`` on one token."""
-    return _one_token(linear_attention_recurrent, q, k, v, state)
+    """The package's linear-attention step, ``linear.linear_attention_step``."""
+    return linear_attention_step(q, k, v, state=state)
 
 
 def reference_gla_step(q, k, v, *, g, state):
-    """The package's gated linear-attention step: ``gla_recurrent`` on one token."""
-    return _one_token(gla_recurrent, q, k, v, state, g=g)
+    """The package's gated linear-attention step, ``gated.gla_step``."""
+    return gla_step(q, k, v, g=g, state=state)
 
 
 def reference_delta_step(q, k, v, *, beta, state):
-    """The package's delta-rule step: ``delta_rule_recurrent`` on one token."""
-    return _one_token(delta_rule_recurrent, q, k, v, state, beta=beta)
+    """The package's delta-rule step, ``delta.delta_rule_step``."""
+    return delta_rule_step(q, k, v, beta=beta, state=state)
 
 
 def reference_gated_delta_step(q, k, v, *, g, beta, state):
-    """The package's gated delta step: ``gated_delta_rule_recurrent`` on one token."""
-    return _one_token(
-        gated_delta_rule_recurrent, q, k, v, state, g=g, beta=beta
-    )
+    """The package's gated delta step, ``delta.gated_delta_rule_step``."""
+    return gated_delta_rule_step(q, k, v, g=g, beta=beta, state=state)
 
 
 def reference_decode_step(q_t, k_t, v_t, cache: KVCache):

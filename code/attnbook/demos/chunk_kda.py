@@ -7,8 +7,8 @@ import math
 import torch
 import torch.nn.functional as F
 
-from attnlab.checks import check_float_in, check_int_in
-from attnlab.kda import association_retention, kda_states
+from attnlab.checks import check_float_in, check_int_in, check_tensor
+from attnlab.kda import kda_step
 
 
 def toy_chunk(
@@ -106,17 +106,47 @@ def retention_demo(
         ("", log_gates),
         ("_shared", log_gates.mean().expand(dk)),
     ):
-        g = gates.view(1, 1, 1, dk).expand(1, 1, t, dk)
-        states = torch.cat(
-            [
-                s0[:, :, None],
-                kda_states(k, v, g=g, beta=beta, initial_state=s0),
-            ],
-            dim=2,
-        )
+        g = gates.view(1, 1, dk)  # the same gates at every token
+        states = [s0]  # S_0 … S_T from the recurrence, one kda_step a token
+        for i in range(t):
+            k_i, v_i, beta_i = k[:, :, i], v[:, :, i], beta[:, :, i]
+            _, state = kda_step(
+                k_i, k_i, v_i, g=g, beta=beta_i, state=states[-1]
+            )
+            states.append(state)
+        states = torch.stack(states, dim=2)
         # [T + 1, Dk]
         retention = association_retention(states, key, value)[0, 0]
         if not name:
             out["retention"] = retention
         out["recall" + name] = (retention * key[0, 0] ** 2).sum(-1)
     return out
+
+
+def association_retention(
+    states: torch.Tensor, key: torch.Tensor, value: torch.Tensor
+) -> torch.Tensor:
+    """How much of an old association ``key valueᵀ`` each key channel of the state still holds:
+
+        r_t[d] = (S_t value)[d] / (key[d] · ‖value‖²)
+
+    If S_0 = key valueᵀ and every later value is orthogonal to ``value``, S_t value is exactly
+    what is left of the old association, so r_0 = 1 in every channel, and r_t[d] is the fraction
+    surviving in channel d (decay shrinks it; the delta rule's erasures along later keys shrink
+    it and move it between channels).
+    states [B, H, T, Dk, Dv]; key [B, H, Dk] with no zero entry; value [B, H, Dv], not zero.
+    Returns r [B, H, T, Dk].
+    """
+    sizes = check_tensor("states", states, ("B", "H", "T", "Dk", "Dv"))
+    like = {"dtype": states.dtype, "device": states.device}
+    check_tensor("key", key, ("B", "H", "Dk"), sizes, **like)
+    check_tensor("value", value, ("B", "H", "Dv"), sizes, **like)
+    if (key == 0).any():
+        raise ValueError(
+            "key: expected no zero entry (each channel's share is divided by it)"
+        )
+    norm2 = value.square().sum(-1)  # [B, H]
+    if (norm2 == 0).any():
+        raise ValueError("value: expected a non-zero vector")
+    along = torch.einsum("bhtkv,bhv->bhtk", states, value)
+    return along / (key[:, :, None, :] * norm2[:, :, None, None])

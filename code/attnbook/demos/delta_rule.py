@@ -1,6 +1,7 @@
 """The experiments of Lessons 11 and 12: one key overwritten, key-norm stability, recall against
 the number of pairs, and the document switch. Every number comes from the package's kernels
-(``linear_attention_recurrent``, ``delta_rule_recurrent``) and :mod:`attnlab.tasks`."""
+(``linear_attention_recurrent``, ``delta_rule_recurrent``), through
+:mod:`attnbook.demos.associative_memory` for the recall and the switch."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ import torch
 from attnlab.checks import check_float_in
 from attnlab.delta import delta_rule_recurrent
 from attnlab.linear import linear_attention_recurrent
-from attnlab.tasks import (
+
+from .associative_memory import (
     associative_pairs,
     delta_recall_errors_by_pair,
     document_switch_stream,
@@ -230,16 +232,4 @@ def switch_errors(
             query_noise=query_noise,
         )
         for mixer in (*SWITCH_NAMES, "latest_only")
-    }
-
-
-def switch_error_table(
-    alpha_boundary: float = 0.01, beta: float = 1.0, query_noise: float = 0.5
-) -> dict[str, float]:
-    """The mean error over all eight new keys, per mixer (and ``latest_only``)."""
-    errors = switch_errors(alpha_boundary, beta, query_noise)
-    n_over, n_new = SWITCH_SETUP["n_overwrite"], SWITCH_SETUP["n_new"]
-    return {
-        m: (e[0] * n_over + e[1] * (n_new - n_over)) / n_new
-        for m, e in errors.items()
     }

@@ -1,5 +1,5 @@
 """The measurements of Lessons 9 and 10: recall error against stored pairs (capacity) and against
-recency under a constant decay (forgetting)."""
+recency under a constant decay (forgetting), and the memory horizon of a decay."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from functools import cache
 
 import torch
 
-from attnlab.checks import check_int_in
-from attnlab.gated import segment_decay
-from attnlab.tasks import (
+from attnlab.checks import check_int_in, check_range
+
+from .associative_memory import (
     associative_pairs,
     mean_recall_error,
     recall_errors_by_pair,
@@ -38,7 +38,7 @@ def capacity_curve(
     dim: int, orthogonal: bool
 ) -> tuple[tuple[int, float], ...]:
     """(N, mean relative recall error) over ``CAPACITY_PAIRS`` for one ``dim``, additive writes,
-    ``CAPACITY_TRIALS`` draws each (``tasks.mean_recall_error``). Orthonormal keys stop at N = dim.
+    ``CAPACITY_TRIALS`` draws each (``mean_recall_error``). Orthonormal keys stop at N = dim.
     Cached: the capacity panel draws from it."""
     return tuple(
         (
@@ -98,9 +98,19 @@ def forgetting_errors(length: int) -> torch.Tensor:
 
 def pair_weights(alpha: float, length: int) -> torch.Tensor:
     """The weight α^(length − i) with which pair i (1-based) is still in the state after
-    ``length`` writes with a constant decay: the last row of ``gated.segment_decay``."""
-    g = torch.full((length,), math.log(alpha), dtype=torch.float64)
-    return segment_decay(g.cumsum(0))[-1]
+    ``length`` writes with a constant decay α, float64 ``[length]``."""
+    ages = torch.arange(length - 1, -1, -1, dtype=torch.float64)
+    return torch.exp(math.log(alpha) * ages)
+
+
+def effective_horizon(g: torch.Tensor | float) -> torch.Tensor:
+    """The memory horizon of a decay α = exp(g): ``1 / (1 - α)``, the total weight
+    ``Σ_{n>=0} αⁿ`` of a geometric past (infinite for α = 1). Elementwise, any shape."""
+    if not isinstance(g, torch.Tensor):
+        g = torch.tensor(float(g))
+    check_range("g", g, None, 0.0)
+    # expm1: exact for α near 1
+    return torch.where(g == 0, math.inf, -1.0 / torch.expm1(g))
 
 
 def recalled_pairs(alpha: float, length: int) -> int:

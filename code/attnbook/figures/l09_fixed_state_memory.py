@@ -7,8 +7,12 @@ import torch
 from matplotlib.figure import Figure
 
 from attnlab.checks import check_int_in
-from attnlab.tasks import associative_pairs, expected_crosstalk, write_state
 
+from ..demos.associative_memory import (
+    associative_pairs,
+    expected_crosstalk,
+    write_state,
+)
 from ..demos.state_memory import (
     CAPACITY_DIMS,
     CAPACITY_PAIRS,

@@ -12,7 +12,6 @@ from matplotlib.figure import Figure
 from attnlab.checks import check_int_in
 from attnlab.gated import (
     GLA_GATE_NORMALIZER,
-    effective_horizon,
     retnet_gate,
     softplus_decay_gate,
 )
@@ -22,6 +21,7 @@ from ..demos.state_memory import (
     FORGET_DIM,
     FORGET_LENGTHS,
     RECALL_THRESHOLD,
+    effective_horizon,
     forgetting_errors,
     pair_weights,
     recalled_pairs,

@@ -19,10 +19,11 @@ from matplotlib.ticker import (
 )
 
 from attnlab.checks import check_int_in
-from attnlab.delta import transition_product, ut_transform
+from attnlab.delta import ut_transform
 
 from ..costs import delta_rule_cost
 from ..demos.chunk_kda import CHUNK_PICTURE_LENGTH, toy_chunk
+from ..demos.transitions import transition_product
 from ..plotting import (
     DIVERGING_CMAP,
     PALETTE,

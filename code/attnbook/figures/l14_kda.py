@@ -14,7 +14,7 @@ from matplotlib.colors import Normalize
 from matplotlib.figure import Figure
 
 from attnlab.checks import check_int_in
-from attnlab.kda import kda_states
+from attnlab.kda import kda_step
 
 from ..demos.chunk_kda import retention_demo
 from ..plotting import (
@@ -45,13 +45,14 @@ def draw_decay_then_correct(
     ]
     k = F.normalize(
         torch.randn(1, 1, 1, d, generator=gen, dtype=torch.float64), dim=-1
-    )
-    v = torch.randn(1, 1, 1, d, generator=gen, dtype=torch.float64)
+    )[:, :, 0]
+    v = torch.randn(1, 1, 1, d, generator=gen, dtype=torch.float64)[:, :, 0]
     alpha = torch.linspace(0.2, 1.0, d, dtype=torch.float64)
-    g = alpha.log().view(1, 1, 1, d)
-    beta = torch.ones(1, 1, 1, dtype=torch.float64)
+    g = alpha.log().view(1, 1, d)
+    beta = torch.ones(1, 1, dtype=torch.float64)
     decayed = alpha[:, None] * state[0, 0]
-    new = kda_states(k, v, g=g, beta=beta, initial_state=state)[0, 0, 0]
+    _, new = kda_step(k, k, v, g=g, beta=beta, state=state)
+    new = new[0, 0]
     limit = max(state.abs().max().item(), new.abs().max().item())
     axes = fig.subplots(1, 3)
     titles = (
