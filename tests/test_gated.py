@@ -400,7 +400,7 @@ def test_step_by_step_equals_recurrent(shape, seed, gate_scale, scale):
 def test_step_refuses_bad_inputs_naming_the_argument():
     q, k, v, g, s0 = random_inputs(3, (1, 2, 1, 4, 3), dtype=torch.float32)
     token = dict(q=q[:, :, 0], k=k[:, :, 0], v=v[:, :, 0], g=g[:, :, 0], state=s0)
-    for name, value in [("q", q), ("v", token["v"][:1]), ("g", token["g"][..., 0]),
+    for name, value in [("q", q), ("v", token["v"][:, :1]), ("g", token["g"][..., 0]),
                         ("g", 0.5 - token["g"]), ("g", torch.full_like(token["g"], -math.inf)),
                         ("state", s0.double()), ("state", s0[..., :2, :])]:
         args = {**token, name: value}

@@ -282,7 +282,8 @@ def test_step_refuses_bad_inputs_naming_the_argument():
         ("state", dict(state=torch.full_like(s0, float("inf")))),
         ("state", dict(state=s0, normalize=True)),  # needs (S, z)
         (r"state\[1\]", dict(state=(s0, z0[..., :2]), normalize=True)),
-        ("k: normalize=True", dict(state=(s0, z0), k=-token["k"].abs(), normalize=True)),
+        ("k: normalize=True", dict(state=(s0, z0), q=token["q"].abs(), k=-token["k"].abs(),
+                                   normalize=True)),
         ("eps", dict(eps=-1.0)),
         ("scale", dict(scale="big")),
     ]:

@@ -338,18 +338,13 @@ def time_kda_step(
     checked: bool = False,
     seed: int = 0,
 ) -> tuple[float, int]:
-    """Median seconds of one KDA decoding step (batch 1, float32), and the
-    state's bytes.
-
-    Random q, v, L2-normalised k, β ∈ (0, 1), log-gates g ∈ (−0.1, 0] and a
-    random state S ``[1, n_heads, head_dim, head_dim]``: the step does the
-    same work for any context, since the state is all it reads. The timed path
-    is the step itself (the body of :func:`kda_step`, without the argument
-    checks its public entry runs); ``checked=True`` times :func:`kda_step`
-    as a caller calls it, checks included. Returns ``(seconds, state_bytes)``:
-    the median of ``repeats`` calls after one warm-up
-    (``timing.median_seconds``), and H · Dk · Dv · 4 bytes. Depends on the
-    machine and on ``torch.get_num_threads()``.
+    """Median seconds of one KDA decoding step (batch 1, float32) and the
+    state's bytes, H · Dk · Dv · 4: random q, v, unit k, β ∈ (0, 1),
+    g ∈ (−0.1, 0], state [1, H, D, D]. The step reads only the state, so it
+    costs the same at any context. The timed call is the step without its
+    argument checks; ``checked=True`` times :func:`kda_step` as callers do.
+    Median of ``repeats`` calls after one warm-up; depends on the machine
+    and on ``torch.get_num_threads()``.
     """
     for name, value in [
         ("n_heads", n_heads),
@@ -369,7 +364,7 @@ def time_kda_step(
     g = -0.1 * torch.rand(1, h, d, generator=gen)
     beta = torch.rand(1, h, generator=gen)
     state = torch.randn(1, h, d, d, generator=gen)
-    # kda_step.__wrapped__: the function @checked wraps, the step without checks
+    # __wrapped__: the function that @checked wraps, the step without checks
     step_of = kda_step if checked else kda_step.__wrapped__
 
     def step() -> object:

@@ -103,17 +103,13 @@ def _chunk_inputs(k, v, beta):
 # --------------------------------------------------------------------------- the delta rule
 @checked(_delta_token_inputs)
 def delta_rule_step(q, k, v, *, beta, state, scale=None):
-    """One token of the delta rule: correct what S stores under k_t, read.
-
-        S_t = S_{t-1} + β_t k_t (v_t − S_{t-1}ᵀ k_t)ᵀ,   o_t = S_tᵀ (s q_t)
-
-    q, k [B, H, Dk]; v [B, H, Dv]; beta [B, H]; state [B, H, Dk, Dv]
-    -> (o [B, H, Dv], S_t).
-    """
-    q = q * (q.shape[-1] ** -0.5 if scale is None else scale)
+    """One token of the delta rule. q, k [B, H, Dk]; v [B, H, Dv];
+    beta [B, H]; state [B, H, Dk, Dv] -> (o [B, H, Dv], S_t)."""
+    q = q * (q.shape[-1] ** -0.5 if scale is None else scale)  # s q_t
     error = v - torch.einsum("bhkv,bhk->bhv", state, k)  # v_t − S_{t-1}ᵀ k_t
+    # S_t = S_{t-1} + β_t k_t (v_t − S_{t-1}ᵀ k_t)ᵀ
     state = state + beta[..., None, None] * k[..., None] * error[..., None, :]
-    return torch.einsum("bhkv,bhk->bhv", state, q), state
+    return torch.einsum("bhkv,bhk->bhv", state, q), state  # o_t = S_tᵀ q_t
 
 
 @checked(_delta_inputs)
@@ -129,11 +125,9 @@ def delta_rule_recurrent(
     allow_unstable=False,
 ):
     """The delta rule token by token (the definition): the step T times.
-
     q, k [B, H, T, Dk]; v [B, H, T, Dv]; beta [B, H, T] with β‖k‖² ≤ 2
-    -> o [B, H, T, Dv], S_T or None. ``allow_unstable=True`` lifts the
-    β‖k‖² ≤ 2 check, to watch the state blow up (Lesson 11).
-    """
+    (``allow_unstable=True`` lifts the check, to watch the state blow up)
+    -> o [B, H, T, Dv], S_T or None."""
     state = initial_state
     if state is None:  # S_0 = 0
         state = q.new_zeros(*q.shape[:2], q.shape[-1], v.shape[-1])
@@ -152,35 +146,28 @@ def delta_rule_recurrent(
 @checked(_delta_inputs)
 def delta_rule_parallel(q, k, v, *, beta, scale=None):
     """The delta rule for a whole sequence at once, from S_0 = 0: the UT
-    transform of the whole sequence as one chunk (M: the causal mask).
-
-        O = (s Q Kᵀ ⊙ M) U,   U = (I + StrictTril(diag(β) K Kᵀ))⁻¹ diag(β) V
-
-    Shapes as :func:`delta_rule_recurrent` -> (o, None); [T, T] matrices:
-    to see the structure, not for long sequences.
-    """
+    transform of the whole sequence as one chunk. Shapes as
+    :func:`delta_rule_recurrent` -> (o, None); [T, T] matrices: to see the
+    structure, not for long sequences."""
     q = q * (q.shape[-1] ** -0.5 if scale is None else scale)
     _, u = ut_transform(k, v, beta=beta)  # the pseudo-values U
-    return (q @ k.mT).tril() @ u, None
+    return (q @ k.mT).tril() @ u, None  # O = (s Q Kᵀ ⊙ M) U
 
 
 @checked(_chunk_inputs)
 def ut_transform(k, v, *, beta):
-    """The WY / UT form of one chunk of C tokens (the Notation appendix, §4).
-
-        L = I + StrictTril(diag(β) K Kᵀ),   𝒯 = L⁻¹   (the UT transform)
-        W = 𝒯 diag(β) K,   row by row  w_t = β_t (k_t − Σ_{i<t} w_i k_iᵀ k_t)
-        U = 𝒯 diag(β) V,   row by row  u_t = β_t (v_t − Σ_{i<t} u_i k_iᵀ k_t)
-
-    Then (I − β_C k_C k_Cᵀ) ⋯ (I − β_1 k_1 k_1ᵀ) = I − Kᵀ W, and the chunk
-    turns S_0 into S_0 + Kᵀ (U − W S_0). k [B, H, C, Dk]; v [B, H, C, Dv];
-    beta [B, H, C] -> (W, U).
-    """
+    """The WY / UT form of one chunk (the Notation appendix, §4): with 𝒯 =
+    L⁻¹ the UT transform, the chunk's transitions multiply out to I − Kᵀ W
+    and it turns S_0 into S_0 + Kᵀ (U − W S_0). k [B, H, C, Dk];
+    v [B, H, C, Dv]; beta [B, H, C] -> (W [B, H, C, Dk], U [B, H, C, Dv])."""
     eye = torch.eye(k.shape[2], dtype=k.dtype, device=k.device)
-    lower = eye + (beta[..., None] * (k @ k.mT)).tril(-1)  # L
+    # L = I + StrictTril(diag(β) K Kᵀ): unit lower triangular, C × C
+    lower = eye + (beta[..., None] * (k @ k.mT)).tril(-1)
+    # W = 𝒯 diag(β) K: row by row, w_t = β_t (k_t − Σ_{i<t} w_i k_iᵀ k_t)
     w = torch.linalg.solve_triangular(
         lower, beta[..., None] * k, upper=False, unitriangular=True
     )
+    # U = 𝒯 diag(β) V: row by row, u_t = β_t (v_t − Σ_{i<t} u_i k_iᵀ k_t)
     u = torch.linalg.solve_triangular(
         lower, beta[..., None] * v, upper=False, unitriangular=True
     )
@@ -199,30 +186,23 @@ def delta_rule_chunk_reference(
     output_final_state=False,
     chunk_size=64,
 ):
-    """The delta rule chunk by chunk, written out (Yang et al. 2024,
-    "Parallelizing Linear Transformers with the Delta Rule over Sequence
-    Length"; the Notation appendix, §4). In chunk n, S = S_[n] entering it:
-
-        W, U    = ut_transform(K, V, β)     triangular solves
-        O_[n]   = Q S + (Q Kᵀ ⊙ M) (U − W S)
-        S_[n+1] = S + Kᵀ (U − W S)
-
-    Row t of U − W S is β_t (v_t − S_{t−1}ᵀ k_t), the error token t
-    corrects. Shapes as :func:`delta_rule_recurrent`; any T.
-    """
+    """The delta rule chunk by chunk, written out (the WY / UT form of Yang
+    et al. 2024; the Notation appendix, §4). Shapes as
+    :func:`delta_rule_recurrent`; any T."""
     q = q * (q.shape[-1] ** -0.5 if scale is None else scale)
     state = initial_state
     if state is None:  # S_0 = 0
         state = q.new_zeros(*q.shape[:2], q.shape[-1], v.shape[-1])
     outputs = []
     for start in range(0, q.shape[2], chunk_size):
-        chunk = slice(start, start + chunk_size)
+        chunk = slice(start, start + chunk_size)  # the last may be shorter
         q_n, k_n, v_n = q[:, :, chunk], k[:, :, chunk], v[:, :, chunk]
-        w, u = ut_transform(k_n, v_n, beta=beta[:, :, chunk])
-        v_new = u - w @ state  # U − W S  [B, H, C, Dv]
+        w, u = ut_transform(k_n, v_n, beta=beta[:, :, chunk])  # W, U
+        # U − W S: row t is β_t (v_t − S_{t−1}ᵀ k_t), the error token t fixes
+        v_new = u - w @ state
         inside = (q_n @ k_n.mT).tril()  # Q Kᵀ ⊙ M
         outputs.append(q_n @ state + inside @ v_new)  # O_[n]
-        state = state + k_n.mT @ v_new  # S_[n+1]
+        state = state + k_n.mT @ v_new  # S_[n+1] = S + Kᵀ (U − W S)
     return torch.cat(outputs, dim=2), (state if output_final_state else None)
 
 
@@ -258,15 +238,11 @@ def delta_rule_chunk(
 # --------------------------------------------------------------------------- gated delta rule
 @checked(_gated_token_inputs)
 def gated_delta_rule_step(q, k, v, *, g, beta, state, scale=None):
-    """One token of the gated delta rule: decay, then the delta rule's step.
-
-        S' = α_t S_{t-1},   α_t = exp(g_t)
-        S_t = S' + β_t k_t (v_t − S'ᵀ k_t)ᵀ,   o_t = S_tᵀ (s q_t)
-
-    q, k [B, H, Dk]; v [B, H, Dv]; g [B, H] ≤ 0; beta [B, H];
-    state [B, H, Dk, Dv] -> (o [B, H, Dv], S_t).
-    """
+    """One token of the gated delta rule. q, k [B, H, Dk]; v [B, H, Dv];
+    g [B, H] (log α ≤ 0); beta [B, H]; state [B, H, Dk, Dv]
+    -> (o [B, H, Dv], S_t)."""
     decayed = g.exp()[..., None, None] * state  # S' = α_t S_{t-1}
+    # then the delta rule's step: S_t = S' + β_t k_t (v_t − S'ᵀ k_t)ᵀ
     return delta_rule_step(q, k, v, beta=beta, state=decayed, scale=scale)
 
 
@@ -283,11 +259,8 @@ def gated_delta_rule_recurrent(
     output_final_state=False,
 ):
     """The gated delta rule token by token (the definition): the step T
-    times.
-
-    q, k [B, H, T, Dk]; v [B, H, T, Dv]; g [B, H, T] ≤ 0; beta [B, H, T]
-    -> o [B, H, T, Dv], S_T or None.
-    """
+    times. q, k [B, H, T, Dk]; v [B, H, T, Dv]; g [B, H, T] ≤ 0;
+    beta [B, H, T] -> o [B, H, T, Dv], S_T or None."""
     state = initial_state
     if state is None:  # S_0 = 0
         state = q.new_zeros(*q.shape[:2], q.shape[-1], v.shape[-1])
@@ -335,7 +308,7 @@ def gated_delta_rule_chunk_reference(
         state = q.new_zeros(*q.shape[:2], q.shape[-1], v.shape[-1])
     outputs = []
     for start in range(0, q.shape[2], chunk_size):
-        chunk = slice(start, start + chunk_size)
+        chunk = slice(start, start + chunk_size)  # the last may be shorter
         q_n, k_n, v_n = q[:, :, chunk], k[:, :, chunk], v[:, :, chunk]
         beta_n = beta[:, :, chunk, None]  # [B, H, C, 1]
         b = g[:, :, chunk, None].cumsum(dim=2)  # b  [B, H, C, 1]

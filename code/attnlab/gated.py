@@ -67,16 +67,12 @@ def _token_inputs(q, k, v, g, state, scale):
 # --------------------------------------------------------------------------- kernels
 @checked(_token_inputs)
 def gla_step(q, k, v, *, g, state, scale=None):
-    """One token of gated linear attention:
-
-        S_t = Diag(α_t) S_{t-1} + k_t v_tᵀ,   α_t = exp(g_t),   o_t = S_tᵀ (s q_t)
-
-    q, k, g [B, H, Dk] (g ≤ 0); v [B, H, Dv]; state [B, H, Dk, Dv]
-    -> (o [B, H, Dv], S_t).
-    """
-    q = q * (q.shape[-1] ** -0.5 if scale is None else scale)
+    """One token of gated linear attention. q, k, g [B, H, Dk] (g = log α
+    ≤ 0); v [B, H, Dv]; state [B, H, Dk, Dv] -> (o [B, H, Dv], S_t)."""
+    q = q * (q.shape[-1] ** -0.5 if scale is None else scale)  # s q_t
+    # S_t = Diag(α_t) S_{t-1} + k_t v_tᵀ
     state = g.exp()[..., None] * state + k[..., None] * v[..., None, :]
-    return torch.einsum("bhkv,bhk->bhv", state, q), state
+    return torch.einsum("bhkv,bhk->bhv", state, q), state  # o_t = S_tᵀ q_t
 
 
 @checked(_sequence_inputs)
@@ -84,12 +80,8 @@ def gla_recurrent(
     q, k, v, *, g, scale=None, initial_state=None, output_final_state=False
 ):
     """Gated linear attention token by token (the definition): the step T
-    times.
-
-    q, k [B, H, T, Dk]; v [B, H, T, Dv]; g [B, H, T, Dk] (GLA) or [B, H, T]
-    (one decay per head: Mamba-2, and RetNet's constant log γ), g ≤ 0
-    -> o [B, H, T, Dv], S_T or None.
-    """
+    times. q, k [B, H, T, Dk]; v [B, H, T, Dv]; g [B, H, T, Dk] (GLA) or
+    [B, H, T] (one decay per head: Mamba-2, RetNet) -> o, S_T or None."""
     if g.dim() == 3:  # one gate per head: the same decay in every channel
         g = g[..., None].expand_as(k)
     state = initial_state
@@ -118,16 +110,8 @@ def gla_chunk_reference(
     chunk_size=64,
 ):
     """Gated linear attention chunk by chunk, written out (GLA, Yang et al.
-    2024; the Notation appendix, §3). In chunk n, B_i = g_1 + … + g_i and
-    B_C its last row; S = S_[n] the state entering it:
-
-        A_ij    = Σ_d q_id k_jd e^(B_id − B_jd)  (j ≤ i)      decayed scores
-        O_[n]   = (Q ⊙ e^B) S + A V
-        S_[n+1] = Diag(e^(B_C)) S + (K ⊙ e^(B_C − B))ᵀ V
-
-    Every exponent is ≤ 0 (j > i is masked before exp). Shapes as
-    :func:`gla_recurrent`; the last chunk may be shorter.
-    """
+    2024; the Notation appendix, §3). Every exponent is ≤ 0 (j > i is
+    masked before exp). Shapes as :func:`gla_recurrent`; any T."""
     q = q * (q.shape[-1] ** -0.5 if scale is None else scale)
     if g.dim() == 3:  # one gate per head: broadcast over the channels
         g = g[..., None]
@@ -136,18 +120,21 @@ def gla_chunk_reference(
         state = q.new_zeros(*q.shape[:2], q.shape[-1], v.shape[-1])
     outputs = []
     for start in range(0, q.shape[2], chunk_size):
-        chunk = slice(start, start + chunk_size)
+        chunk = slice(start, start + chunk_size)  # the last may be shorter
         q_n, k_n, v_n = q[:, :, chunk], k[:, :, chunk], v[:, :, chunk]
         b = g[:, :, chunk].cumsum(dim=2)  # B  [B, H, C, Dk or 1]
         b_last = b[:, :, -1:]  # B_C  [B, H, 1, Dk or 1]
         log_gamma = b[:, :, :, None] - b[:, :, None, :]  # B_i − B_j
         size = q_n.shape[2]
         future = q_n.new_ones(size, size, dtype=torch.bool).triu(1)
-        gamma = log_gamma.masked_fill(future[..., None], -math.inf).exp()
-        scores = torch.einsum("bhid,bhijd,bhjd->bhij", q_n, gamma, k_n)  # A
-        outputs.append((q_n * b.exp()) @ state + scores @ v_n)  # O_[n]
+        gamma = log_gamma.masked_fill(future[..., None], -math.inf).exp()  # γ
+        # A_ij = Σ_d q_id k_jd e^(B_id − B_jd) for j ≤ i: the decayed scores
+        scores = torch.einsum("bhid,bhijd,bhjd->bhij", q_n, gamma, k_n)
+        # O_[n] = (Q ⊙ e^B) S_[n] + A V
+        outputs.append((q_n * b.exp()) @ state + scores @ v_n)
         k_to_end = k_n * (b_last - b).exp()  # K ⊙ e^(B_C − B)
-        state = b_last.exp().mT * state + k_to_end.mT @ v_n  # S_[n+1]
+        # S_[n+1] = Diag(e^(B_C)) S_[n] + (K ⊙ e^(B_C − B))ᵀ V
+        state = b_last.exp().mT * state + k_to_end.mT @ v_n
     return torch.cat(outputs, dim=2), (state if output_final_state else None)
 
 

@@ -75,20 +75,14 @@ def _token_inputs(q, k, v, g, beta, state, scale):
 # --------------------------------------------------------------------------- kernels
 @checked(_token_inputs)
 def kda_step(q, k, v, *, g, beta, state, scale=None):
-    """One token of KDA: decay each key channel, then the delta rule's
-    write, then the read.
-
-        S'  = Diag(α_t) S_{t-1},   α_t = exp(g_t)
-        S_t = S' + β_t k_t (v_t − S'ᵀ k_t)ᵀ,   o_t = S_tᵀ (s q_t)
-
-    q, k, g [B, H, Dk] (g ≤ 0); v [B, H, Dv]; beta [B, H];
-    state [B, H, Dk, Dv] -> (o [B, H, Dv], S_t).
-    """
-    q = q * (q.shape[-1] ** -0.5 if scale is None else scale)
+    """One token of KDA. q, k, g [B, H, Dk] (g = log α ≤ 0); v [B, H, Dv];
+    beta [B, H]; state [B, H, Dk, Dv] -> (o [B, H, Dv], S_t)."""
+    q = q * (q.shape[-1] ** -0.5 if scale is None else scale)  # s q_t
     state = g.exp()[..., None] * state  # S' = Diag(α_t) S_{t-1}
     error = v - torch.einsum("bhkv,bhk->bhv", state, k)  # v_t − S'ᵀ k_t
+    # S_t = S' + β_t k_t (v_t − S'ᵀ k_t)ᵀ
     state = state + beta[..., None, None] * k[..., None] * error[..., None, :]
-    return torch.einsum("bhkv,bhk->bhv", state, q), state
+    return torch.einsum("bhkv,bhk->bhv", state, q), state  # o_t = S_tᵀ q_t
 
 
 @checked(_sequence_inputs)
@@ -104,10 +98,8 @@ def kda_recurrent(
     output_final_state=False,
 ):
     """KDA token by token (the definition): :func:`kda_step` T times.
-
     q, k, g [B, H, T, Dk] (g ≤ 0); v [B, H, T, Dv]; beta [B, H, T]
-    -> o [B, H, T, Dv], S_T or None.
-    """
+    -> o [B, H, T, Dv], S_T or None."""
     state = initial_state
     if state is None:  # S_0 = 0
         state = q.new_zeros(*q.shape[:2], q.shape[-1], v.shape[-1])
@@ -169,27 +161,17 @@ def kda_chunk_reference(
     output_final_state=False,
     chunk_size=64,
 ):
-    """KDA chunk by chunk, written out (Kimi Linear eqs. 6–9, the index
-    erratum fixed; the Notation appendix, §6). In chunk n, B_i = g_1 + … +
-    g_i ∈ R^Dk, B_C its last row, γ_(j,i] = exp(B_i − B_j), and S = S_[n]:
-
-        (1) A_qk[i, j] = q_iᵀ Diag(γ_(j,i]) k_j  (j ≤ i)
-            A_kk[i, j] = k_iᵀ Diag(γ_(j,i]) k_j  (j < i)
-        (2) W = L⁻¹ diag(β) (e^B ⊙ K),   L = I + StrictTril(diag(β) A_kk)
-        (3) U = L⁻¹ diag(β) V
-        (4) O_[n] = (e^B ⊙ Q) S + A_qk (U − W S)
-            S_[n+1] = Diag(e^(B_C)) S + (e^(B_C − B) ⊙ K)ᵀ (U − W S)
-
-    One decay per channel: A_qk is summed over a [C, C, Dk] tensor of
-    decays. Shapes as :func:`kda_recurrent`; any T.
-    """
+    """KDA chunk by chunk, written out: Kimi Linear eqs. 6–9, (1)–(4) below,
+    with the index erratum fixed (the Notation appendix, §6). One decay per
+    channel: the scores are summed over a [C, C, Dk] tensor of decays.
+    Shapes as :func:`kda_recurrent`; any T."""
     q = q * (q.shape[-1] ** -0.5 if scale is None else scale)
     state = initial_state
     if state is None:  # S_0 = 0
         state = q.new_zeros(*q.shape[:2], q.shape[-1], v.shape[-1])
     outputs = []
     for start in range(0, q.shape[2], chunk_size):
-        chunk = slice(start, start + chunk_size)
+        chunk = slice(start, start + chunk_size)  # the last may be shorter
         q_n, k_n, v_n = q[:, :, chunk], k[:, :, chunk], v[:, :, chunk]
         beta_n = beta[:, :, chunk, None]  # [B, H, C, 1]
         b = g[:, :, chunk].cumsum(dim=2)  # B  [B, H, C, Dk]
@@ -197,21 +179,26 @@ def kda_chunk_reference(
         log_gamma = b[:, :, :, None] - b[:, :, None, :]  # B_i − B_j
         size = q_n.shape[2]
         future = q_n.new_ones(size, size, dtype=torch.bool).triu(1)
-        gamma = log_gamma.masked_fill(future[..., None], -math.inf).exp()
-        a_qk = torch.einsum("bhid,bhijd,bhjd->bhij", q_n, gamma, k_n)  # (1)
-        a_kk = torch.einsum("bhid,bhijd,bhjd->bhij", k_n, gamma, k_n)  # (1)
+        gamma = log_gamma.masked_fill(future[..., None], -math.inf).exp()  # γ
+        # (1) A_qk[i, j] = q_iᵀ Diag(γ_(j,i]) k_j, A_kk the same with k_i
+        a_qk = torch.einsum("bhid,bhijd,bhjd->bhij", q_n, gamma, k_n)
+        a_kk = torch.einsum("bhid,bhijd,bhjd->bhij", k_n, gamma, k_n)
         eye = torch.eye(size, dtype=q.dtype, device=q.device)
-        lower = eye + (beta_n * a_kk).tril(-1)  # L
-        w = torch.linalg.solve_triangular(  # (2) W
+        lower = eye + (beta_n * a_kk).tril(-1)  # L = I + StrictTril(β A_kk)
+        # (2) W = L⁻¹ diag(β) (e^B ⊙ K)
+        w = torch.linalg.solve_triangular(
             lower, beta_n * b.exp() * k_n, upper=False, unitriangular=True
         )
-        u = torch.linalg.solve_triangular(  # (3) U
+        # (3) U = L⁻¹ diag(β) V
+        u = torch.linalg.solve_triangular(
             lower, beta_n * v_n, upper=False, unitriangular=True
         )
         v_new = u - w @ state  # U − W S
-        outputs.append((b.exp() * q_n) @ state + a_qk @ v_new)  # (4) O_[n]
-        k_to_end = (b_last - b).exp() * k_n  # e^(B_C − B) ⊙ K
-        state = b_last.exp().mT * state + k_to_end.mT @ v_new  # (4) S_[n+1]
+        # (4) O_[n] = (e^B ⊙ Q) S + A_qk (U − W S)
+        outputs.append((b.exp() * q_n) @ state + a_qk @ v_new)
+        # (4) S_[n+1] = Diag(e^(B_C)) S + (e^(B_C − B) ⊙ K)ᵀ (U − W S)
+        k_to_end = (b_last - b).exp() * k_n
+        state = b_last.exp().mT * state + k_to_end.mT @ v_new
     return torch.cat(outputs, dim=2), (state if output_final_state else None)
 
 

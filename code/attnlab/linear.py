@@ -123,23 +123,18 @@ def _token_inputs(q, k, v, state, scale, normalize, eps):
 def linear_attention_step(
     q, k, v, *, state, scale=None, normalize=False, eps=NORMALIZER_EPS
 ):
-    """One token of linear attention:
-
-        S_t = S_{t-1} + k_t v_tᵀ,   o_t = S_tᵀ (s q_t)
-        normalised:  z_t = z_{t-1} + k_t,
-                     o_t = S_tᵀ (s q_t) / (z_tᵀ (s q_t) + eps)
-
-    q, k [B, H, Dk]; v [B, H, Dv]; state S [B, H, Dk, Dv], or (S, z) with
-    z [B, H, Dk] when normalised -> (o [B, H, Dv], the new state).
-    """
-    q = q * (q.shape[-1] ** -0.5 if scale is None else scale)
+    """One token of linear attention. q, k [B, H, Dk]; v [B, H, Dv]; state
+    S [B, H, Dk, Dv], or (S, z) with z [B, H, Dk] when normalised
+    -> (o [B, H, Dv], the new state)."""
+    q = q * (q.shape[-1] ** -0.5 if scale is None else scale)  # s q_t
     if normalize:
         state, z = state
-    state = state + k[..., :, None] * v[..., None, :]  # S_{t-1} + k_t v_tᵀ
-    o = torch.einsum("bhkv,bhk->bhv", state, q)  # S_tᵀ q_t
+    state = state + k[..., None] * v[..., None, :]  # S_t = S_{t-1} + k_t v_tᵀ
+    o = torch.einsum("bhkv,bhk->bhv", state, q)  # o_t = S_tᵀ (s q_t)
     if not normalize:
         return o, state
     z = z + k  # z_t = z_{t-1} + k_t
+    # normalised: o_t = S_tᵀ (s q_t) / (z_tᵀ (s q_t) + eps)
     return o / ((z * q).sum(-1, keepdim=True) + eps), (state, z)
 
 
@@ -197,27 +192,18 @@ def linear_attention_parallel(
     initial_state=None,
     output_final_state=False,
 ):
-    """Linear attention for all positions at once, softmax attention
-    without the softmax (M: the causal mask [T, T]):
-
-        O = (s Q Kᵀ ⊙ M) V + s Q S_0
-        normalised:  O = [(s Q Kᵀ ⊙ M) V + s Q S_0]
-                         / [(s Q Kᵀ ⊙ M) 1 + s Q z_0 + eps]
-        final state: S_T = S_0 + Kᵀ V,   z_T = z_0 + Kᵀ 1
-
-    Shapes as :func:`linear_attention_recurrent`; O(T² D) time and a
-    [B, H, T, T] score matrix, like softmax attention.
-    """
-    q = q * (q.shape[-1] ** -0.5 if scale is None else scale)
+    """Linear attention for all positions at once: softmax attention without
+    the softmax, O(T² D). Shapes as :func:`linear_attention_recurrent`."""
+    q = q * (q.shape[-1] ** -0.5 if scale is None else scale)  # s Q
     if initial_state is None:
         initial_state = _zero_state(q, v, normalize)
     state, z = initial_state if normalize else (initial_state, None)
-    scores = (q @ k.mT).tril()  # s Q Kᵀ ⊙ M  [B, H, T, T]
-    o = scores @ v + q @ state
+    scores = (q @ k.mT).tril()  # s Q Kᵀ ⊙ M, M the causal mask [T, T]
+    o = scores @ v + q @ state  # O = (s Q Kᵀ ⊙ M) V + s Q S_0
     state = state + k.mT @ v  # S_T = S_0 + Kᵀ V
-    if normalize:
+    if normalize:  # O / ((s Q Kᵀ ⊙ M) 1 + s Q z_0 + eps),  z_T = z_0 + Kᵀ 1
         o = o / (scores.sum(-1, keepdim=True) + q @ z[..., None] + eps)
-        state = (state, z + k.sum(2))  # (S_T, z_T)
+        state = (state, z + k.sum(2))
     return o, (state if output_final_state else None)
 
 
@@ -232,27 +218,21 @@ def linear_attention_chunk_reference(
     output_final_state=False,
     chunk_size=64,
 ):
-    """Linear attention chunk by chunk, written out (the chunkwise form of
-    GLA, Yang et al. 2024; the Notation appendix, §2). For chunk n of C
-    tokens (the last may be shorter), S_[n] the state entering it:
-
-        O_[n]   = Q_[n] S_[n]  +  (Q_[n] K_[n]ᵀ ⊙ M) V_[n]
-        S_[n+1] = S_[n] + K_[n]ᵀ V_[n]
-
-    M is the causal mask inside the chunk (j ≤ i). Shapes as
-    :func:`linear_attention_recurrent`, without the normaliser.
-    """
+    """Linear attention chunk by chunk, written out (GLA's chunkwise form,
+    Yang et al. 2024; the Notation appendix, §2). Shapes as
+    :func:`linear_attention_recurrent`, without the normaliser; any T."""
     q = q * (q.shape[-1] ** -0.5 if scale is None else scale)
     state = initial_state
     if state is None:  # S_0 = 0
         state = q.new_zeros(*q.shape[:2], q.shape[-1], v.shape[-1])
     outputs = []
     for start in range(0, q.shape[2], chunk_size):
-        chunk = slice(start, start + chunk_size)
+        chunk = slice(start, start + chunk_size)  # the last may be shorter
         q_n, k_n, v_n = q[:, :, chunk], k[:, :, chunk], v[:, :, chunk]
-        inside = (q_n @ k_n.mT).tril()  # Q Kᵀ ⊙ M  [B, H, C, C]
-        outputs.append(q_n @ state + inside @ v_n)  # O_[n]
-        state = state + k_n.mT @ v_n  # S_[n+1]
+        inside = (q_n @ k_n.mT).tril()  # Q_[n] K_[n]ᵀ ⊙ M  [B, H, C, C]
+        # O_[n] = Q_[n] S_[n] + (Q_[n] K_[n]ᵀ ⊙ M) V_[n]
+        outputs.append(q_n @ state + inside @ v_n)
+        state = state + k_n.mT @ v_n  # S_[n+1] = S_[n] + K_[n]ᵀ V_[n]
     return torch.cat(outputs, dim=2), (state if output_final_state else None)
 
 
