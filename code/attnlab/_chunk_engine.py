@@ -190,10 +190,10 @@ def channel_decay_terms(
     k_down = k / up  # k ⊙ e^(r − B)
     x_up = [x * up for x in rows]
     scores = [(x @ k_down.transpose(-1, -2)).tril_() for x in x_up]
-    from_start = torch.exp(reference)  # e^r [..., 1, Dk]
+    exp_reference = torch.exp(reference)  # e^r [..., 1, Dk]
     return (
         scores,
-        [x * from_start for x in x_up],
+        [x * exp_reference for x in x_up],
         k_down * torch.exp(b_last - reference),
     )
 

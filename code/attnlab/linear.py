@@ -36,9 +36,6 @@ from .checks import check_finite, check_tensor, checked
 NORMALIZER_EPS = 1e-6
 """Default ``eps`` added to the denominator ``z_tᵀ q_t`` of normalised linear attention."""
 
-LinearState = torch.Tensor | tuple[torch.Tensor, torch.Tensor]
-"""A state ``S [B, H, Dk, Dv]``, or the pair ``(S, z)`` with ``z [B, H, Dk]`` when normalised."""
-
 
 # --------------------------------------------------------------------------- feature maps
 def elu_plus_one(x: torch.Tensor) -> torch.Tensor:
@@ -62,7 +59,7 @@ FEATURE_MAPS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
 
 
 # --------------------------------------------------------------------------- input checks
-def _normaliser(
+def _split_state(
     name: str, state: object, normalize: object, eps: object
 ) -> tuple[object, object]:
     """``state`` split into ``(S, z)``: a pair when ``normalize``, else ``(state, None)``."""
@@ -103,7 +100,7 @@ def _check_normalised(
 def _sequence_inputs(
     q, k, v, scale, initial_state, normalize=False, eps=0.0, chunk_size=1, **_
 ):
-    s0, z0 = _normaliser("initial_state", initial_state, normalize, eps)
+    s0, z0 = _split_state("initial_state", initial_state, normalize, eps)
     sizes = check_sequences(
         q, k, v, initial_state=s0, scale=scale, chunk_size=chunk_size
     )
@@ -112,7 +109,7 @@ def _sequence_inputs(
 
 
 def _token_inputs(q, k, v, state, scale, normalize, eps):
-    s, z = _normaliser("state", state, normalize, eps)
+    s, z = _split_state("state", state, normalize, eps)
     sizes = check_tokens(q, k, v, state=s, scale=scale)
     if normalize:
         _check_normalised("state[1] (z)", z, sizes, q, k)
