@@ -239,8 +239,7 @@ def delta_rule_chunk(
 @checked(_gated_token_inputs)
 def gated_delta_rule_step(q, k, v, *, g, beta, state, scale=None):
     """One token of the gated delta rule. q, k [B, H, Dk]; v [B, H, Dv];
-    g [B, H] (log α ≤ 0); beta [B, H]; state [B, H, Dk, Dv]
-    -> (o [B, H, Dv], S_t)."""
+    g, beta [B, H] (g = log α ≤ 0); state [B, H, Dk, Dv] -> (o, S_t)."""
     decayed = g.exp()[..., None, None] * state  # S' = α_t S_{t-1}
     # then the delta rule's step: S_t = S' + β_t k_t (v_t − S'ᵀ k_t)ᵀ
     return delta_rule_step(q, k, v, beta=beta, state=decayed, scale=scale)
