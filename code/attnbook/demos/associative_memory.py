@@ -118,8 +118,8 @@ def write_state(keys, values, *, write, beta=1.0):
 
 @checked(_pairs)
 def recall_error(keys, values, write="add", beta=1.0):
-    """Mean relative error mean_i ‖Sᵀ k_i − v_i‖ / ‖v_i‖ of reading every value
-    back from S = write_state(keys, values); keys, values [N, dim]."""
+    """Mean relative error mean_i ‖Sᵀ k_i − v_i‖ / ‖v_i‖ of reading every
+    value back from S = write_state(keys, values); keys, values [N, dim]."""
     state = write_state(keys, values, write=write, beta=beta)
     read = keys @ state  # row i is (Sᵀ k_i)ᵀ: [N, Dv]
     return ((read - values).norm(dim=1) / values.norm(dim=1)).mean().item()
