@@ -240,6 +240,13 @@ def test_a_small_pasted_config_gives_its_layers():
     assert cache_bytes_per_token(tiny) == 2 * 2 * 16 * 2
 
 
+def test_a_config_without_a_model_type_is_read_as_dense_attention():
+    bare = {k: v for k, v in LLAMA3_8B_CONFIG.items() if k != "model_type"}
+    config = architecture_from_config(bare, params_total=10, name="bare")
+    assert config.layer_pattern == LLAMA3_8B.layer_pattern
+    assert cache_bytes_per_token(config) == cache_bytes_per_token(LLAMA3_8B)
+
+
 def test_qwen3_next_reads_layer_types_when_given():
     listed = {**QWEN3_NEXT_CONFIG, "num_hidden_layers": 3, "full_attention_interval": None,
               "layer_types": ["full_attention", "linear_attention", "linear_attention"]}

@@ -36,10 +36,7 @@ from attnlab.serving import (
 GIB = 2**30
 
 
-def test_llama3_8b_kv_cache_in_bf16_fp8_and_4_bit():
-    assert cache_bytes_per_token(LLAMA3_8B, "bf16") == 131_072
-    assert cache_bytes_per_token(LLAMA3_8B, "fp8") == 65_536
-    assert cache_bytes_per_token(LLAMA3_8B, "int4") == 32_768
+def test_llama3_8b_kv_cache_in_4_bit():
     assert sequence_bytes(LLAMA3_8B, 131_072, cache_dtype="int4").cache_bytes == 4 * GIB
     three = sequence_bytes(LLAMA3_8B, 3, cache_dtype="fp4").total_bytes
     assert format_bytes(three) == "98.3 kB (96.0 KiB)"

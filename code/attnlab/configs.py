@@ -400,7 +400,8 @@ _MODEL_TYPES = (
     "jamba",
     "nemotron_h",
 )
-"""The ``model_type`` values :func:`architecture_from_config` reads."""
+"""The ``model_type`` values :func:`architecture_from_config` reads (a config without one is
+read as a dense attention model, like Llama's)."""
 
 
 def _field(config: dict[str, Any], *names: str) -> Any:
@@ -445,7 +446,7 @@ def _mla(config: dict[str, Any]) -> MLAConfig:
 def _layers(config: dict[str, Any], n: int) -> dict[str, Any]:
     """The layer pattern and the dimensions its kinds read, by ``model_type``."""
     kind = config.get("model_type")
-    if kind in ("llama", "mistral", "qwen2", "qwen3"):
+    if kind in ("llama", "mistral", "qwen2", "qwen3", None):
         return {"layer_pattern": ("attn",) * n, **_attention(config)}
     if kind in ("deepseek_v2", "deepseek_v3"):
         # n_heads × head_dim: the multi-head baseline (DeepSeek-V2 Table 1), d_h = qk_nope_head_dim
