@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: book pdf lab test test-package test-site bench clean
+.PHONY: book pdf lab check test test-site bench clean
 
 ## book: set up (once), then build the website into _build/html (cached, never stale) and the
 ## course PDF it links (make pdf: about a minute more, notebooks come from the cache)
@@ -24,18 +24,26 @@ pdf: $(STAMP) _offline/.lock-hash chromium
 lab: $(STAMP)
 	$(BIN)/jupyter lab chapters/
 
-## test: set up, then every test: package, hygiene, a clean build that runs every notebook,
-## the course PDF, the built site in headless Chromium, Lesson 1 in a live JupyterLab, the Binder
-## environment, and one lesson downloaded and run in a fresh environment outside the repository
-test: $(STAMP) _offline/.lock-hash chromium
+## check: lint, the standalone cells, and the package and environment tests (about two minutes on
+## 2 cores): what a contributor runs before committing
+check: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/python tools/bootstrap_cell.py --check
 	$(BIN)/python -m pytest -m "not site and not lab and not pdf and not standalone" -q
+
+## test-site: the built website and PDF in headless Chromium (after make book)
+test-site: $(STAMP) chromium
+	$(BIN)/python -m pytest -m "site or pdf" -q
+
+## test: set up, then every test (what CI runs): make check, a clean build that runs every
+## notebook, the course PDF, the built site in headless Chromium, Lesson 1 in a live JupyterLab,
+## and one lesson downloaded and run in a fresh environment outside the repository
+test: check _offline/.lock-hash chromium
 	rm -rf _build
 	$(BIN)/python tools/cache_key.py
 	ATTNLAB_WIDGETS=static $(BIN)/jupyter-book build . -W -n --keep-going
 	$(MAKE) pdf
-	$(BIN)/python -m pytest -m "site or pdf" -q
+	$(MAKE) test-site
 	$(BIN)/python -m pytest -m lab -q
 	$(BIN)/python -m pytest -m standalone -q
 

@@ -30,8 +30,7 @@ from attnbook.demos import state_memory, toy_attention
 from attnbook.learned_head import PROBE_SENTENCE
 from attnbook.plotting import course_style, new_figure
 from attnbook.widgets import Control, SliderPanel
-from attnlab.architectures import PRESETS
-from attnlab.configs import SOPHIA, SOPHIA_NANO
+from attnlab.configs import PUBLISHED, SOPHIA, SOPHIA_NANO
 from matplotlib.figure import Figure
 
 FIGURES = Path(__file__).resolve().parents[1] / "code" / "attnbook" / "figures"
@@ -135,7 +134,7 @@ def registry() -> dict[str, Entry]:
                                 "l10", "l11", "l12", "l13", "l14", "l15", "l16_", "l19"))
     l16b = fig_module("l16b")
     l17, l18, l20 = (fig_module(p) for p in ("l17", "l18", "l20"))
-    from attnbook.architectures_map import ARCHITECTURES, MAP_CONTEXTS
+    from attnbook.architectures_map import MAP_CONTEXTS, MECHANISMS
 
     summary, live = _recall_study()
     costs = _decode_costs()
@@ -144,7 +143,7 @@ def registry() -> dict[str, Entry]:
     probe = PROBE_SENTENCE
     causal = torch.rand(len(probe), len(probe)).tril()
     stand_in = causal / causal.sum(-1, keepdim=True)  # rows of a causal head, summing to 1
-    models = list(PRESETS)
+    models = list(PUBLISHED)
     contexts = [4096, 131072, 2**20]
     m = _measured_times()
     tokens, rows, kinds = _nano_history()
@@ -276,7 +275,7 @@ def registry() -> dict[str, Entry]:
                                                         scope=scope),
             grid={"quantity": list(l18.QUANTITIES), "scope": list(l18.SCOPES)},
             covers=("draw_costs",)),
-        "L20 architecture": Entry(l20.draw_architecture, grid={"arch": list(ARCHITECTURES)}),
+        "L20 architecture": Entry(l20.draw_architecture, grid={"arch": list(MECHANISMS)}),
         "L20 memory by architecture": Entry(l20.draw_memory_by_architecture,
                                             grid={"context": list(MAP_CONTEXTS)}),
         "L20 memory at 4k": Entry(l20.draw_memory_by_architecture, kwargs={"context": 4096}),

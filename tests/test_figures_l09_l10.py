@@ -125,7 +125,13 @@ def test_draw_forgetting_default_and_extremes(alpha, length):
     l10.draw_forgetting(fig, alpha=alpha, length=length)
     (ax,) = fig.axes
     assert f"{mem.recalled_pairs(alpha, length)} read back" in ax.get_title()
-    assert len(ax.get_lines()) == (2 if alpha == 1.0 else 5)  # curves + threshold (+ horizon)
+    labels = {line.get_label() for line in ax.get_lines()}
+    assert "no decay (α = 1)" in labels
+    assert (f"decay α = {alpha:g}" in labels) == (alpha != 1.0)  # the decayed curve, if any
+    decayed = [line for line in ax.get_lines() if line.get_label() == f"decay α = {alpha:g}"]
+    for line in decayed:  # plotted newest first: the stream's errors, from the newest pair
+        expected = mem.forgetting_errors(length)[mem.FORGET_ALPHAS.index(alpha)].flip(0)
+        assert line.get_ydata() == pytest.approx(expected.numpy())
 
 
 @pytest.mark.parametrize(("kwargs", "name"), [({"alpha": 0.9}, "alpha"),

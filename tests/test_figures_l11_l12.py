@@ -93,8 +93,12 @@ def test_draw_switch_errors_draws(alpha_boundary, beta, query_noise):
     fig = new_figure()
     l12.draw_switch_errors(fig, alpha_boundary=alpha_boundary, beta=beta,
                             query_noise=query_noise)
-    assert f"α_b = {alpha_boundary:g}" in fig.axes[0].get_title()
-    assert len(fig.axes[0].patches) == 2 * len(dr.SWITCH_NAMES)
+    ax = fig.axes[0]
+    assert f"α_b = {alpha_boundary:g}" in ax.get_title()
+    errors = dr.switch_errors(alpha_boundary, beta, query_noise)
+    shown = sorted(t.get_text() for t in ax.texts)  # every bar is labelled with its value
+    assert shown == sorted(f"{e:.2f}" + (" ↑" if e > 1.3 else "")
+                           for name in dr.SWITCH_NAMES for e in errors[name][:2])
 
 
 @pytest.mark.parametrize(("name", "kwargs"), [("alpha_boundary", {"alpha_boundary": 0.0}),

@@ -7,15 +7,16 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.nn.functional as F
-from attnbook.architectures_map import ARCHITECTURES, decoding_numbers
+from attnbook.architectures_map import MECHANISMS, decoding_numbers
 from attnbook.demos.transitions import kda_transition_products, kda_wy_transitions
 from attnbook.figures import l20_the_map as figs
 from attnbook.plotting import new_figure
 from attnlab.configs import SOPHIA
+from attnlab.kinds import KINDS
 from attnlab.memory import layer_numbers
 
 
-@pytest.mark.parametrize("arch", list(ARCHITECTURES))
+@pytest.mark.parametrize("arch", list(MECHANISMS))
 def test_draw_architecture_draws_every_architecture(arch):
     fig = new_figure(9, 3.6)
     figs.draw_architecture(fig, arch)
@@ -24,12 +25,12 @@ def test_draw_architecture_draws_every_architecture(arch):
 
 
 def test_plain_rule_writes_every_rule_without_tex():
-    for arch in ARCHITECTURES.values():
+    for arch in MECHANISMS.values():
         text = figs.plain_rule(arch.rule)
         assert not set(text) & set("\\{}$_^"), (arch.name, text)
-    assert figs.plain_rule(ARCHITECTURES["RetNet"].rule) == "Sₜ = γ\u2009Sₜ₋₁ + kₜvₜᵀ"
-    assert "Diag(αₜ)" in figs.plain_rule(ARCHITECTURES["KDA"].rule)
-    assert "cₜᴷⱽ" in figs.plain_rule(ARCHITECTURES["MLA"].rule)
+    assert figs.plain_rule(MECHANISMS["RetNet"].rule) == "Sₜ = γ\u2009Sₜ₋₁ + kₜvₜᵀ"
+    assert "Diag(αₜ)" in figs.plain_rule(MECHANISMS["KDA"].rule)
+    assert "cₜᴷⱽ" in figs.plain_rule(MECHANISMS["MLA"].rule)
 
 
 def test_map_figures_label_log_axes_in_plain_text():
@@ -60,6 +61,15 @@ def test_draw_memory_by_architecture_draws(context):
 def test_draw_memory_by_architecture_rejects_bad_context(bad):
     with pytest.raises(ValueError, match="context"):
         figs.draw_memory_by_architecture(new_figure(), bad)
+
+
+def test_every_row_has_a_registered_kind_and_the_kinds_carry_its_name():
+    for row in MECHANISMS.values():
+        assert row.kind in KINDS
+    named_after_a_kind = [row for row in MECHANISMS.values()
+                          if row.name == KINDS[row.kind].label]
+    assert {row.kind for row in named_after_a_kind} == {
+        "attn", "linear", "gla", "deltanet", "gdn", "kda", "mla"}
 
 
 def test_decoding_numbers_match_memory_module():

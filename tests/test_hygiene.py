@@ -64,37 +64,59 @@ def test_reading_times_are_computed_and_parts_i_ii_read_in_ten_minutes():
     assert not too_long, f"core paths over {CORE_LIMIT_MINUTES} minutes: {too_long}"
 
 
-PACKAGE = ROOT / "code" / "attnlab"
+CODE = ROOT / "code"
+MATHS, BOOK = CODE / "attnlab", CODE / "attnbook"
+
+
+def module_of(path: Path) -> str:
+    """``code/attnlab/delta.py`` -> ``attnlab.delta``; a package's ``__init__`` -> the package."""
+    parts = path.relative_to(CODE).with_suffix("").parts
+    return ".".join(p for p in parts if p != "__init__")
 
 
 def package_imports() -> dict[str, set[str]]:
-    """Module -> the package modules it imports at module level or inside functions
-    (``from .x import``, ``from ..x import``, ``from . import x``, ``import attnlab.x``)."""
+    """Module -> every module it imports (absolute names, at module level or inside functions),
+    for both packages; third-party and standard-library names are kept as their top package. An
+    import under ``if TYPE_CHECKING:`` is for annotations only and never runs."""
     import ast
 
     graph: dict[str, set[str]] = {}
-    for path in sorted(PACKAGE.rglob("*.py")):
-        parts = path.relative_to(PACKAGE).with_suffix("").parts
-        name = ".".join(p for p in parts if p != "__init__") or "__init__"
-        package = parts[:-1]
+    for path in sorted([*MATHS.rglob("*.py"), *BOOK.rglob("*.py")]):
+        name = module_of(path)
+        package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
         targets: set[str] = set()
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for block in ast.walk(tree):
+            if isinstance(block, ast.If) and ast.unparse(block.test).endswith("TYPE_CHECKING"):
+                block.body = []
+        for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom) and node.level:
                 base = package[: len(package) - (node.level - 1)]
-                stem = ".".join([*base, *(node.module.split(".") if node.module else [])])
                 if node.module:
-                    targets.add(stem)
+                    targets.add(".".join([*base, *node.module.split(".")]))
                 else:  # from . import x, y
                     targets |= {".".join([*base, alias.name]) for alias in node.names}
-            elif isinstance(node, ast.Import | ast.ImportFrom) and not getattr(node, "level", 0):
-                modules = [a.name for a in node.names] if isinstance(node, ast.Import) else [
-                    node.module or ""]
-                targets |= {m.removeprefix("attnlab.") for m in modules
-                            if m.startswith("attnlab.")}
-        known = {t for t in targets if (PACKAGE / (t.replace(".", "/") + ".py")).exists()
-                 or (PACKAGE / t.replace(".", "/") / "__init__.py").exists()}
-        graph[name] = known - {name}
+            elif isinstance(node, ast.Import):
+                targets |= {a.name for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                first = node.module.split(".")[0]
+                targets |= ({f"{node.module}.{a.name}" for a in node.names}
+                            if first in ("attnlab", "attnbook") else {node.module})
+        graph[name] = {resolve(t) for t in targets} - {name}
     return graph
+
+
+def resolve(target: str) -> str:
+    """The module a dotted import names: ``attnlab.delta.delta_write`` -> ``attnlab.delta``;
+    outside the two packages, the top-level name (``torch.nn`` -> ``torch``)."""
+    parts = target.split(".")
+    if parts[0] not in ("attnlab", "attnbook"):
+        return parts[0]
+    for n in range(len(parts), 0, -1):
+        stem = CODE.joinpath(*parts[:n])
+        if stem.with_suffix(".py").exists() or (stem / "__init__.py").exists():
+            return ".".join(parts[:n])
+    return target
 
 
 def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -116,10 +138,84 @@ def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return cycles
 
 
-def test_the_package_has_no_import_loop():
-    graph = package_imports()
-    assert {"configs", "blocks", "layers", "model", "train"} <= set(graph)
+def internal(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """The graph restricted to the two packages' own modules."""
+    return {m: {t for t in ts if t.split(".")[0] in ("attnlab", "attnbook")}
+            for m, ts in graph.items()}
+
+
+def test_the_packages_have_no_import_loop():
+    graph = internal(package_imports())
+    assert {"attnlab.configs", "attnlab.layers", "attnlab.model", "attnbook.plotting"} <= set(graph)
     assert import_cycles(graph) == []
+
+
+def test_the_maths_imports_torch_and_the_standard_library_only():
+    """attnlab is the maths a reader can lift: no plotting, widget or notebook library, and
+    never the book machinery (attnbook depends on attnlab, not the reverse)."""
+    import sys
+
+    allowed = {"torch", "attnlab", "__future__", *sys.stdlib_module_names}
+    foreign = {m: sorted(t for t in ts if t.split(".")[0] not in allowed)
+               for m, ts in package_imports().items() if m.startswith("attnlab")}
+    assert not {m: ts for m, ts in foreign.items() if ts}
+
+
+def test_importing_the_maths_changes_no_global_state():
+    """``import attnlab`` leaves torch's thread count and default dtype as they were and loads
+    no plotting, widget or notebook library."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import torch; torch.set_num_threads(2); before = (torch.get_num_threads(), "
+        "torch.get_default_dtype(), torch.are_deterministic_algorithms_enabled())\n"
+        "import attnlab, attnlab.selfcheck, attnlab.serving, attnlab.train, sys\n"
+        "after = (torch.get_num_threads(), torch.get_default_dtype(), "
+        "torch.are_deterministic_algorithms_enabled())\n"
+        "loaded = {m.split('.')[0] for m in sys.modules} & {'matplotlib', 'ipywidgets', "
+        "'IPython', 'myst_nb', 'tqdm', 'attnbook'}\n"
+        "assert before == after, (before, after)\n"
+        "assert not loaded, loaded\n")
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                            env={"PYTHONPATH": str(CODE), "PATH": ""}, check=False)
+    assert result.returncode == 0, result.stderr[-2000:]
+
+
+def import_closure(module: str, graph: dict[str, set[str]]) -> set[str]:
+    """``module`` and every package module it imports, directly or not."""
+    seen, todo = set(), [module]
+    while todo:
+        m = todo.pop()
+        if m not in seen:
+            seen.add(m)
+            todo.extend(graph.get(m, ()))
+    return seen
+
+
+def lines_of(module: str) -> int:
+    stem = CODE.joinpath(*module.split("."))
+    path = stem.with_suffix(".py") if stem.with_suffix(".py").exists() else stem / "__init__.py"
+    return len(path.read_text().splitlines())
+
+
+def test_a_mechanism_can_be_lifted_out_alone():
+    """``kda_chunk`` with everything it imports from the package: at most 1,200 lines (issue 20:
+    it was 8 modules and 2,753 lines), and no plotting, widget or notebook library."""
+    graph = internal(package_imports())
+    closure = import_closure("attnlab.kda", graph) - {"attnlab"}
+    total = sum(lines_of(m) for m in closure)
+    assert total <= 1200, f"attnlab.kda imports {sorted(closure)}: {total} lines"
+
+
+def test_every_phony_make_target_has_a_recipe():
+    """``make test-package`` once "passed" having run nothing: a phony target with no recipe."""
+    makefile = (ROOT / "Makefile").read_text()
+    phony = {t for line in re.findall(r"^\.PHONY:(.*)$", makefile, re.M) for t in line.split()}
+    rules = dict(re.findall(r"^([\w-]+):[^=\n]*\n((?:\t.*\n)*)", makefile, re.M))
+    empty = sorted(t for t in phony if not rules.get(t, "").strip())
+    assert not empty, f"phony targets without a recipe: {empty}"
+    assert "check" in phony and "test" in phony
 
 
 def test_the_cycle_finder_finds_a_loop():
@@ -127,9 +223,11 @@ def test_the_cycle_finder_finds_a_loop():
 
 
 def test_low_modules_import_no_layer_or_model():
-    """Configs are plain data and the building blocks sit below every layer."""
-    graph = package_imports()
-    assert graph["configs"] <= {"checks"}
-    assert graph["blocks"] <= {"checks"}
-    assert graph["memory"] <= {"checks", "configs"}
+    """The registry of layer kinds sits below the description of models, which sits below the
+    memory arithmetic; the building blocks sit below every layer."""
+    graph = {m.removeprefix("attnlab."): {t.removeprefix("attnlab.") for t in ts}
+             for m, ts in internal(package_imports()).items() if m.startswith("attnlab.")}
+    assert not graph["kinds"] & {"configs", "memory", "serving", "model", "train"}
+    assert graph["configs"] <= {"checks", "kinds", "mla"}
+    assert graph["memory"] <= {"checks", "configs", "kinds"}
     assert "model" not in graph["embedding"] and "model" not in graph["train"]

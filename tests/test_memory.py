@@ -1,4 +1,5 @@
-"""Cache and state bytes: the hand-checked numbers of the Notation appendix, §1, §7, §8 and §11."""
+"""Cache and state bytes: the hand-checked numbers of the Notation appendix, §1, §7, §8 and §11,
+and the arithmetic over every preset."""
 
 from __future__ import annotations
 
@@ -180,16 +181,27 @@ def test_bad_arguments_raise_clear_errors():
         dtype_name(torch.complex64)
     with pytest.raises(ValueError, match="dtype: expected a dtype name"):
         dtype_name(2)
-    with pytest.raises(ValueError, match="context: expected a positive integer"):
-        cache_breakdown(SOPHIA, 0)
+    with pytest.raises(ValueError, match="context: expected an integer >= 0"):
+        cache_breakdown(SOPHIA, -1)
+    with pytest.raises(ValueError, match="context: expected an integer >= 0"):
+        layer_numbers("kda", SOPHIA, 2.5)
     with pytest.raises(ValueError, match="batch: expected a positive integer"):
         cache_breakdown(SOPHIA, 10, batch=0)
     with pytest.raises(ValueError, match="config: expected a ModelConfig"):
         cache_breakdown({"layers": 28}, 10)
     with pytest.raises(ValueError, match="kind: expected one of"):
         layer_numbers("rnn", SOPHIA, 10)
-    with pytest.raises(ValueError, match="no MLA dimensions"):
+    with pytest.raises(ValueError, match="Llama-3-8B has no dimensions for 'mla' layers"):
         layer_numbers("mla", LLAMA3_8B, 10)
+    with pytest.raises(ValueError, match="no dimensions for 'mamba2' layers"):
+        layer_numbers("mamba2", SOPHIA, 10)
+
+
+def test_at_context_0_only_the_fixed_part_is_kept():
+    empty = cache_breakdown(SOPHIA, 0, dtype="bf16", state_dtype="fp32")
+    assert empty.cache_bytes == 0
+    assert empty.state_bytes == cache_breakdown(SOPHIA, 4096, state_dtype="fp32").state_bytes
+    assert empty.conv_bytes == 21 * 3 * 3 * 16 * 96 * 2
 
 
 def test_breakdown_prints_a_table():

@@ -62,17 +62,34 @@ def test_repeats_is_keyword_only():
 
 
 # ---------------------------------------------------------------- the kernel timings
-@pytest.mark.parametrize("form", ["parallel", "recurrent", "chunk"])
-def test_time_linear_attention_returns_seconds_for_every_form(form):
-    seconds = time_linear_attention(form, 32, head_dim=8, chunk_size=8, repeats=1, warmup=False)
-    assert isinstance(seconds, float) and 0 < seconds < 60
+def _recorder(monkeypatch, name):
+    """Replace the kernel ``timing.<name>`` with one that records the shapes it is called on and
+    still returns the real kernel's result."""
+    real, calls = getattr(timing, name), []
+
+    def kernel(q, k, v, **kwargs):
+        calls.append((tuple(q.shape), kwargs.get("chunk_size")))
+        return real(q, k, v, **kwargs)
+
+    monkeypatch.setattr(timing, name, kernel)
+    return calls
 
 
-@pytest.mark.parametrize("form", ["recurrent", "chunk"])
-def test_time_delta_rule_returns_seconds_for_both_forms(form):
-    seconds = time_delta_rule(form, 32, n_heads=1, head_dim=8, chunk_size=8, repeats=1,
-                              warmup=False)
-    assert isinstance(seconds, float) and 0 < seconds < 60
+@pytest.mark.parametrize(("timer", "form", "kernel"), [
+    (time_linear_attention, "parallel", "linear_attention_parallel"),
+    (time_linear_attention, "recurrent", "linear_attention_recurrent"),
+    (time_linear_attention, "chunk", "linear_attention_chunk"),
+    (time_delta_rule, "recurrent", "delta_rule_recurrent"),
+    (time_delta_rule, "chunk", "delta_rule_chunk"),
+])
+def test_a_kernel_timing_is_the_fastest_call_of_the_form_it_names(monkeypatch, timer, form,
+                                                                 kernel):
+    calls = _recorder(monkeypatch, kernel)
+    _fake_clock(monkeypatch, [0.4, 0.2, 0.3])
+    seconds = timer(form, 32, n_heads=2, head_dim=8, chunk_size=8, repeats=3, warmup=False)
+    assert seconds == pytest.approx(0.2)
+    chunk = 8 if form == "chunk" else None
+    assert calls == [((1, 2, 32, 8), chunk)] * 3
 
 
 @pytest.mark.parametrize("timer", [time_linear_attention, time_delta_rule])

@@ -1,7 +1,8 @@
 """The map of the family (Lesson 20): each mechanism's update rule, traits and memory.
 
-Facts only (no drawing): ``ARCHITECTURES`` lists the nine mechanisms of the course with their
-update rules, ``decoding_numbers`` what one layer keeps while decoding, ``memory_picture``
+Facts only (no drawing): ``MECHANISMS`` lists the nine mechanisms of the course with their
+update rules and the layer kind (:data:`attnlab.kinds.KINDS`) whose memory each has,
+``decoding_numbers`` what one layer keeps while decoding, ``memory_picture``
 what one head holds after a few random tokens (computed with the package's kernels), and
 ``map_mib`` the memory curves that ``attnbook.figures.l20_the_map`` draws.
 """
@@ -24,7 +25,7 @@ from attnlab.mla import MultiHeadLatentAttention
 
 
 @dataclass(frozen=True)
-class Architecture:
+class Mechanism:
     """One row of the map: the layer kind whose memory it has, its update rule and traits."""
 
     name: str
@@ -37,10 +38,10 @@ class Architecture:
     decoding: str
 
 
-ARCHITECTURES: dict[str, Architecture] = {
+MECHANISMS: dict[str, Mechanism] = {
     a.name: a
     for a in (
-        Architecture(
+        Mechanism(
             "softmax attention",
             "attn",
             r"$K_{1:t}=[K_{1:t-1};k_t^\top],\ V_{1:t}=[V_{1:t-1};v_t^\top]$",
@@ -50,7 +51,7 @@ ARCHITECTURES: dict[str, Architecture] = {
             "O(T² d)",
             "O(T d)",
         ),
-        Architecture(
+        Mechanism(
             "linear attention",
             "linear",
             r"$S_t=S_{t-1}+k_tv_t^\top$",
@@ -60,7 +61,7 @@ ARCHITECTURES: dict[str, Architecture] = {
             "O(T d²) chunkwise",
             "O(d²)",
         ),
-        Architecture(
+        Mechanism(
             "RetNet",
             "gla",
             r"$S_t=\gamma\,S_{t-1}+k_tv_t^\top$",
@@ -70,7 +71,7 @@ ARCHITECTURES: dict[str, Architecture] = {
             "O(T d²) chunkwise",
             "O(d²)",
         ),
-        Architecture(
+        Mechanism(
             "Mamba2",
             "gla",
             r"$S_t=\alpha_t\,S_{t-1}+k_tv_t^\top$",
@@ -80,7 +81,7 @@ ARCHITECTURES: dict[str, Architecture] = {
             "O(T d²) chunkwise",
             "O(d²)",
         ),
-        Architecture(
+        Mechanism(
             "GLA",
             "gla",
             r"$S_t=\mathrm{Diag}(\alpha_t)\,S_{t-1}+k_tv_t^\top$",
@@ -90,7 +91,7 @@ ARCHITECTURES: dict[str, Architecture] = {
             "O(T d²) chunkwise",
             "O(d²)",
         ),
-        Architecture(
+        Mechanism(
             "DeltaNet",
             "deltanet",
             r"$S_t=(I-\beta_tk_tk_t^\top)\,S_{t-1}+\beta_tk_tv_t^\top$",
@@ -100,7 +101,7 @@ ARCHITECTURES: dict[str, Architecture] = {
             "O(T(Cd + d²)) chunkwise (WY)",
             "O(d²)",
         ),
-        Architecture(
+        Mechanism(
             "Gated DeltaNet",
             "gdn",
             r"$S_t=\alpha_t(I-\beta_tk_tk_t^\top)\,S_{t-1}+\beta_tk_tv_t^\top$",
@@ -110,7 +111,7 @@ ARCHITECTURES: dict[str, Architecture] = {
             "O(T(Cd + d²)) chunkwise (WY)",
             "O(d²)",
         ),
-        Architecture(
+        Mechanism(
             "KDA",
             "kda",
             r"$S_t=(I-\beta_tk_tk_t^\top)\mathrm{Diag}(\alpha_t)S_{t-1}+\beta_tk_tv_t^\top$",
@@ -120,7 +121,7 @@ ARCHITECTURES: dict[str, Architecture] = {
             "O(T(Cd + d²)) chunkwise (WY)",
             "O(d²)",
         ),
-        Architecture(
+        Mechanism(
             "MLA",
             "mla",
             r"$C_{1:t}=[C_{1:t-1};(c_t^{KV},k^R_t)^\top]$",
@@ -137,13 +138,14 @@ ARCHITECTURES: dict[str, Architecture] = {
 
 def decoding_numbers(arch: str, config: ModelConfig, context: int) -> int:
     """Numbers one layer of ``arch`` keeps after ``context`` tokens with ``config``'s head dims:
-    its cache (attention, MLA) or its state (the recurrent kinds), from ``memory.layer_numbers``.
-    Short-convolution inputs are left out (a few rows, constant, and not part of every design)."""
-    if arch not in ARCHITECTURES:
+    its cache (attention, MLA) or its state (the recurrent kinds), by the formula of its layer
+    kind (``memory.layer_numbers``). Short-convolution inputs are left out (a few rows,
+    constant, and not part of every design)."""
+    if arch not in MECHANISMS:
         raise ValueError(
-            f"arch: expected one of {list(ARCHITECTURES)}, got {arch!r}"
+            f"arch: expected one of {list(MECHANISMS)}, got {arch!r}"
         )
-    n = layer_numbers(ARCHITECTURES[arch].kind, config, context)
+    n = layer_numbers(MECHANISMS[arch].kind, config, context)
     return n.cache + n.state
 
 
@@ -227,5 +229,5 @@ def map_mib(
             / 2**20
             for t in contexts
         ]
-        for name in ARCHITECTURES
+        for name in MECHANISMS
     }

@@ -1,25 +1,30 @@
-"""Configurations of real and course models: which layer kinds a stack has and the sizes each
-kind reads, with no ``torch.nn`` (so byte arithmetic in :mod:`attnlab.memory` never builds a layer).
+"""One description of models: which layer kinds a stack has, the sizes each kind reads, and
+(for published models) the parameter counts and where every number comes from.
 
-The presets (:data:`SOPHIA`, :data:`KIMI_LINEAR_48B_A3B`, :data:`DEEPSEEK_V3`, :data:`LLAMA3_8B`)
-carry the numbers that :mod:`attnlab.memory` turns into bytes; :data:`SOPHIA_NANO` is small enough
-to train on a CPU in a minute (:class:`attnlab.model.HybridLM` builds a model from any of
-them).
-Mixture-of-experts feed-forward layers are not modelled: every block has one dense MLP (the MoE
-routing does not change what a layer caches while decoding).
+A :class:`ModelConfig` is what :class:`attnlab.model.HybridLM` builds, what
+:mod:`attnlab.memory` turns into bytes and what :mod:`attnlab.serving` fits on a GPU. The layer
+kinds and their byte formulas live in one registry, :data:`attnlab.kinds.KINDS`.
+
+The course's own models, :data:`SOPHIA` and :data:`SOPHIA_NANO`, are written out here. The
+published ones are read from the fields of their released ``config.json`` (kept below as plain
+dicts with their sources) by one reader, :func:`architecture_from_config`: Llama-3-8B,
+DeepSeek-V3, Kimi Linear, Qwen3-Next, MiniMax-Text-01, Jamba 1.5 Mini and Nemotron-H 8B.
+Mixture-of-experts feed-forward layers are counted in the parameters, not built: every block
+of a :class:`attnlab.model.HybridLM` has one dense MLP (the routing does not change what a
+layer caches while decoding).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from .checks import check_choice, check_positive_int
+from .kinds import KINDS
+from .mla import mla_cache_elements_per_token
 
-LAYER_KINDS = ("attn", "mla", "kda", "gdn", "deltanet", "gla", "linear")
-"""Every layer kind a :class:`ModelConfig` may list."""
-
-RECURRENT_KINDS = ("kda", "gdn", "deltanet", "gla", "linear")
-"""Layer kinds whose decoding cache is a fixed-size state (it does not grow with the context)."""
+LAYER_KINDS = tuple(kind for kind, k in KINDS.items() if k.build is not None)
+"""The layer kinds :class:`attnlab.model.HybridLM` builds (read from the registry)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -62,23 +67,65 @@ class MLAConfig:
     @property
     def cache_dim(self) -> int:
         """Numbers cached per token per layer: d_c + d_h^R (latent plus the shared rope key)."""
-        return self.kv_lora_rank + self.qk_rope_head_dim
+        return mla_cache_elements_per_token(
+            self.kv_lora_rank, self.qk_rope_head_dim
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class RecurrentHeads:
+    """The heads of the recurrent layers (KDA, GDN, DeltaNet, GLA, linear and lightning
+    attention): ``n_key_heads`` query/key heads of ``key_dim`` and ``n_value_heads`` value
+    heads of ``value_dim``, one ``key_dim × value_dim`` state per value head. Qwen3-Next's Gated
+    DeltaNet has 16 key heads and 32 value heads of 128, the course's layers as many value
+    heads as key heads."""
+
+    n_key_heads: int
+    key_dim: int
+    n_value_heads: int
+    value_dim: int
+
+    def __post_init__(self) -> None:
+        for name in ("n_key_heads", "key_dim", "n_value_heads", "value_dim"):
+            check_positive_int(f"RecurrentHeads.{name}", getattr(self, name))
+
+
+@dataclass(frozen=True, kw_only=True)
+class SSMConfig:
+    """The dimensions of a state-space (Mamba, Mamba-2) layer: ``d_inner`` channels (Mamba-2:
+    heads × head dim) of ``d_state`` numbers each; Mamba-2's B and C come in ``n_groups`` groups
+    of ``d_state`` and pass through the short convolution with x."""
+
+    d_inner: int
+    d_state: int
+    n_groups: int = 1
+
+    def __post_init__(self) -> None:
+        for name in ("d_inner", "d_state", "n_groups"):
+            check_positive_int(f"SSMConfig.{name}", getattr(self, name))
 
 
 @dataclass(frozen=True, kw_only=True)
 class ModelConfig:
-    """A stack of layers: which kind each layer is, and the sizes every kind reads.
+    """A model: which kind each layer is, the sizes every kind reads, and its size and sources.
 
-    - ``layer_pattern``: one kind per layer, from :data:`LAYER_KINDS`.
-    - ``n_heads``, ``head_dim``: heads of the ``"attn"`` layers and of the recurrent layers
-      (for those d_k = d_v = ``head_dim``, so each head's state is ``head_dim × head_dim``).
+    - ``layer_pattern``: one kind per layer, from :data:`attnlab.kinds.KINDS`.
+    - ``n_heads``, ``head_dim``: heads of the ``"attn"`` layers and, unless ``recurrent`` says
+      otherwise, of the recurrent layers (one ``head_dim × head_dim`` state per head).
     - ``n_kv_heads``: key/value heads of ``"attn"`` layers (GQA); None means ``n_heads`` (MHA).
-    - ``conv_size``: width of the short causal convolution of the recurrent layers.
-    - ``mla``: the MLA dimensions, required when the pattern has an ``"mla"`` layer.
-    - ``mlp_hidden``: hidden width of the SwiGLU MLP of every block.
-    - ``rope``: rotary positions in the ``"attn"`` layers.
-    - ``tie_embeddings``: the LM head reuses the token embedding matrix.
-    - ``source``: where the numbers come from; ``notes``: choices and caveats.
+    - ``conv_size``: width w of the short causal convolutions (recurrent and Mamba layers).
+    - ``mla``, ``recurrent``, ``ssm``: the dimensions of the MLA layers (required when the
+      pattern has one), of the recurrent layers when their heads differ from ``n_heads ×
+      head_dim`` (:attr:`recurrent_heads`), and of the Mamba layers (required for them).
+    - ``mlp_hidden``: hidden width of the SwiGLU MLP of every block; ``vocab_size``.
+    - ``rope``: rotary positions in the ``"attn"`` layers; ``tie_embeddings``: the LM head
+      reuses the token embedding matrix.
+    - ``params_total`` / ``params_active``: parameters stored / used per token (published
+      models; a mixture of experts uses ``experts_per_token`` of ``n_experts`` routed experts per
+      MoE layer), None for the course's models; ``weight_dtype``: the dtype the weights were
+      released in.
+    - ``source``: where the numbers come from; ``bib``: their ``references.bib`` keys;
+      ``notes``: choices, caveats, and which reading of an ambiguous field was taken.
     """
 
     name: str
@@ -90,10 +137,18 @@ class ModelConfig:
     n_kv_heads: int | None = None
     conv_size: int = 4
     mla: MLAConfig | None = None
+    recurrent: RecurrentHeads | None = None
+    ssm: SSMConfig | None = None
     mlp_hidden: int
     rope: bool = True
     tie_embeddings: bool = False
+    params_total: int | None = None
+    params_active: int | None = None
+    n_experts: int | None = None
+    experts_per_token: int | None = None
+    weight_dtype: str = "bf16"
     source: str = ""
+    bib: tuple[str, ...] = ()
     notes: str = ""
 
     def __post_init__(self) -> None:
@@ -123,7 +178,7 @@ class ModelConfig:
                 f"got {pattern!r}"
             )
         for i, kind in enumerate(pattern):
-            check_choice(f"ModelConfig.layer_pattern[{i}]", kind, LAYER_KINDS)
+            check_choice(f"ModelConfig.layer_pattern[{i}]", kind, KINDS)
         object.__setattr__(self, "layer_pattern", tuple(pattern))
         n_kv = self.n_heads if self.n_kv_heads is None else self.n_kv_heads
         check_positive_int("ModelConfig.n_kv_heads", n_kv)
@@ -132,13 +187,58 @@ class ModelConfig:
                 f"ModelConfig.n_kv_heads: expected a divisor of n_heads={self.n_heads}, got {n_kv}"
             )
         object.__setattr__(self, "n_kv_heads", n_kv)
-        if "mla" in self.layer_pattern and not isinstance(
-            self.mla, MLAConfig
+        for field, kind in (
+            ("mla", MLAConfig),
+            ("recurrent", RecurrentHeads),
+            ("ssm", SSMConfig),
         ):
+            value = getattr(self, field)
+            if value is not None and not isinstance(value, kind):
+                raise ValueError(
+                    f"ModelConfig.{field}: expected {kind.__name__} or None, "
+                    f"got {value!r}"
+                )
+        for kind in dict.fromkeys(self.layer_pattern):
+            needs = KINDS[kind].needs
+            if needs is not None and getattr(self, needs) is None:
+                raise ValueError(
+                    f"ModelConfig.{needs}: the layer pattern has {kind!r} layers, so "
+                    f"{needs} dimensions are required, got None"
+                )
+        self._check_size()
+
+    def _check_size(self) -> None:
+        total, active = self.params_total, self.params_active
+        if total is None:
+            if active is not None or self.n_experts is not None:
+                raise ValueError(
+                    "ModelConfig.params_total: expected the total parameter count when "
+                    "params_active or n_experts is given, got None"
+                )
+        else:
+            check_positive_int("ModelConfig.params_total", total)
+            active = total if active is None else active
+            check_positive_int("ModelConfig.params_active", active)
+            if active > total:
+                raise ValueError(
+                    f"ModelConfig.params_active: expected at most params_total={total}, "
+                    f"got {active}"
+                )
+            object.__setattr__(self, "params_active", active)
+        experts, per_token = self.n_experts, self.experts_per_token
+        if (experts is None) != (per_token is None):
             raise ValueError(
-                "ModelConfig.mla: the layer pattern has 'mla' layers, so an MLAConfig is "
-                f"required, got {self.mla!r}"
+                "ModelConfig.n_experts: give both n_experts and experts_per_token "
+                f"or neither, got {experts} and {per_token}"
             )
+        if experts is not None:
+            check_positive_int("ModelConfig.n_experts", experts)
+            check_positive_int("ModelConfig.experts_per_token", per_token)
+            if per_token > experts:
+                raise ValueError(
+                    f"ModelConfig.experts_per_token: expected at most n_experts={experts}, "
+                    f"got {per_token}"
+                )
 
     @property
     def n_layers(self) -> int:
@@ -147,8 +247,31 @@ class ModelConfig:
 
     def count(self, kind: str) -> int:
         """Number of layers of ``kind``."""
-        check_choice("kind", kind, LAYER_KINDS)
+        check_choice("kind", kind, KINDS)
         return self.layer_pattern.count(kind)
+
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        """The layer kinds present, in order of first appearance."""
+        return tuple(dict.fromkeys(self.layer_pattern))
+
+    @property
+    def layout(self) -> str:
+        """Layer counts by kind, e.g. ``"20 kda + 7 mla"`` (blocks without a mixer left out)."""
+        return " + ".join(
+            f"{self.count(k)} {k}" for k in self.kinds if k != "mlp"
+        )
+
+    @property
+    def recurrent_heads(self) -> RecurrentHeads:
+        """The recurrent layers' heads: ``recurrent``, or ``n_heads`` heads of ``head_dim`` for
+        keys and values alike."""
+        if self.recurrent is not None:
+            return self.recurrent
+        h, d = self.n_heads, self.head_dim
+        return RecurrentHeads(
+            n_key_heads=h, key_dim=d, n_value_heads=h, value_dim=d
+        )
 
 
 def _check_field_bool(name: str, value: object) -> None:
@@ -182,6 +305,8 @@ def pattern_from_full_attn_layers(
         full if i + 1 in full_attn_layers else linear for i in range(n_layers)
     )
 
+
+# ---------------------------------------------------------------- the course's models
 
 SOPHIA = ModelConfig(
     name="Sophia",
@@ -257,106 +382,468 @@ SOPHIA_NANO = ModelConfig(
 )
 """A tiny Sophia for the CPU lessons: same layout, byte vocabulary, d_model 64."""
 
-KIMI_LINEAR_FULL_ATTN_LAYERS = (4, 8, 12, 16, 20, 24, 27)
-"""``linear_attn_config.full_attn_layers`` of the released Kimi-Linear-48B-A3B (1-based)."""
 
-KIMI_LINEAR_48B_A3B = ModelConfig(
-    name="Kimi-Linear-48B-A3B",
-    vocab_size=163840,
-    d_model=2304,
-    layer_pattern=pattern_from_full_attn_layers(
-        27, KIMI_LINEAR_FULL_ATTN_LAYERS
-    ),
-    n_heads=32,
-    head_dim=128,
-    conv_size=4,
-    mla=MLAConfig(
-        n_heads=32,
-        qk_nope_head_dim=128,
-        qk_rope_head_dim=64,
-        v_head_dim=128,
-        kv_lora_rank=512,
-        q_lora_rank=None,
-        rope=False,
-    ),
-    mlp_hidden=9216,
-    tie_embeddings=False,
-    source=(
-        "Released config.json of moonshotai/Kimi-Linear-48B-A3B (num_hidden_layers 27, "
-        "hidden_size 2304, linear_attn_config, MLA fields, vocab_size 163840); Kimi Linear "
-        "tech report, arXiv 2510.26692, §4-5."
-    ),
-    notes=(
-        "The config values are unconfirmed: copied identically in several public "
-        "repositories, the Hugging Face original was not reachable. full_attn_layers "
-        "[4, 8, 12, 16, 20, 24, 27] gives 20 KDA + 7 MLA layers (20:7, not exactly 3:1), MLA "
-        "last. MLA is NoPE (mla_use_nope), so its 64 'rope' key dims are cached unrotated. "
-        "The MoE (256 experts, 8 active + 1 shared, moe_intermediate_size 1024) is not "
-        "modelled: mlp_hidden is the dense intermediate_size 9216 of the first layer."
-    ),
+# ---------------------------------------------------------------- the reader
+
+_MODEL_TYPES = (
+    "llama",
+    "mistral",
+    "qwen2",
+    "qwen3",
+    "deepseek_v2",
+    "deepseek_v3",
+    "kimi_linear",
+    "qwen3_next",
+    "minimax",
+    "minimax_text_01",
+    "minimax_m1",
+    "jamba",
+    "nemotron_h",
 )
-"""Kimi Linear 48B-A3B: the released KDA/MLA hybrid (the Notation appendix, §8)."""
+"""The ``model_type`` values :func:`architecture_from_config` reads (a config without one is
+read as a dense attention model, like Llama's)."""
 
-DEEPSEEK_V3 = ModelConfig(
-    name="DeepSeek-V3",
-    vocab_size=129280,
-    d_model=7168,
-    layer_pattern=("mla",) * 61,
-    n_heads=128,
-    head_dim=128,
-    mla=MLAConfig(
-        n_heads=128,
-        qk_nope_head_dim=128,
-        qk_rope_head_dim=64,
-        v_head_dim=128,
-        kv_lora_rank=512,
-        q_lora_rank=1536,
-        rope=True,
-    ),
-    mlp_hidden=18432,
-    tie_embeddings=False,
-    source=(
-        "deepseek-ai/DeepSeek-V3 inference/configs/config_671B.json (n_layers 61, dim 7168, "
-        "n_heads 128, kv_lora_rank 512, q_lora_rank 1536, qk_nope_head_dim 128, "
-        "qk_rope_head_dim 64, v_head_dim 128, vocab_size 129280)."
-    ),
-    notes=(
-        "All 61 layers are MLA; each caches 512 + 64 = 576 numbers per token. n_heads x head_dim "
-        "= 128 x 128 is the multi-head baseline of DeepSeek-V2 Table 1 (2 x 128 x 128 per token "
-        "per layer). The MoE (256 routed experts, 8 active, moe_inter_dim 2048) is not "
-        "modelled: mlp_hidden is the dense inter_dim 18432 of the first 3 layers."
-    ),
-)
-"""DeepSeek-V3 (671B): MLA in every layer (the Notation appendix, §7)."""
 
-LLAMA3_8B = ModelConfig(
+def _field(config: dict[str, Any], *names: str) -> Any:
+    for name in names:
+        if config.get(name) is not None:
+            return config[name]
+    raise ValueError(
+        f"config: expected a field {' or '.join(map(repr, names))} "
+        f"(model_type {config.get('model_type')!r}), found none"
+    )
+
+
+def _attention(config: dict[str, Any]) -> dict[str, Any]:
+    """The softmax-attention heads: n_heads, head_dim (given, or hidden_size / heads) and the
+    key/value heads of GQA."""
+    heads = _field(config, "num_attention_heads")
+    if config.get("head_dim") is not None:
+        head_dim = config["head_dim"]
+    elif config.get("attention_head_dim") is not None:
+        head_dim = config["attention_head_dim"]
+    else:
+        head_dim = _field(config, "hidden_size") // heads
+    return {
+        "n_heads": heads,
+        "head_dim": head_dim,
+        "n_kv_heads": config.get("num_key_value_heads") or heads,
+    }
+
+
+def _mla(config: dict[str, Any]) -> MLAConfig:
+    return MLAConfig(
+        n_heads=_field(config, "num_attention_heads"),
+        qk_nope_head_dim=_field(config, "qk_nope_head_dim"),
+        qk_rope_head_dim=_field(config, "qk_rope_head_dim"),
+        v_head_dim=_field(config, "v_head_dim"),
+        kv_lora_rank=_field(config, "kv_lora_rank"),
+        q_lora_rank=config.get("q_lora_rank"),
+        rope=not config.get("mla_use_nope", False),
+    )
+
+
+def _layers(config: dict[str, Any], n: int) -> dict[str, Any]:
+    """The layer pattern and the dimensions its kinds read, by ``model_type``."""
+    kind = config.get("model_type")
+    if kind in ("llama", "mistral", "qwen2", "qwen3", None):
+        return {"layer_pattern": ("attn",) * n, **_attention(config)}
+    if kind in ("deepseek_v2", "deepseek_v3"):
+        # n_heads × head_dim: the multi-head baseline (DeepSeek-V2 Table 1), d_h = qk_nope_head_dim
+        return {
+            "layer_pattern": ("mla",) * n,
+            "n_heads": _field(config, "num_attention_heads"),
+            "head_dim": _field(config, "qk_nope_head_dim"),
+            "mla": _mla(config),
+        }
+    if kind == "kimi_linear":
+        linear = _field(config, "linear_attn_config")
+        full = tuple(linear["full_attn_layers"])  # 1-based
+        return {
+            "layer_pattern": pattern_from_full_attn_layers(n, full),
+            "n_heads": linear["num_heads"],
+            "head_dim": linear["head_dim"],
+            "conv_size": linear["short_conv_kernel_size"],
+            "mla": _mla(config),
+        }
+    if kind == "qwen3_next":
+        types = config.get("layer_types")
+        if not types:
+            interval = _field(config, "full_attention_interval")
+            types = [
+                "linear_attention" if (i + 1) % interval else "full_attention"
+                for i in range(n)
+            ]
+        return {
+            "layer_pattern": tuple(
+                "attn" if t == "full_attention" else "gdn" for t in types
+            ),
+            **_attention(config),
+            "conv_size": _field(config, "linear_conv_kernel_dim"),
+            "recurrent": RecurrentHeads(
+                n_key_heads=_field(config, "linear_num_key_heads"),
+                key_dim=_field(config, "linear_key_head_dim"),
+                n_value_heads=_field(config, "linear_num_value_heads"),
+                value_dim=_field(config, "linear_value_head_dim"),
+            ),
+        }
+    if kind in ("minimax", "minimax_text_01", "minimax_m1"):
+        return {
+            "layer_pattern": tuple(
+                "attn" if t == 1 else "lightning"
+                for t in _field(config, "attn_type_list")
+            ),
+            **_attention(config),
+        }
+    if kind == "jamba":
+        period = _field(config, "attn_layer_period")
+        offset = _field(config, "attn_layer_offset")
+        d_inner = _field(config, "mamba_expand") * _field(
+            config, "hidden_size"
+        )
+        return {
+            "layer_pattern": tuple(
+                "attn" if i % period == offset else "mamba" for i in range(n)
+            ),
+            **_attention(config),
+            "conv_size": _field(config, "mamba_d_conv"),
+            "ssm": SSMConfig(
+                d_inner=d_inner, d_state=_field(config, "mamba_d_state")
+            ),
+        }
+    if kind == "nemotron_h":
+        by_char = {"M": "mamba2", "*": "attn", "-": "mlp", "E": "mlp"}
+        heads = _field(config, "mamba_num_heads")
+        return {
+            "layer_pattern": tuple(
+                by_char[c] for c in _field(config, "hybrid_override_pattern")
+            ),
+            **_attention(config),
+            "conv_size": _field(config, "conv_kernel"),
+            "ssm": SSMConfig(
+                d_inner=heads * _field(config, "mamba_head_dim"),
+                d_state=_field(config, "ssm_state_size", "mamba_d_state"),
+                n_groups=_field(config, "n_groups"),
+            ),
+        }
+    raise ValueError(
+        f"config: model_type {kind!r} is not one the calculator reads; expected one of "
+        f"{', '.join(_MODEL_TYPES)}"
+    )
+
+
+def architecture_from_config(
+    config: dict[str, Any],
+    *,
+    params_total: int,
+    params_active: int | None = None,
+    name: str | None = None,
+    n_experts: int | None = None,
+    experts_per_token: int | None = None,
+    weight_dtype: str = "bf16",
+    source: str = "",
+    bib: tuple[str, ...] = (),
+    notes: str = "",
+) -> ModelConfig:
+    """A :class:`ModelConfig` from the fields of a Hugging Face ``config.json`` (a ``dict``).
+
+    The layer pattern and dimensions come from the fields each ``model_type`` uses (Kimi's
+    ``linear_attn_config``, Qwen3-Next's ``linear_*`` heads, MiniMax's ``attn_type_list``,
+    Jamba's ``attn_layer_period``/``attn_layer_offset``, Nemotron-H's
+    ``hybrid_override_pattern``); ``d_model``, ``vocab_size`` and ``mlp_hidden`` from
+    ``hidden_size``, ``vocab_size`` and the dense ``intermediate_size``. Positions are read only
+    where they change what is cached (MLA's ``mla_use_nope``): ``rope`` keeps its default.
+
+    The parameter counts are not in a config: give ``params_total`` (and ``params_active`` for a
+    mixture of experts; it defaults to the total). ``n_experts`` and ``experts_per_token``
+    default to the config's ``n_routed_experts``/``num_experts``/``num_local_experts`` and
+    ``num_experts_per_tok`` (``num_experts_per_token`` in Kimi's configs).
+    """
+    if not isinstance(config, dict):
+        raise ValueError(
+            f"config: expected a dict of config.json fields, "
+            f"got {type(config).__name__}"
+        )
+    n = _field(config, "num_hidden_layers")
+    layers = _layers(config, n)
+    if len(layers["layer_pattern"]) != n:
+        raise ValueError(
+            f"config: the layer pattern gives {len(layers['layer_pattern'])} layers, "
+            f"num_hidden_layers says {n}"
+        )
+    if n_experts is None:
+        n_experts = next(
+            (
+                config[k]
+                for k in (
+                    "n_routed_experts",
+                    "num_experts",
+                    "num_local_experts",
+                )
+                if config.get(k)
+            ),
+            None,
+        )
+        experts_per_token = (
+            next(
+                (
+                    config[k]
+                    for k in ("num_experts_per_tok", "num_experts_per_token")
+                    if config.get(k)
+                ),
+                None,
+            )
+            if n_experts
+            else None
+        )
+    return ModelConfig(
+        name=name
+        or config.get("_name_or_path")
+        or str(config.get("model_type")),
+        vocab_size=_field(config, "vocab_size"),
+        d_model=_field(config, "hidden_size"),
+        mlp_hidden=_field(config, "intermediate_size"),
+        tie_embeddings=config.get("tie_word_embeddings", False),
+        **layers,
+        params_total=params_total,
+        params_active=params_active,
+        n_experts=n_experts,
+        experts_per_token=experts_per_token,
+        weight_dtype=weight_dtype,
+        source=source,
+        bib=bib,
+        notes=notes,
+    )
+
+
+# ---------------------------------------------------------------- published configs
+# The fields the reader uses, copied from each model's released config.json.
+
+LLAMA3_8B_CONFIG = {  # meta-llama/Meta-Llama-3-8B, config.json [llama3_8b_config]
+    "model_type": "llama",
+    "num_hidden_layers": 32,
+    "hidden_size": 4096,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 8,
+    "intermediate_size": 14336,
+    "vocab_size": 128256,
+}
+DEEPSEEK_V3_CONFIG = {  # deepseek-ai/DeepSeek-V3, config.json [deepseekv3_config]
+    "model_type": "deepseek_v3",
+    "num_hidden_layers": 61,
+    "hidden_size": 7168,
+    "num_attention_heads": 128,
+    "kv_lora_rank": 512,
+    "q_lora_rank": 1536,
+    "qk_rope_head_dim": 64,
+    "qk_nope_head_dim": 128,
+    "v_head_dim": 128,
+    "intermediate_size": 18432,
+    "vocab_size": 129280,
+    "n_routed_experts": 256,
+    "num_experts_per_tok": 8,
+}
+KIMI_LINEAR_CONFIG = {  # moonshotai/Kimi-Linear-48B-A3B-Instruct, config.json [kimi_linear_config]
+    "model_type": "kimi_linear",
+    "num_hidden_layers": 27,
+    "hidden_size": 2304,
+    "num_attention_heads": 32,
+    "kv_lora_rank": 512,
+    "q_lora_rank": None,
+    "qk_rope_head_dim": 64,
+    "qk_nope_head_dim": 128,
+    "v_head_dim": 128,
+    "mla_use_nope": True,
+    "intermediate_size": 9216,
+    "vocab_size": 163840,
+    "num_experts": 256,
+    "num_experts_per_token": 8,
+    "linear_attn_config": {
+        "full_attn_layers": [4, 8, 12, 16, 20, 24, 27],
+        "num_heads": 32,
+        "head_dim": 128,
+        "short_conv_kernel_size": 4,
+    },
+}
+QWEN3_NEXT_CONFIG = {  # Qwen/Qwen3-Next-80B-A3B-Instruct, config.json [qwen3next_config]
+    "model_type": "qwen3_next",
+    "num_hidden_layers": 48,
+    "hidden_size": 2048,
+    "num_attention_heads": 16,
+    "num_key_value_heads": 2,
+    "head_dim": 256,
+    "full_attention_interval": 4,
+    "linear_num_key_heads": 16,
+    "linear_num_value_heads": 32,
+    "linear_key_head_dim": 128,
+    "linear_value_head_dim": 128,
+    "linear_conv_kernel_dim": 4,
+    "intermediate_size": 5120,
+    "vocab_size": 151936,
+    "num_experts": 512,
+    "num_experts_per_tok": 10,
+}
+MINIMAX_TEXT_01_CONFIG = {  # MiniMaxAI/MiniMax-Text-01, config.json [minimax_config]
+    "model_type": "minimax_text_01",
+    "num_hidden_layers": 80,
+    "hidden_size": 6144,
+    "num_attention_heads": 64,
+    "num_key_value_heads": 8,
+    "head_dim": 128,
+    "attn_type_list": [0, 0, 0, 0, 0, 0, 0, 1] * 10,
+    "intermediate_size": 9216,
+    "vocab_size": 200064,
+    "num_local_experts": 32,
+    "num_experts_per_tok": 2,
+}
+JAMBA_15_MINI_CONFIG = {  # ai21labs/AI21-Jamba-1.5-Mini, config.json [jamba15_config]
+    "model_type": "jamba",
+    "num_hidden_layers": 32,
+    "hidden_size": 4096,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 8,
+    "attn_layer_period": 8,
+    "attn_layer_offset": 4,
+    "mamba_d_state": 16,
+    "mamba_d_conv": 4,
+    "mamba_expand": 2,
+    "intermediate_size": 14336,
+    "vocab_size": 65536,
+    "num_experts": 16,
+    "num_experts_per_tok": 2,
+}
+NEMOTRON_H_8B_CONFIG = {  # nvidia/Nemotron-H-8B-Base-8K, config.json [nemotronh_config]
+    "model_type": "nemotron_h",
+    "num_hidden_layers": 52,
+    "hidden_size": 4096,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 8,
+    "attention_head_dim": 128,
+    "hybrid_override_pattern": "M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M-",
+    "mamba_num_heads": 128,
+    "mamba_head_dim": 64,
+    "ssm_state_size": 128,
+    "n_groups": 8,
+    "conv_kernel": 4,
+    "intermediate_size": 21504,
+    "vocab_size": 131072,
+}
+
+# ---------------------------------------------------------------- published models
+
+LLAMA3_8B = architecture_from_config(
+    LLAMA3_8B_CONFIG,
     name="Llama-3-8B",
-    vocab_size=128256,
-    d_model=4096,
-    layer_pattern=("attn",) * 32,
-    n_heads=32,
-    head_dim=128,
-    n_kv_heads=8,
-    mlp_hidden=14336,
-    rope=True,
-    tie_embeddings=False,
-    source=(
-        "Meta Llama 3 model card and config.json of meta-llama/Meta-Llama-3-8B "
-        "(num_hidden_layers 32, hidden_size 4096, num_attention_heads 32, "
-        "num_key_value_heads 8, intermediate_size 14336, vocab_size 128256)."
-    ),
-    notes="Grouped-query attention: 8 KV heads shared by 32 query heads; head_dim 4096 / 32.",
+    params_total=8_030_000_000,
+    source="config.json of meta-llama/Meta-Llama-3-8B; the Meta Llama 3 model card.",
+    bib=("llama3_8b_config", "grattafiori2024llama3"),
+    notes="Grouped-query attention in all 32 layers: 8 KV heads of 128 shared by 32 query "
+    "heads (head_dim 4096 / 32). 8.03B parameters (model card: 8B).",
 )
 """Llama 3 8B: standard GQA attention in every layer, the usual KV-cache baseline."""
 
-PRESETS: dict[str, ModelConfig] = {
+DEEPSEEK_V3 = architecture_from_config(
+    DEEPSEEK_V3_CONFIG,
+    name="DeepSeek-V3",
+    params_total=671_000_000_000,
+    params_active=37_000_000_000,
+    weight_dtype="fp8",
+    source="config.json of deepseek-ai/DeepSeek-V3; the DeepSeek-V3 technical report.",
+    bib=("deepseekv3_config", "deepseek2024v3"),
+    notes="All 61 layers are MLA; each caches 512 + 64 = 576 numbers per token. n_heads x "
+    "head_dim = 128 x 128 (head_dim read as qk_nope_head_dim) is the multi-head baseline of "
+    "DeepSeek-V2 Table 1 (2 x 128 x 128 per token per layer). 671B total / 37B active as in "
+    "the report (the 14B multi-token-prediction module of the 685B checkpoint is left out: "
+    "it is not used for plain decoding). Weights in fp8, as released (config.json "
+    "quantization_config: fp8). The MoE (256 routed experts, 8 active, moe_intermediate_size "
+    "2048) is not built: mlp_hidden is the dense intermediate_size 18432 of the first 3 "
+    "layers.",
+)
+"""DeepSeek-V3 (671B): MLA in every layer (the Notation appendix, §7)."""
+
+KIMI_LINEAR_48B_A3B = architecture_from_config(
+    KIMI_LINEAR_CONFIG,
+    name="Kimi-Linear-48B-A3B",
+    params_total=48_000_000_000,
+    params_active=3_000_000_000,
+    source="config.json of moonshotai/Kimi-Linear-48B-A3B-Instruct; Kimi Linear tech report, "
+    "arXiv 2510.26692, §4-5.",
+    bib=("kimi_linear_config", "kimi2025linear"),
+    notes="The config values are unconfirmed: copied identically in several public "
+    "repositories, the Hugging Face original was not reachable. full_attn_layers is 1-based: "
+    "[4, 8, 12, 16, 20, 24, 27] gives 20 KDA + 7 MLA layers (20:7, not exactly 3:1), MLA "
+    "last. The KDA heads are linear_attn_config's 32 x 128. MLA is NoPE (mla_use_nope), so "
+    "its 64 'rope' key dims are cached unrotated. The MoE (256 experts, 8 active + 1 shared, "
+    "moe_intermediate_size 1024) is not built: mlp_hidden is the dense intermediate_size 9216 "
+    "of the first layer.",
+)
+"""Kimi Linear 48B-A3B: the released KDA/MLA hybrid (the Notation appendix, §8)."""
+
+QWEN3_NEXT = architecture_from_config(
+    QWEN3_NEXT_CONFIG,
+    name="Qwen3-Next 80B-A3B",
+    params_total=80_000_000_000,
+    params_active=3_000_000_000,
+    source="config.json of Qwen/Qwen3-Next-80B-A3B-Instruct; the Qwen3-Next release notes.",
+    bib=("qwen3next_config", "qwen2025next"),
+    notes="full_attention_interval 4: layers 4, 8, …, 48 (1-based) are gated softmax "
+    "attention (12), the other 36 Gated DeltaNet with 32 value heads sharing 16 q/k "
+    "heads; one d_k × d_v state per value head.",
+)
+"""Qwen3-Next 80B-A3B: Gated DeltaNet and gated attention, 3 : 1."""
+
+MINIMAX_TEXT_01 = architecture_from_config(
+    MINIMAX_TEXT_01_CONFIG,
+    name="MiniMax-Text-01",
+    params_total=456_000_000_000,
+    params_active=45_900_000_000,
+    source="config.json of MiniMaxAI/MiniMax-Text-01; the MiniMax-01 report.",
+    bib=("minimax_config", "minimax2025minimax01"),
+    notes="attn_type_list: 0 = lightning (linear) attention, 1 = softmax; 70 : 10. The "
+    "lightning state counted as one 128 × 128 matrix per head, no short convolution.",
+)
+"""MiniMax-Text-01: lightning attention with a softmax layer every eighth."""
+
+JAMBA_15_MINI = architecture_from_config(
+    JAMBA_15_MINI_CONFIG,
+    name="Jamba 1.5 Mini",
+    params_total=52_000_000_000,
+    params_active=12_000_000_000,
+    source="config.json of ai21labs/AI21-Jamba-1.5-Mini; the Jamba and Jamba-1.5 reports.",
+    bib=("jamba15_config", "lieber2024jamba", "jamba2024v15"),
+    notes="Attention where layer % 8 == 4 (0-based): 4 of 32. Mamba-1 layers with "
+    "d_inner = 2 · 4096, d_state 16. 16 experts, 2 per token, in every other layer; the "
+    "expert share of the weights is spread evenly over them here.",
+)
+"""Jamba 1.5 Mini: Mamba with attention in one layer of eight."""
+
+NEMOTRON_H_8B = architecture_from_config(
+    NEMOTRON_H_8B_CONFIG,
+    name="Nemotron-H 8B",
+    params_total=8_000_000_000,
+    source="config.json of nvidia/Nemotron-H-8B-Base-8K; the Nemotron-H report.",
+    bib=("nemotronh_config", "nvidia2025nemotronh"),
+    notes="hybrid_override_pattern: M = Mamba-2, * = attention, - = MLP-only block: 24 + 4 + "
+    "24 = 52 blocks. Mamba-2 with 128 heads of 64 (d_inner 8192), d_state 128, 8 groups. 8B "
+    "as the model is named (the paper's size class).",
+)
+"""Nemotron-H 8B: mostly Mamba-2, four attention layers."""
+
+PUBLISHED: dict[str, ModelConfig] = {
     c.name: c
     for c in (
-        SOPHIA,
-        SOPHIA_NANO,
         KIMI_LINEAR_48B_A3B,
-        DEEPSEEK_V3,
+        QWEN3_NEXT,
+        MINIMAX_TEXT_01,
+        JAMBA_15_MINI,
+        NEMOTRON_H_8B,
         LLAMA3_8B,
+        DEEPSEEK_V3,
     )
 }
-"""Every preset by its name."""
+"""The published models by name (Lesson 16b's seven): five hybrids, then two baselines."""
+
+PRESETS: dict[str, ModelConfig] = {
+    c.name: c for c in (SOPHIA, SOPHIA_NANO, *PUBLISHED.values())
+}
+"""Every preset by its name: the course's two models and the published ones."""

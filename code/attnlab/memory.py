@@ -1,19 +1,9 @@
 """Exact bytes of what a model keeps while decoding: KV caches, MLA latents, recurrent states.
 
-Per layer and per sequence (batch 1), with T the context length in tokens:
-
-=========================  ====================================================  ===============
-layer kind                 numbers kept                                          grows with T?
-=========================  ====================================================  ===============
-``"attn"`` (MHA/GQA)       2 · n_kv_heads · head_dim · T   (K and V)             yes
-``"mla"``                  (kv_lora_rank + qk_rope_head_dim) · T                 yes
-recurrent state            n_heads · Dk · Dv      (Dk = Dv = head_dim)           no
-  (linear attention)       + n_heads · Dk         (the normaliser z)              no
-short-conv inputs          (conv_size − 1) · 3 · n_heads · head_dim  (q, k, v)   no
-=========================  ====================================================  ===============
-
-Every recurrent layer of the course (KDA, GDN, DeltaNet, GLA, linear attention) passes q, k and v
-through a short convolution (KL eq. 10; FLA's DeltaNet, GDN and KDA layers), hence the factor 3.
+Per layer and per sequence, each layer kind keeps the numbers its entry of the registry
+:data:`attnlab.kinds.KINDS` counts (:func:`layer_numbers`): a cache that grows with the context
+(attention's K and V, MLA's latent and rope key), or a fixed recurrent state and the last
+inputs of its short convolutions. :func:`cache_breakdown` sums them over a model's layers.
 
 Bytes = numbers · bytes per element, times the batch size. The KV cache, MLA latents and
 convolution inputs are activations, stored in ``dtype``. The recurrent state is an accumulator:
@@ -38,7 +28,8 @@ from dataclasses import dataclass
 import torch
 
 from .checks import check_choice, check_positive_int
-from .configs import RECURRENT_KINDS, ModelConfig
+from .configs import ModelConfig
+from .kinds import KINDS, LayerNumbers
 
 BITS_PER_ELEMENT = {
     "fp64": 64,
@@ -75,11 +66,6 @@ _TORCH_DTYPES = {
     torch.bfloat16: "bf16",
     torch.float16: "fp16",
 }
-
-NORMALISED_KINDS = ("linear",)
-"""Kinds that also keep the running key sum z ``[H, Dk]`` of normalised linear attention (the
-course's ``LinearAttentionLayer`` with its default ``normalize=True``), counted with the state:
-n_heads · head_dim more numbers."""
 
 
 def dtype_name(dtype: str | torch.dtype) -> str:
@@ -125,75 +111,38 @@ def tensor_bytes(numbers: int, dtype: str | torch.dtype) -> int:
     Exact for every format of one byte or more; a 4-bit tensor of an odd count rounds up by
     half a byte (3 numbers in int4 → 2 bytes).
     """
-    if (
-        isinstance(numbers, bool)
-        or not isinstance(numbers, int)
-        or numbers < 0
-    ):
-        raise ValueError(
-            f"numbers: expected an integer >= 0, got {numbers!r}"
-        )
+    _check_count("numbers", numbers)
     return math.ceil(numbers * bits_per_element(dtype) / 8)
 
 
-def _check_config(config: object) -> None:
+def _check_count(name: str, value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"{name}: expected an integer >= 0, got {value!r}")
+
+
+def _check_config(config: object, name: str = "config") -> None:
     if not isinstance(config, ModelConfig):
         raise ValueError(
-            f"config: expected a ModelConfig, got {type(config).__name__}"
+            f"{name}: expected a ModelConfig, got {type(config).__name__}"
         )
-
-
-@dataclass(frozen=True)
-class LayerNumbers:
-    """How many numbers one layer keeps for one sequence of ``T`` tokens.
-
-    ``cache`` grows with T (attention's K and V, MLA's latent and rope key); ``state`` (the
-    recurrent memory S, ``[H, Dk, Dv]``) and ``conv`` (the last conv_size − 1 inputs of each
-    short convolution) do not.
-    """
-
-    cache: int
-    state: int
-    conv: int
 
 
 def layer_numbers(
     kind: str, config: ModelConfig, context: int
 ) -> LayerNumbers:
-    """Numbers kept by one layer of ``kind`` of ``config`` after ``context``
-    tokens (batch 1).
-
-    attn:  cache = 2 · n_kv_heads · head_dim · T
-    mla:   cache = (kv_lora_rank + qk_rope_head_dim) · T
-    recurrent: state = n_heads · head_dim · head_dim
-                       (+ n_heads · head_dim for z, "linear")
-               conv  = (conv_size − 1) · 3 · n_heads · head_dim   (q, k and v)
-    """
+    """Numbers one layer of ``kind``, sized by ``config``, keeps for one sequence after
+    ``context`` tokens: the formula of the kind's entry in :data:`attnlab.kinds.KINDS`
+    (``cache`` grows with the context, ``state`` and ``conv`` do not)."""
     _check_config(config)
-    check_positive_int("context", context)
-    check_choice("kind", kind, ("attn", "mla", *RECURRENT_KINDS))
-    if kind == "attn":
-        return LayerNumbers(
-            cache=2 * config.n_kv_heads * config.head_dim * context,
-            state=0,
-            conv=0,
+    _check_count("context", context)
+    check_choice("kind", kind, KINDS)
+    needs = KINDS[kind].needs
+    if needs is not None and getattr(config, needs) is None:
+        raise ValueError(
+            f"config: {config.name} has no dimensions for {kind!r} layers "
+            f"(config.{needs} is None)"
         )
-    if kind == "mla":
-        if config.mla is None:
-            raise ValueError(
-                f"config: {config.name} has no MLA dimensions "
-                "(config.mla is None)"
-            )
-        return LayerNumbers(
-            cache=config.mla.cache_dim * context, state=0, conv=0
-        )
-    width = config.n_heads * config.head_dim
-    normaliser = width if kind in NORMALISED_KINDS else 0
-    return LayerNumbers(
-        cache=0,
-        state=width * config.head_dim + normaliser,
-        conv=(config.conv_size - 1) * 3 * width,
-    )
+    return KINDS[kind].numbers(config, context)
 
 
 @dataclass(frozen=True)
@@ -286,17 +235,20 @@ def cache_breakdown(
     """Exact bytes kept by every layer of ``config`` after ``context`` tokens.
 
     bytes = batch · (cache + conv numbers) · bytes(dtype) + batch · state numbers ·
-    bytes(state_dtype), per layer, with the numbers of :func:`layer_numbers`; in a 4-bit format
-    each tensor (one layer's cache, state or conv inputs of one sequence) is rounded up to whole
-    bytes (:func:`tensor_bytes`). ``state_dtype=None`` means the same as ``dtype``.
+    bytes(state_dtype), per layer, with the numbers of :func:`layer_numbers` (at ``context``
+    0, the fixed part alone); in a 4-bit format each tensor (one layer's cache, state or conv
+    inputs of one sequence) is rounded up to whole bytes (:func:`tensor_bytes`).
+    ``state_dtype=None`` means the same as ``dtype``.
     """
     _check_config(config)
+    _check_count("context", context)
     check_positive_int("batch", batch)
     act = dtype_name(dtype)
     state = act if state_dtype is None else dtype_name(state_dtype)
+    by_kind = {k: KINDS[k].numbers(config, context) for k in config.kinds}
     layers = []
     for i, kind in enumerate(config.layer_pattern):
-        n = layer_numbers(kind, config, context)
+        n = by_kind[kind]
         layers.append(
             LayerBytes(
                 index=i,

@@ -1,14 +1,16 @@
 """Serving arithmetic: what fits on a GPU, and how many bytes one decode step reads.
 
-For an :class:`attnlab.architectures.Architecture`, a context of T tokens and a batch of B
-sequences:
+For a model (an :class:`attnlab.configs.ModelConfig` with its parameter counts, as every
+published preset has), a context of T tokens and a batch of B sequences:
 
     memory = weights + B · (T · cache per token + state + conv)
 
 with the weights in ``weight_dtype`` (by default the dtype the model was released in), the
 growing cache and conv inputs in ``cache_dtype`` and the recurrent states in ``state_dtype``
 (each tensor, one layer of one sequence, rounded up to whole bytes:
-:func:`attnlab.memory.tensor_bytes`).
+:func:`attnlab.memory.tensor_bytes`). The bytes of one sequence are
+:func:`attnlab.memory.cache_breakdown`'s, layer kind by layer kind as the registry
+:data:`attnlab.kinds.KINDS` counts them.
 
 One decode step (every sequence of the batch gains one token) reads
 
@@ -29,74 +31,48 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .architectures import Architecture
 from .checks import check_positive_int
-from .memory import dtype_name, format_bytes, tensor_bytes
+from .configs import ModelConfig
+from .memory import (
+    CacheBreakdown,
+    _check_config,
+    _check_count,
+    cache_breakdown,
+    cache_bytes_per_token,
+    format_bytes,
+    tensor_bytes,
+)
 
 
-def _check_architecture(arch: object) -> None:
-    if not isinstance(arch, Architecture):
+def _check_sized(arch: object) -> None:
+    _check_config(arch, "arch")
+    if arch.params_total is None:
         raise ValueError(
-            f"arch: expected an Architecture, got {type(arch).__name__}"
+            f"arch: {arch.name} has no parameter count (params_total is None), "
+            "so its weights cannot be counted"
         )
 
 
-def _check_count(name: str, value: object) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"{name}: expected an integer >= 0, got {value!r}")
-
-
-@dataclass(frozen=True)
-class SequenceBytes:
-    """Bytes one sequence keeps: ``cache`` (grows with T), ``state`` and ``conv`` (fixed)."""
-
-    cache: int
-    state: int
-    conv: int
-
-    @property
-    def total(self) -> int:
-        """cache + state + conv."""
-        return self.cache + self.state + self.conv
-
-
 def sequence_bytes(
-    arch: Architecture,
+    arch: ModelConfig,
     context: int,
     *,
     cache_dtype: str = "bf16",
     state_dtype: str = "fp32",
-) -> SequenceBytes:
-    """Bytes one sequence of ``context`` tokens keeps, layer tensors rounded up to bytes.
-
-    cache = Σ_layers ⌈T · per_token · bits / 8⌉, state = Σ ⌈state · bits_S / 8⌉,
-    conv = Σ ⌈conv · bits / 8⌉ (conv inputs are activations, stored like the cache).
-    """
-    _check_architecture(arch)
-    _check_count("context", context)
-    act, state = dtype_name(cache_dtype), dtype_name(state_dtype)
-    return SequenceBytes(
-        cache=sum(
-            tensor_bytes(context * layer.per_token, act)
-            for layer in arch.layers
-        ),
-        state=sum(tensor_bytes(layer.state, state) for layer in arch.layers),
-        conv=sum(tensor_bytes(layer.conv, act) for layer in arch.layers),
+) -> CacheBreakdown:
+    """Bytes one sequence of ``context`` tokens keeps: :func:`attnlab.memory.cache_breakdown`
+    at batch 1, with the cache and conv inputs in ``cache_dtype`` and the recurrent states in
+    ``state_dtype`` (fp32 by default, as recurrent kernels accumulate)."""
+    _check_config(arch, "arch")
+    return cache_breakdown(
+        arch, context, dtype=cache_dtype, state_dtype=state_dtype
     )
 
 
-def cache_bytes_per_token(
-    arch: Architecture, cache_dtype: str = "bf16"
-) -> int:
-    """Bytes the cache grows by per token of one sequence (all layers); exact for 4-bit caches
-    when every layer's per-token count is even."""
-    return sequence_bytes(arch, 1, cache_dtype=cache_dtype).cache
-
-
-def weight_bytes(arch: Architecture, weight_dtype: str | None = None) -> int:
+def weight_bytes(arch: ModelConfig, weight_dtype: str | None = None) -> int:
     """Bytes of all stored weights: ⌈params_total · bits / 8⌉, in ``weight_dtype`` (None: the
     dtype the model was released in, ``arch.weight_dtype``)."""
-    _check_architecture(arch)
+    _check_sized(arch)
     return tensor_bytes(arch.params_total, weight_dtype or arch.weight_dtype)
 
 
@@ -121,7 +97,7 @@ class MemoryNeed:
 
 
 def memory_needed(
-    arch: Architecture,
+    arch: ModelConfig,
     context: int,
     batch: int = 1,
     *,
@@ -136,14 +112,14 @@ def memory_needed(
     )
     return MemoryNeed(
         weight_bytes(arch, weight_dtype),
-        batch * seq.cache,
-        batch * seq.state,
-        batch * seq.conv,
+        batch * seq.cache_bytes,
+        batch * seq.state_bytes,
+        batch * seq.conv_bytes,
     )
 
 
 def largest_batch(
-    arch: Architecture,
+    arch: ModelConfig,
     context: int,
     memory_bytes: int,
     *,
@@ -157,12 +133,12 @@ def largest_batch(
     free = memory_bytes - weight_bytes(arch, weight_dtype)
     per_sequence = sequence_bytes(
         arch, context, cache_dtype=cache_dtype, state_dtype=state_dtype
-    ).total
+    ).total_bytes
     return max(free, 0) // per_sequence if per_sequence else 0
 
 
 def largest_context(
-    arch: Architecture,
+    arch: ModelConfig,
     batch: int,
     memory_bytes: int,
     *,
@@ -230,14 +206,14 @@ def expected_experts_touched(
 
 
 def weights_read_per_step(
-    arch: Architecture, batch: int = 1, weight_dtype: str | None = None
+    arch: ModelConfig, batch: int = 1, weight_dtype: str | None = None
 ) -> int:
     """Weight bytes one decode step reads for ``batch`` tokens at once.
 
     Dense: all weights. MoE with E experts, k per token: the shared part D = active − k · e plus
     the experts touched, e per expert, with e = (total − active) / (E − k).
     """
-    _check_architecture(arch)
+    _check_sized(arch)
     if arch.n_experts is None or arch.params_total == arch.params_active:
         return weight_bytes(arch, weight_dtype)
     k, experts = arch.experts_per_token, arch.n_experts
@@ -267,7 +243,7 @@ class StepBytes:
 
 
 def decode_step_bytes(
-    arch: Architecture,
+    arch: ModelConfig,
     context: int,
     batch: int = 1,
     *,
@@ -281,7 +257,8 @@ def decode_step_bytes(
         arch, context, cache_dtype=cache_dtype, state_dtype=state_dtype
     )
     return StepBytes(
-        weights_read_per_step(arch, batch, weight_dtype), batch * seq.total
+        weights_read_per_step(arch, batch, weight_dtype),
+        batch * seq.total_bytes,
     )
 
 
@@ -303,7 +280,7 @@ def step_seconds(
 
 
 def crossover_batch(
-    arch: Architecture,
+    arch: ModelConfig,
     context: int,
     *,
     max_batch: int = 4096,
@@ -405,7 +382,7 @@ class WhatIf:
 
 
 def what_if(
-    arch: Architecture,
+    arch: ModelConfig,
     context: int,
     batch: int,
     memory_bytes: int,
@@ -423,7 +400,7 @@ def what_if(
         "state_dtype": state_dtype,
     }
     return WhatIf(
-        name=arch.name if isinstance(arch, Architecture) else str(arch),
+        name=arch.name if isinstance(arch, ModelConfig) else str(arch),
         context=context,
         batch=batch,
         memory_bytes=memory_bytes,

@@ -15,6 +15,7 @@ from attnlab.configs import (
     SOPHIA,
     ModelConfig,
 )
+from attnlab.kinds import KINDS
 from attnlab.memory import (
     BYTES_PER_ELEMENT,
     as_all_attention,
@@ -24,7 +25,6 @@ from attnlab.memory import (
 
 from ..plotting import (
     KIND_COLOURS,
-    KIND_NAMES,
     PALETTE,
     SMALL_TEXT_PT,
     context_label,
@@ -82,7 +82,7 @@ def draw_layer_pattern(
             ax.text(
                 i + 0.45,
                 y + 0.4,
-                KIND_NAMES.get(kind, kind)[0],
+                KINDS[kind].label[0],
                 ha="center",
                 va="center",
                 fontsize=SMALL_TEXT_PT,
@@ -90,7 +90,7 @@ def draw_layer_pattern(
                 fontweight="bold",
             )
         counts = " + ".join(
-            f"{config.count(k)} {KIND_NAMES.get(k, k)}"
+            f"{config.count(k)} {KINDS[k].label}"
             for k in dict.fromkeys(config.layer_pattern)
         )
         ax.text(
@@ -117,11 +117,11 @@ def draw_layer_pattern(
         handles=[
             Patch(
                 color=KIND_COLOURS.get(k, "#999999"),
-                label=f"{KIND_NAMES.get(k, k)}"
+                label=KINDS[k].label
                 + (
-                    ": fixed-size state"
-                    if k == "kda"
-                    else ": cache grows with T"
+                    ": cache grows with T"
+                    if KINDS[k].grows
+                    else ": fixed-size state"
                 ),
             )
             for k in kinds

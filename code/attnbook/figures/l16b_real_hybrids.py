@@ -1,8 +1,9 @@
 """Figures for Lesson 16b (real hybrids side by side): memory per sequence, the what-if
 calculator, and the batch sweep of bytes read per decode step.
 
-Every number drawn comes from :mod:`attnlab.serving` over :mod:`attnlab.architectures`; these
-functions only draw. Text is 11 pt or more at figure widths up to 7 in.
+Every number drawn comes from :mod:`attnlab.serving` over the published models of
+:mod:`attnlab.configs`; these functions only draw. Text is 11 pt or more at figure widths up
+to 7 in.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections.abc import Sequence
 from matplotlib.figure import Figure
 from matplotlib.transforms import blended_transform_factory
 
-from attnlab.architectures import PRESETS, Architecture
+from attnlab.configs import PUBLISHED, ModelConfig
 from attnlab.memory import format_bytes
 from attnlab.serving import (
     decode_step_bytes,
@@ -38,7 +39,7 @@ CACHE_DTYPES = ("bf16", "fp8", "int4")
 LINE_COLOURS = tuple(c for c in PALETTE if c != "#F0E442")
 
 
-def size_label(arch: Architecture) -> str:
+def size_label(arch: ModelConfig) -> str:
     """``"48B, 3B active"`` or ``"8B"``: the model's size in billions of parameters."""
     total = f"{arch.params_total / 1e9:.0f}B"
     if arch.params_active == arch.params_total:
@@ -56,10 +57,10 @@ def context_label(tokens: int) -> str:
 
 
 def _check_names(names: Sequence[str]) -> None:
-    unknown = [n for n in names if n not in PRESETS]
+    unknown = [n for n in names if n not in PUBLISHED]
     if unknown or not names:
         raise ValueError(
-            f"names: expected preset names from {list(PRESETS)}, got {list(names)}"
+            f"names: expected published model names from {list(PUBLISHED)}, got {list(names)}"
         )
 
 
@@ -75,7 +76,8 @@ def draw_memory_per_sequence(
     height = 0.8 / len(contexts)
     for j, tokens in enumerate(contexts):
         values = [
-            sequence_bytes(PRESETS[n], tokens).total / 2**30 for n in names
+            sequence_bytes(PUBLISHED[n], tokens).total_bytes / 2**30
+            for n in names
         ]
         ys = [
             i + (j - (len(contexts) - 1) / 2) * height
@@ -90,7 +92,7 @@ def draw_memory_per_sequence(
         )
     ax.set_yticks(
         range(len(names)),
-        [f"{n}\n({size_label(PRESETS[n])})" for n in names],
+        [f"{n}\n({size_label(PUBLISHED[n])})" for n in names],
         fontsize=FONT,
     )
     ax.invert_yaxis()
@@ -115,7 +117,7 @@ def draw_calculator(
     """What fits in ``memory_gb`` GB: for each cache dtype, the largest batch of ``context``-token
     sequences and a stacked bar of weights + caches + states at that batch."""
     _check_names([model])
-    arch = PRESETS[model]
+    arch = PUBLISHED[model]
     memory = memory_gb * 10**9
     ax = fig.subplots()
     rows = []
@@ -189,7 +191,7 @@ def draw_batch_sweep(
     for i, name in enumerate(names):
         shares = []
         for b in batches:
-            step = decode_step_bytes(PRESETS[name], context, b)
+            step = decode_step_bytes(PUBLISHED[name], context, b)
             shares.append(100 * step.cache / step.total)
         ax.plot(
             batches,

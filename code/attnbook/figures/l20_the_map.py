@@ -12,11 +12,12 @@ from matplotlib.colors import to_rgba
 from matplotlib.figure import Figure
 
 from attnlab.configs import SOPHIA, ModelConfig
+from attnlab.kinds import KINDS
 from attnlab.memory import BYTES_PER_ELEMENT, format_bytes
 
 from ..architectures_map import (
-    ARCHITECTURES,
     MAP_CONTEXTS,
+    MECHANISMS,
     decoding_numbers,
     map_mib,
     memory_picture,
@@ -39,7 +40,7 @@ _TEX_SYMBOLS = {
 
 
 def plain_rule(rule: str) -> str:
-    """An update rule of ``ARCHITECTURES`` (TeX) as plain Unicode text, e.g.
+    """An update rule of ``MECHANISMS`` (TeX) as plain Unicode text, e.g.
     ``$S_t=\\gamma\\,S_{t-1}+k_tv_t^\\top$`` → "Sₜ = γ Sₜ₋₁ + kₜvₜᵀ": a figure title drawn
     without mathtext, whose parsing costs more than the rest of the title."""
     text = re.sub(r"\\mathrm\{(\w+)\}", r"\1", rule.strip("$"))
@@ -98,14 +99,14 @@ def draw_architecture(
     Below: the numbers one layer keeps against the context with ``config``'s head dims, in bf16
     (2 bytes each), ``arch`` in colour and the other eight in grey. Stacked, so both read on a
     phone."""
-    if arch not in ARCHITECTURES:
+    if arch not in MECHANISMS:
         raise ValueError(
-            f"arch: expected one of {list(ARCHITECTURES)}, got {arch!r}"
+            f"arch: expected one of {list(MECHANISMS)}, got {arch!r}"
         )
-    info = ARCHITECTURES[arch]
+    info = MECHANISMS[arch]
     left, right = fig.subplots(2, 1, gridspec_kw={"height_ratios": [1, 1.2]})
     picture = memory_picture(arch)
-    grows = info.kind in ("attn", "mla")
+    grows = KINDS[info.kind].grows
     lim = float(picture.abs().max())
     heatmap(
         left,
@@ -167,15 +168,13 @@ def draw_memory_by_architecture(
             f"context: expected an integer in [1, {2**24}], got {context!r}"
         )
     ax = fig.subplots()
-    names = list(ARCHITECTURES)
+    names = list(MECHANISMS)
     n_bytes = [
         decoding_numbers(n, config, context) * BYTES_PER_ELEMENT["bf16"]
         for n in names
     ]
     colours = [
-        ATTN_COLOUR
-        if ARCHITECTURES[n].kind in ("attn", "mla")
-        else KDA_COLOUR
+        ATTN_COLOUR if KINDS[MECHANISMS[n].kind].grows else KDA_COLOUR
         for n in names
     ]
     ax.barh(range(len(names)), n_bytes, color=colours)
