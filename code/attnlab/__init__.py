@@ -14,12 +14,13 @@ from .attention import (
     apply_rope,
     attention_scores,
     causal_mask,
+    merge_heads,
     rope_angles,
     softmax_attention,
     softmax_attention_online,
+    split_heads,
     stable_softmax,
 )
-from .blocks import KVCache, merge_heads, split_heads
 from .configs import (
     DEEPSEEK_V3,
     KIMI_LINEAR_48B_A3B,
@@ -38,7 +39,7 @@ from .delta import (
 )
 from .gated import gla_chunk, gla_recurrent
 from .kda import kda_chunk, kda_recurrent, kda_step
-from .kv_cache import kv_cache_bytes
+from .kv_cache import KVCache, kv_cache_bytes
 from .layers import (
     DeltaNetLayer,
     GatedDeltaNetLayer,
