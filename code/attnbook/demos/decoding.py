@@ -11,6 +11,7 @@ import torch
 
 from attnlab.attention import softmax_attention
 from attnlab.checks import check_positive_int, check_tensor
+from attnlab.kinds import KINDS
 
 
 def decode_without_cache(
@@ -89,8 +90,6 @@ def max_cached_tokens(bytes_per_token: int, budget_bytes: int) -> int:
     return budget_bytes // bytes_per_token
 
 
-GLOBAL_KINDS = ("attn", "mla")
-"""Layer kinds that keep a growing cache (every other kind keeps a fixed-size state)."""
 
 
 def stack_cost(
@@ -100,8 +99,9 @@ def stack_cost(
 
         cost = n_global · global_cost + n_recurrent · recurrent_cost
 
-    where n_global counts the ``"attn"``/``"mla"`` layers of ``layer_pattern`` and n_recurrent
-    the others (Sophia: 7 and 21). An estimate: it adds only the mixers' costs (no MLPs, norms,
+    where n_global counts the layers of ``layer_pattern`` whose cache grows with the context
+    (``attnlab.kinds.KINDS[kind].grows``: attention, MLA) and n_recurrent the others (Sophia: 7
+    and 21). An estimate: it adds only the mixers' costs (no MLPs, norms,
     projections) and assumes every global layer costs what the one measured layer costs.
     """
     if (
@@ -123,7 +123,12 @@ def stack_cost(
             or value < 0
         ):
             raise ValueError(f"{name}: expected a number >= 0, got {value!r}")
-    n_global = sum(kind in GLOBAL_KINDS for kind in layer_pattern)
+    unknown = [kind for kind in layer_pattern if kind not in KINDS]
+    if unknown:
+        raise ValueError(
+            f"layer_pattern: expected kinds from {list(KINDS)}, got {unknown[0]!r}"
+        )
+    n_global = sum(KINDS[kind].grows for kind in layer_pattern)
     return (
         n_global * global_cost
         + (len(layer_pattern) - n_global) * recurrent_cost
