@@ -320,7 +320,7 @@ def _check_layer_call(
             f"cache: expected a KVCache or None, got {type(cache).__name__}"
         )
     sizes = {"B": b, "H_kv": self.n_kv_heads, "D": self.head_dim}
-    like = {"dtype": x.dtype, "device": x.device}
+    like = {"dtype": x.dtype, "device": x.device, "like": "x"}
     check_tensor("cache.k", cache.k, ("B", "H_kv", "T", "D"), sizes, **like)
     check_tensor("cache.v", cache.v, ("B", "H_kv", "T", "D"), sizes, **like)
 

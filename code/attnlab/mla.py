@@ -116,7 +116,7 @@ def _check_layer_call(
         raise ValueError(
             f"cache: expected a LatentCache or None, got {type(cache).__name__}"
         )
-    like = {"dtype": x.dtype, "device": x.device}
+    like = {"dtype": x.dtype, "device": x.device, "like": "x"}
     sizes = {"B": b, "d_c": self.kv_lora_rank, "d_R": self.qk_rope_head_dim}
     check_tensor("cache.c_kv", cache.c_kv, ("B", "T", "d_c"), sizes, **like)
     check_tensor(
