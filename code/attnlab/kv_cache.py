@@ -34,7 +34,7 @@ from .checks import (
 def _check_append(self: KVCache, k_new: object, v_new: object) -> None:
     """k_new ``[B, H_kv, T_new, D]`` and v_new ``[B, H_kv, T_new, Dv]`` fit the cache."""
     b, h, _, d = self.k.shape
-    like = {"dtype": self.k.dtype, "device": self.k.device}
+    like = {"dtype": self.k.dtype, "device": self.k.device, "like": "cache.k"}
     sizes = check_tensor(
         "k_new",
         k_new,
@@ -60,7 +60,7 @@ class KVCache:
 
     def __post_init__(self) -> None:
         sizes = check_tensor("k", self.k, ("B", "H_kv", "T", "D"))
-        like = {"dtype": self.k.dtype, "device": self.k.device}
+        like = {"dtype": self.k.dtype, "device": self.k.device, "like": "k"}
         check_tensor("v", self.v, ("B", "H_kv", "T", "Dv"), sizes, **like)
 
     @property

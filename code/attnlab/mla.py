@@ -35,7 +35,11 @@ def _check_append(
 ) -> None:
     """c_kv_new ``[B, T_new, d_c]`` and k_rope_new ``[B, T_new, d_h^R]`` fit the cache."""
     (b, _, d_c), d_r = self.c_kv.shape, self.k_rope.shape[2]
-    like = {"dtype": self.c_kv.dtype, "device": self.c_kv.device}
+    like = {
+        "dtype": self.c_kv.dtype,
+        "device": self.c_kv.device,
+        "like": "cache.c_kv",
+    }
     sizes = check_tensor(
         "c_kv_new",
         c_kv_new,
