@@ -12,6 +12,7 @@ from attnlab.attention import (
     apply_rope,
     attention_scores,
     causal_mask,
+    head_attention_weights,
     merge_heads,
     naive_softmax,
     repeat_kv_heads,
@@ -28,10 +29,6 @@ from hypothesis import strategies as st
 
 SETTINGS = settings(max_examples=20, deadline=None)
 DTYPES = st.sampled_from([torch.float32, torch.float64])
-
-
-
-
 
 
 def reference_attention(q, k, v, causal, scale):
@@ -255,9 +252,6 @@ def make_mha(n_kv_heads=None, rope=True, dtype=torch.float64, seed=0, **kw):
     torch.manual_seed(seed)
     return MultiHeadAttention(16, 4, 6, n_kv_heads=n_kv_heads, rope=rope, **kw).to(dtype)
 
-
-
-
 @pytest.mark.parametrize("n_kv_heads", [None, 2, 1])
 @pytest.mark.parametrize("rope", [True, False])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
@@ -317,6 +311,33 @@ def test_mha_cache_bytes_grow_linearly_and_match_formula(n_kv_heads):
     assert len({b - a for a, b in zip(sizes, sizes[1:], strict=False)}) == 1
 
 
+# ---------------------------------------------------------------- per-head weights
+
+
+@pytest.mark.parametrize(("n_heads", "n_kv_heads", "rope"), [(4, 4, True), (4, 2, True),
+                                                             (2, 1, False), (1, 1, True)])
+def test_head_weights_reproduce_the_layer_output(n_heads, n_kv_heads, rope):
+    torch.manual_seed(0)
+    layer = MultiHeadAttention(16, n_heads, 16 // n_heads, n_kv_heads=n_kv_heads,
+                               rope=rope).double()
+    x = torch.randn(2, 6, 16, dtype=torch.float64)
+    weights = head_attention_weights(layer, x)
+    assert weights.shape == (2, n_heads, 6, 6)
+    torch.testing.assert_close(weights.sum(-1), torch.ones(2, n_heads, 6, dtype=torch.float64))
+    assert (weights.triu(1) == 0).all()  # causal: nothing above the diagonal
+    v = repeat_kv_heads(split_heads(layer.w_v(x), n_kv_heads), n_heads // n_kv_heads)
+    y = layer.w_o(merge_heads(weights @ v))
+    torch.testing.assert_close(y, layer(x)[0], rtol=0, atol=1e-12)
+
+
+def test_head_weights_reject_bad_inputs():
+    layer = MultiHeadAttention(8, 2, 4)
+    with pytest.raises(ValueError, match="^layer"):
+        head_attention_weights(torch.nn.Linear(8, 8), torch.randn(1, 3, 8))
+    with pytest.raises(ValueError, match="^x"):
+        head_attention_weights(layer, torch.randn(1, 3, 7))
+
+
 # ---------------------------------------------------------------- bad inputs
 
 Q = randn(1, 2, 3, 4)
@@ -333,7 +354,7 @@ V = randn(1, 2, 3, 5)
         (lambda: softmax_attention(Q, Q, V.float()), "v"),
         (lambda: softmax_attention(Q.int(), Q, V), "q"),
         (lambda: softmax_attention(Q, Q, V, scale="big"), "scale"),
-        (lambda: softmax_attention(Q, Q[:, :, :2], V[:, :, :2]), "t_q"),
+        (lambda: softmax_attention(Q, Q[:, :, :2], V[:, :, :2]), "q"),
         (lambda: softmax_attention_online(Q, Q, V, block_size=0), "block_size"),
         (lambda: softmax_attention_online(Q, Q[..., :3], V), "k"),
         (lambda: attention_scores(Q, randn(1, 2, 3, 5)), "k"),
@@ -353,12 +374,23 @@ V = randn(1, 2, 3, 5)
         (lambda: make_mha()(randn(16)), "x"),
         (lambda: make_mha()(randn(1, 3, 16), cache=(Q, Q)), "cache"),
         (lambda: make_mha()(randn(2, 3, 16), KVCache(randn(1, 4, 2, 6), randn(1, 4, 2, 6))),
-         "k_new"),
+         "cache"),
+        (lambda: make_mha(n_kv_heads=2)(randn(1, 3, 16), KVCache(randn(1, 4, 2, 6),
+                                                                 randn(1, 4, 2, 6))), "cache"),
+        (lambda: make_mha()(randn(1, 3, 16), KVCache(randn(1, 4, 2, 6).float(),
+                                                     randn(1, 4, 2, 6).float())), "cache"),
     ],
 )
 def test_bad_inputs_raise_value_error_naming_the_argument(call, name):
     with pytest.raises(ValueError, match=rf"^{name}\b"):
         call()
+
+
+def test_causal_attention_names_q_when_there_are_more_queries_than_keys():
+    with pytest.raises(ValueError, match=r"^q: expected at most as many queries as keys"):
+        softmax_attention(Q, Q[:, :, :2], V[:, :, :2])
+    o, _ = softmax_attention(Q, Q[:, :, :2], V[:, :, :2], causal=False)  # fine without the mask
+    assert o.shape == (1, 2, 3, 5)
 
 
 def test_mha_without_rope_accepts_odd_head_dim():

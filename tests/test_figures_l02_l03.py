@@ -1,6 +1,7 @@
-"""Lessons 2–3: the dot-product count, the hand-made projections, the toy example and every figure
-of attnbook.figures.l02_self_attention and l03_scaling_and_softmax (data in
-attnbook.demos.toy_attention) (defaults, slider extremes, rejected values)."""
+"""Lessons 2–3: the dot-product count (attnbook.demos.attention_counts), the hand-made
+projections, the toy example and the overflow threshold (attnbook.demos.toy_attention), and every
+figure of attnbook.figures.l02_self_attention and l03_scaling_and_softmax (defaults, slider
+extremes, rejected values)."""
 
 from __future__ import annotations
 
@@ -9,19 +10,12 @@ import math
 import pytest
 import torch
 from attnbook.demos import toy_attention as toy
+from attnbook.demos.attention_counts import attention_dot_products
+from attnbook.demos.toy_attention import exp_overflow_threshold, relation_projections
 from attnbook.figures import l02_self_attention as l02
 from attnbook.figures import l03_scaling_and_softmax as l03
 from attnbook.plotting import new_figure
-from attnlab.attention import (
-    attention_dot_products,
-    causal_mask,
-    exp_overflow_threshold,
-    naive_softmax,
-    relation_projections,
-    softmax_attention,
-    softmax_attention_online,
-    stable_softmax,
-)
+from attnlab.attention import causal_mask, naive_softmax, softmax_attention, stable_softmax
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -121,14 +115,6 @@ def test_random_scores_have_variance_d_and_scaling_restores_one():
     assert float(stable_softmax(scaled).amax(-1).mean()) < 0.2
 
 
-def test_lesson3_softmax_examples():
-    x = torch.tensor([1000.0, 1001.0])
-    assert torch.isnan(naive_softmax(x)).all()
-    expected = torch.tensor([1 / (1 + math.e), math.e / (1 + math.e)])
-    torch.testing.assert_close(stable_softmax(x), expected)
-    torch.testing.assert_close(stable_softmax(x - 1000), naive_softmax(x - 1000))
-
-
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32, torch.float64])
 def test_exp_overflow_threshold_is_where_exp_becomes_inf(dtype):
     x = exp_overflow_threshold(dtype)
@@ -153,14 +139,6 @@ def test_toy_outputs_are_closest_to_the_attended_word():
     assert ex.nearest_words(o[0, 0, 2], k=1)[0][0] == "red"      # cat: what do I look like?
     with pytest.raises(ValueError, match="vector"):
         ex.nearest_words(torch.zeros(3))
-
-
-def test_online_softmax_on_the_toy_sentence_equals_full():
-    _, q, k, v = toy.toy_attention().qkv()
-    for causal in (False, True):
-        full, _ = softmax_attention(q, k, v, causal=causal)
-        online, _ = softmax_attention_online(q, k, v, causal=causal, block_size=4)
-        torch.testing.assert_close(online, full, rtol=0, atol=1e-12)
 
 
 # ------------------------------------------------------------------ figures

@@ -1,24 +1,17 @@
-"""Tests of Lessons 4–5: the multi-head counting functions and per-head weights in
-attnlab.attention, and the figures (and their data) in attnbook.figures.l04_multi_head_attention,
-l05_order_and_position and attnbook.demos.heads_position."""
+"""Tests of Lessons 4–5: the multi-head counting functions (attnbook.demos.attention_counts), and
+the figures (and their data) in attnbook.figures.l04_multi_head_attention, l05_order_and_position
+and attnbook.demos.heads_position."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 from attnbook.demos import heads_position as heads
+from attnbook.demos.attention_counts import mha_flops, mha_parameter_counts
 from attnbook.figures import l04_multi_head_attention as l04
 from attnbook.figures import l05_order_and_position as l05
 from attnbook.plotting import course_style, new_figure
-from attnlab.attention import (
-    MultiHeadAttention,
-    head_attention_weights,
-    merge_heads,
-    mha_flops,
-    mha_parameter_counts,
-    repeat_kv_heads,
-    split_heads,
-)
+from attnlab.attention import MultiHeadAttention, head_attention_weights, split_heads
 from torch.utils.flop_counter import FlopCounterMode
 
 # ---------------------------------------------------------------- counting
@@ -86,33 +79,6 @@ def test_counts_reject_bad_sizes(kwargs, name):
 def test_flops_reject_bad_length():
     with pytest.raises(ValueError, match="seq_len"):
         mha_flops(0, 48, 4)
-
-
-# ---------------------------------------------------------------- per-head weights
-
-
-@pytest.mark.parametrize(("n_heads", "n_kv_heads", "rope"), [(4, 4, True), (4, 2, True),
-                                                             (2, 1, False), (1, 1, True)])
-def test_head_weights_reproduce_the_layer_output(n_heads, n_kv_heads, rope):
-    torch.manual_seed(0)
-    layer = MultiHeadAttention(16, n_heads, 16 // n_heads, n_kv_heads=n_kv_heads,
-                               rope=rope).double()
-    x = torch.randn(2, 6, 16, dtype=torch.float64)
-    weights = head_attention_weights(layer, x)
-    assert weights.shape == (2, n_heads, 6, 6)
-    torch.testing.assert_close(weights.sum(-1), torch.ones(2, n_heads, 6, dtype=torch.float64))
-    assert (weights.triu(1) == 0).all()  # causal: nothing above the diagonal
-    v = repeat_kv_heads(split_heads(layer.w_v(x), n_kv_heads), n_heads // n_kv_heads)
-    y = layer.w_o(merge_heads(weights @ v))
-    torch.testing.assert_close(y, layer(x)[0], rtol=0, atol=1e-12)
-
-
-def test_head_weights_reject_bad_inputs():
-    layer = MultiHeadAttention(8, 2, 4)
-    with pytest.raises(ValueError, match="layer"):
-        head_attention_weights(torch.nn.Linear(8, 8), torch.randn(1, 3, 8))
-    with pytest.raises(ValueError, match="x"):
-        head_attention_weights(layer, torch.randn(1, 3, 7))
 
 
 # ---------------------------------------------------------------- the data behind the figures

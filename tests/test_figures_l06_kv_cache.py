@@ -1,20 +1,24 @@
-"""Tests of Lesson 6's figures (attnbook.figures.l06_kv_cache) and the computations it added to
-attnlab.kv_cache: decode work counts, the context that fits a budget, and the step timer."""
+"""Tests of Lesson 6's figures (attnbook.figures.l06_kv_cache) and its helpers in
+attnbook.demos.decoding: decoding without a cache, decode work counts and the context that fits a
+budget."""
 
 from __future__ import annotations
 
 import itertools
 
 import pytest
-from attnbook.figures import l06_kv_cache as l06
-from attnbook.plotting import new_figure
-from attnlab.configs import LLAMA3_8B, SOPHIA
-from attnlab.kv_cache import (
+import torch
+from attnbook.demos.decoding import (
     decode_step_work,
     decode_total_work,
-    kv_cache_bytes,
+    decode_without_cache,
     max_cached_tokens,
 )
+from attnbook.figures import l06_kv_cache as l06
+from attnbook.plotting import new_figure
+from attnlab.attention import softmax_attention
+from attnlab.configs import LLAMA3_8B, SOPHIA
+from attnlab.kv_cache import kv_cache_bytes
 from attnlab.memory import (
     as_all_attention,
     cache_breakdown,
@@ -123,6 +127,30 @@ def test_sophia_all_attention_numbers():
     assert total / 1024 / 1000 == pytest.approx(688.128)
     assert cache_bytes_per_token(sophia_all) == 172_032
     assert cache_bytes_per_token(LLAMA3_8B) == 131_072
+
+
+# ---------------------------------------------------------------- decoding without a cache
+
+
+@pytest.mark.parametrize(("t", "scale"), [(1, None), (9, None), (9, 0.7)])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_decoding_without_cache_equals_full_causal_pass(t, scale, dtype):
+    g = torch.Generator().manual_seed(t)
+    q, k, v = (torch.randn(2, 3, t, 4, generator=g, dtype=dtype) for _ in range(3))
+    full, _ = softmax_attention(q, k, v, causal=True, scale=scale)
+    tol = 1e-12 if dtype == torch.float64 else 1e-5
+    torch.testing.assert_close(decode_without_cache(q, k, v, scale=scale), full,
+                               rtol=0, atol=tol)
+
+
+@pytest.mark.parametrize(("args", "name"), [
+    ((torch.zeros(1, 2, 3, 4), torch.zeros(1, 2, 3, 4, dtype=torch.float64),
+      torch.zeros(1, 2, 3, 4)), "k"),
+    ((torch.zeros(1, 2, 0, 4),) * 3, "T"),
+])
+def test_decoding_without_cache_rejects_bad_input(args, name):
+    with pytest.raises(ValueError, match=rf"^{name}\b"):
+        decode_without_cache(*args)
 
 
 # ---------------------------------------------------------------- decode work counts

@@ -12,11 +12,11 @@ from attnbook.decode_cost import (
     measure_decode_costs,
     noise_drops,
 )
+from attnbook.demos.decoding import stack_cost
 from attnbook.figures import l18_cost_of_a_token as figs
 from attnbook.plotting import new_figure
 from attnbook.timing import time_cached_attention_step, time_kda_step
 from attnlab.configs import SOPHIA, SOPHIA_NANO
-from attnlab.kv_cache import stack_cost
 
 CONTEXTS = (512, 2048, 8192, 32768)
 BYTES = (131072, 524288, 2097152, 8388608)

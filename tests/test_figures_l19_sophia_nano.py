@@ -1,5 +1,5 @@
 """Tests of Lesson 19's figures (attnbook.figures.l19_sophia_nano) and the functions the lesson
-added: attnlab.embedding.{matches_template, complete_sentences, template_fraction,
+added: attnbook.demos.toy_corpus.{matches_template, complete_sentences, template_fraction,
 toy_corpus_entropy} and attnlab.model.stepwise_logits and attnlab.train.train_language_model."""
 
 from __future__ import annotations
@@ -9,10 +9,11 @@ import math
 
 import pytest
 import torch
+from attnbook.demos import toy_corpus as corpus
 from attnbook.figures import l19_sophia_nano as l19
 from attnbook.plotting import new_figure
-from attnlab import embedding as emb
 from attnlab.configs import SOPHIA_NANO
+from attnlab.embedding import WordTokenizer
 from attnlab.memory import cache_breakdown
 from attnlab.model import HybridLM, stepwise_logits
 from attnlab.train import train_language_model
@@ -92,11 +93,11 @@ def test_draw_cache_at_step_rejects_unrecorded_tokens():
         l19.draw_cache_at_step(new_figure(), 11, held, rows, KINDS)
 
 
-# ---------------------------------------------------------------- embedding additions
+# ---------------------------------------------------------------- toy corpus additions
 
 
 def test_every_corpus_sentence_matches_a_template():
-    assert all(emb.matches_template(s) for s in emb.toy_corpus(300, seed=3))
+    assert all(corpus.matches_template(s) for s in corpus.toy_corpus(300, seed=3))
 
 
 @pytest.mark.parametrize("sentence", [
@@ -107,33 +108,33 @@ def test_every_corpus_sentence_matches_a_template():
     "",
 ])
 def test_non_template_sentences_do_not_match(sentence):
-    assert not emb.matches_template(sentence)
+    assert not corpus.matches_template(sentence)
 
 
 def test_complete_sentences_and_template_fraction():
     text = ". the red cat eats bread in the kitchen . . a dog ran to the garden . she painted"
-    assert emb.complete_sentences(text) == [
+    assert corpus.complete_sentences(text) == [
         "the red cat eats bread in the kitchen .", "a dog ran to the garden ."]
-    assert emb.template_fraction(text) == (1, 2)
-    assert emb.template_fraction("no full stop here") == (0, 0)
+    assert corpus.template_fraction(text) == (1, 2)
+    assert corpus.template_fraction("no full stop here") == (0, 0)
 
 
 def test_toy_corpus_entropy_by_hand():
     expected = (math.log(7) + 19 / 7 * math.log(6)) / (52 / 7)
-    assert emb.toy_corpus_entropy() == pytest.approx(expected, rel=1e-12)
+    assert corpus.toy_corpus_entropy() == pytest.approx(expected, rel=1e-12)
 
 
 def test_toy_corpus_entropy_is_below_a_bigram_model():
     # A bigram model is a valid predictor, so its cross-entropy bounds the floor from above.
-    corpus = emb.toy_corpus(4000, seed=1)
-    tok = emb.WordTokenizer.from_texts(corpus)
-    ids = torch.tensor([i for s in corpus for i in tok.encode(s)])
+    sentences = corpus.toy_corpus(4000, seed=1)
+    tok = WordTokenizer.from_texts(sentences)
+    ids = torch.tensor([i for s in sentences for i in tok.encode(s)])
     counts = torch.zeros(tok.size, tok.size, dtype=torch.float64)
     counts.index_put_((ids[:-1], ids[1:]), torch.ones(len(ids) - 1, dtype=torch.float64),
                       accumulate=True)
     p = counts / counts.sum(1, keepdim=True).clamp_min(1)
     bigram = -torch.log(p[ids[:-1], ids[1:]]).mean().item()
-    assert emb.toy_corpus_entropy() < bigram < emb.toy_corpus_entropy() + 0.5
+    assert corpus.toy_corpus_entropy() < bigram < corpus.toy_corpus_entropy() + 0.5
 
 
 # ---------------------------------------------------------------- model additions

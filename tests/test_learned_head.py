@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from attnbook.demos.toy_corpus import toy_corpus
 from attnbook.figures.l05b_transformer_block import built_previous_word_weights
 from attnbook.learned_head import (
     PROBE_SENTENCE,
@@ -12,8 +13,8 @@ from attnbook.learned_head import (
     tiny_transformer_config,
     train_tiny_transformer,
 )
-from attnlab import embedding as emb
 from attnlab.configs import ModelConfig
+from attnlab.embedding import WordTokenizer
 from attnlab.model import HybridLM, attention_maps
 from attnlab.train import train_language_model
 
@@ -88,10 +89,10 @@ def test_on_step_sees_every_step_in_order():
 
 @pytest.fixture(scope="module")
 def toy():
-    corpus = emb.toy_corpus(300, seed=0)
-    tokenizer = emb.WordTokenizer.from_texts(emb.toy_corpus(2000, seed=0))
+    corpus = toy_corpus(300, seed=0)
+    tokenizer = WordTokenizer.from_texts(toy_corpus(2000, seed=0))
     ids = torch.tensor([i for s in corpus for i in tokenizer.encode(s)])
-    held = torch.tensor([i for s in emb.toy_corpus(40, seed=1)
+    held = torch.tensor([i for s in toy_corpus(40, seed=1)
                          for i in tokenizer.encode(s)])[: 4 * 32].view(4, 32)
     return tokenizer, ids, held
 

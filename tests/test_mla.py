@@ -15,10 +15,6 @@ from hypothesis import strategies as st
 SETTINGS = settings(max_examples=20, deadline=None)
 
 
-
-
-
-
 def make_mla(dtype=torch.float64, seed=0, d_model=16, n_heads=2, head_dim=4, kv_lora_rank=6,
              qk_rope_head_dim=4, **kw) -> MultiHeadLatentAttention:
     torch.manual_seed(seed)
@@ -78,8 +74,6 @@ def reference_mla(layer: MultiHeadLatentAttention, x: torch.Tensor) -> torch.Ten
                 p = torch.softmax(torch.stack(scores), dim=0)
                 o[b, t, i * dv : (i + 1) * dv] = p @ torch.stack(values)
     return layer.w_o(o)
-
-
 
 
 # ---------------------------------------------------------------- equations
@@ -235,9 +229,15 @@ def test_latent_cache_append_and_length():
         (lambda: make_mla()(randn(3, 16)), "x"),
         (lambda: make_mla()(randn(1, 3, 16), cache=(1, 2)), "cache"),
         (lambda: make_mla()(randn(2, 1, 16), LatentCache(randn(1, 3, 6), randn(1, 3, 4))),
-         "c_kv_new"),
+         "cache"),
         (lambda: make_mla()(randn(1, 1, 16), LatentCache(randn(1, 3, 6), randn(1, 3, 2))),
-         "k_rope_new"),
+         "cache"),
+        (lambda: make_mla()(randn(1, 1, 16), LatentCache(randn(1, 3, 6).float(),
+                                                         randn(1, 3, 4).float())), "cache"),
+        (lambda: LatentCache(randn(1, 3, 6), randn(1, 3, 4)).append(randn(2, 1, 6),
+                                                                    randn(2, 1, 4)), "c_kv_new"),
+        (lambda: LatentCache(randn(1, 3, 6), randn(1, 3, 4)).append(randn(1, 1, 6),
+                                                                    randn(1, 1, 2)), "k_rope_new"),
         (lambda: LatentCache(randn(1, 3, 6), randn(1, 2, 4)), "k_rope"),
         (lambda: LatentCache(randn(3, 6), randn(1, 3, 4)), "c_kv"),
         (lambda: mla_cache_elements_per_token(0, 64), "kv_lora_rank"),

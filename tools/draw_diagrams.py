@@ -16,8 +16,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import matplotlib
-from attnbook.plotting import GREY, KIND_COLOURS, KIND_NAMES, PALETTE, SMALL_TEXT_PT, new_figure
+from attnbook.plotting import GREY, KIND_COLOURS, PALETTE, SMALL_TEXT_PT, new_figure
 from attnlab.configs import SOPHIA
+from attnlab.kinds import KINDS
 from attnlab.memory import layer_numbers
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
@@ -78,12 +79,12 @@ def sophia_stack() -> Figure:
         for j in range(group):
             kind = pattern[g * group + j]
             _box(ax, x, base + j * (box_h + 0.06), col_w, box_h, KIND_COLOURS[kind],
-                 KIND_NAMES[kind], fill=0.55 if kind == "mla" else 0.25)
+                 KINDS[kind].label, fill=0.55 if kind == "mla" else 0.25)
         first = g * group + 1
         ax.text(x + col_w / 2, base - 0.1, f"{first}–{first + group - 1}", ha="center",
                 va="top", fontsize=NOTE_PT)
     ax.text(WIDTH_IN / 2, base + group * (box_h + 0.06) + 0.05,
-            f"{len(pattern)} layers = [{', '.join(KIND_NAMES[k] for k in pattern[:group])}]"
+            f"{len(pattern)} layers = [{', '.join(KINDS[k].label for k in pattern[:group])}]"
             f" × {n_groups}\n(each column runs bottom to top, then the next one)",
             ha="center", va="bottom", fontsize=TEXT_PT, linespacing=1.4)
     # what a KDA layer keeps: a fixed state
@@ -198,7 +199,7 @@ def mla_path() -> Figure:
 
 def transformer_block() -> Figure:
     """Sophia's block (Lesson 16): the mixer is KDA or MLA."""
-    mixer = " or ".join(KIND_NAMES[k] for k in dict.fromkeys(SOPHIA.layer_pattern))
+    mixer = " or ".join(KINDS[k].label for k in dict.fromkeys(SOPHIA.layer_pattern))
     return _prenorm_block(f"mixer\n({mixer})", KIND_COLOURS["kda"])
 
 

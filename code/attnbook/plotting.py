@@ -38,13 +38,13 @@ PALETTE: tuple[str, ...] = (
 )
 #: The neutral grey of reference curves and "other" categories.
 GREY = "#999999"
-#: Colours and display names of the layer kinds, the same in every lesson that draws a stack.
+#: Colours of the layer kinds, the same in every lesson that draws a stack (their names are the
+#: registry's labels, ``attnlab.kinds.KINDS[kind].label``).
 KIND_COLOURS: dict[str, str] = {
     "kda": PALETTE[0],
     "mla": PALETTE[1],
     "attn": PALETTE[5],
 }
-KIND_NAMES: dict[str, str] = {"kda": "KDA", "mla": "MLA", "attn": "attention"}
 #: The smallest text of a figure (annotations, keys), in points: see the figure standard below.
 SMALL_TEXT_PT = 10.5
 #: Binary units of the byte axes.

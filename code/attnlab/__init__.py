@@ -14,12 +14,13 @@ from .attention import (
     apply_rope,
     attention_scores,
     causal_mask,
+    merge_heads,
     rope_angles,
     softmax_attention,
     softmax_attention_online,
+    split_heads,
     stable_softmax,
 )
-from .blocks import KVCache, merge_heads, split_heads
 from .configs import (
     DEEPSEEK_V3,
     KIMI_LINEAR_48B_A3B,
@@ -48,7 +49,7 @@ from .kda import (
     kda_recurrent,
     kda_step,
 )
-from .kv_cache import kv_cache_bytes
+from .kv_cache import KVCache, kv_cache_bytes
 from .layers import (
     DeltaNetLayer,
     GatedDeltaNetLayer,

@@ -140,7 +140,9 @@ def check_beta(
     geometrically (with ‖k‖ = 10 and β = 1, to 1e12 within a few tokens). For unit keys this
     is β ∈ [0, 2].
     """
-    check_tensor("beta", beta, dims, sizes, dtype=k.dtype, device=k.device)
+    check_tensor(
+        "beta", beta, dims, sizes, dtype=k.dtype, device=k.device, like="k"
+    )
     if not isinstance(allow_unstable, bool):
         raise ValueError(
             f"allow_unstable: expected True or False, got {allow_unstable!r}"

@@ -1,8 +1,8 @@
 """Building blocks shared by the mixer layers and the models: RMSNorm, the SwiGLU MLP, the short
-causal convolution and its q/k/v input side, and the two decoding caches (``KVCache`` of softmax
-attention, ``RecurrentCache`` of the recurrent layers).
+causal convolution and its q/k/v input side, and the decoding cache of the recurrent layers
+(``RecurrentCache``; softmax attention's ``KVCache`` is in ``kv_cache``).
 
-They live here, below ``attention``, ``layers``, ``model`` and ``train``, so that every one of
+They live here, below ``layers``, ``mla``, ``model`` and ``train``, so that every one of
 those imports them and none imports another for them (no import loop).
 
 The short convolution is what gives a linear-attention layer its sense of local order, and it is
@@ -19,6 +19,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .attention import split_heads
 from .checks import check_positive_int, check_tensor
 
 
@@ -118,27 +119,6 @@ class SwiGLU(nn.Module):
         return self.down(F.silu(self.gate(x)) * self.up(x))
 
 
-def split_heads(x: torch.Tensor, n_heads: int) -> torch.Tensor:
-    """``[B, T, H·D]`` -> ``[B, H, T, D]``: cut the feature axis into H heads
-    of size D."""
-    check_tensor("x", x, ("B", "T", "H*D"))
-    check_positive_int("n_heads", n_heads)
-    b, t, width = x.shape
-    if width % n_heads:
-        raise ValueError(
-            f"n_heads: expected a divisor of the feature size {width}, "
-            f"got {n_heads}"
-        )
-    return x.view(b, t, n_heads, width // n_heads).transpose(1, 2)
-
-
-def merge_heads(x: torch.Tensor) -> torch.Tensor:
-    """``[B, H, T, D]`` -> ``[B, T, H·D]``: the inverse of ``split_heads``."""
-    check_tensor("x", x, ("B", "H", "T", "D"))
-    b, h, t, d = x.shape
-    return x.transpose(1, 2).reshape(b, t, h * d)
-
-
 class ConvQKV(nn.Module):
     """The input side shared by the recurrent mixer layers: project, short-convolve, split heads.
 
@@ -203,69 +183,3 @@ class RecurrentCache:
         extra = [self.normaliser] if self.normaliser is not None else []
         tensors = [self.state, *self.conv, *extra]
         return sum(t.numel() * t.element_size() for t in tensors)
-
-
-@dataclass
-class KVCache:
-    """Keys and values of every past token of one layer.
-
-    k ``[B, H_kv, T, D]``, v ``[B, H_kv, T, Dv]``.
-
-    With GQA/MQA the cache keeps only the H_kv key/value heads, not the query heads.
-    """
-
-    k: torch.Tensor
-    v: torch.Tensor
-
-    def __post_init__(self) -> None:
-        sizes = check_tensor("k", self.k, ("B", "H_kv", "T", "D"))
-        check_tensor(
-            "v",
-            self.v,
-            ("B", "H_kv", "T", "Dv"),
-            sizes,
-            dtype=self.k.dtype,
-            device=self.k.device,
-        )
-
-    @property
-    def length(self) -> int:
-        """Number of cached tokens T (the absolute position of the next token)."""
-        return self.k.shape[2]
-
-    def append(
-        self, k_new: torch.Tensor, v_new: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """K ← [K; k_new], V ← [V; v_new] along time (in place); returns the
-        full (K, V).
-
-        k_new ``[B, H_kv, T_new, D]``, v_new ``[B, H_kv, T_new, Dv]``.
-        """
-        b, h, _, d = self.k.shape
-        sizes = check_tensor(
-            "k_new",
-            k_new,
-            ("B", "H_kv", "T_new", "D"),
-            {"B": b, "H_kv": h, "D": d},
-            dtype=self.k.dtype,
-            device=self.k.device,
-        )
-        sizes["Dv"] = self.v.shape[3]
-        check_tensor(
-            "v_new",
-            v_new,
-            ("B", "H_kv", "T_new", "Dv"),
-            sizes,
-            dtype=self.k.dtype,
-            device=self.k.device,
-        )
-        self.k = torch.cat([self.k, k_new], dim=2)
-        self.v = torch.cat([self.v, v_new], dim=2)
-        return self.k, self.v
-
-    def num_bytes(self) -> int:
-        """Bytes held: (numel(K) + numel(V)) · bytes per element; grows linearly with T."""
-        return (
-            self.k.numel() * self.k.element_size()
-            + self.v.numel() * self.v.element_size()
-        )

@@ -17,7 +17,9 @@ from collections.abc import Callable, Mapping, Sequence
 
 import torch
 
-_INSIDE_A_CHECKED_CALL = contextvars.ContextVar("inside_checked", default=False)
+_INSIDE_A_CHECKED_CALL = contextvars.ContextVar(
+    "inside_checked", default=False
+)
 
 
 def checked(validate: Callable[..., object]) -> Callable:
@@ -52,6 +54,7 @@ def checked(validate: Callable[..., object]) -> Callable:
 
     return decorate
 
+
 FLOAT_DTYPES = (torch.float32, torch.float64)
 
 
@@ -63,12 +66,14 @@ def check_tensor(
     *,
     dtype: torch.dtype | None = None,
     device: torch.device | None = None,
+    like: str = "q",
 ) -> dict[str, int]:
     """Check that ``x`` is a float tensor whose shape matches the named ``dims``.
 
     ``dims`` names each axis, e.g. ``("B", "H", "T", "Dk")``. ``sizes`` maps names already fixed
     by earlier arguments to their size; new names are added to it, so calling this once per
-    argument checks that all arguments agree. Returns ``sizes``.
+    argument checks that all arguments agree. ``dtype`` and ``device``, when given, are those of
+    the argument named ``like``, which the message names. Returns ``sizes``.
 
     Raises ``ValueError`` naming ``name``, the expected shape and the shape given.
     """
@@ -88,11 +93,11 @@ def check_tensor(
         )
     if dtype is not None and x.dtype != dtype:
         raise ValueError(
-            f"{name}: expected dtype {dtype} (like q), got {x.dtype}"
+            f"{name}: expected dtype {dtype} (like {like}), got {x.dtype}"
         )
     if device is not None and x.device != device:
         raise ValueError(
-            f"{name}: expected device {device} (like q), got {x.device}"
+            f"{name}: expected device {device} (like {like}), got {x.device}"
         )
     for dim, size in zip(dims, x.shape, strict=True):
         if dim in sizes and sizes[dim] != size:

@@ -93,7 +93,7 @@ def _gated_token_inputs(q, k, v, g, beta, state, scale):
 
 def _chunk_inputs(k, v, beta):
     sizes = check_tensor("k", k, ("B", "H", "C", "Dk"))
-    like = {"dtype": k.dtype, "device": k.device}
+    like = {"dtype": k.dtype, "device": k.device, "like": "k"}
     check_tensor("v", v, ("B", "H", "C", "Dv"), sizes, **like)
     check_finite("k", k)
     check_finite("v", v)

@@ -7,33 +7,124 @@ one row and reads
     o_t = V_{1:t}ᵀ softmax(s · K_{1:t} q_t).
 
 Row t of the parallel causal form depends only on k_{<=t}, v_{<=t}, so this reproduces the
-full pass exactly, at the price of a cache that grows linearly with the context.
+full pass exactly, at the price of a cache that grows linearly with the context. The cache holds
+only the past and the present token, so no mask is needed at decode time.
+
+This module needs nothing else of the package: :class:`attnlab.attention.MultiHeadAttention`
+decodes through :class:`KVCache`, and :func:`decode_with_cache` is the same attention written
+one token at a time (it equals ``softmax_attention(q, k, v, causal=True)``).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
+from torch import Tensor
 
-from . import attention
-from .blocks import KVCache
-from .checks import check_positive_int, check_tensor
+from .checks import (
+    check_finite,
+    check_positive_int,
+    check_tensor,
+    checked,
+    resolve_scale,
+)
 
 
-def kv_cache_bytes(
-    n_layers: int,
-    n_kv_heads: int,
-    head_dim: int,
-    context: int,
-    bytes_per_element: float,
-) -> int:
-    """KV cache size of one sequence in whole bytes:
-    2 (K and V) · L · ⌈H_kv · D · T · b⌉.
+def _check_append(self: KVCache, k_new: object, v_new: object) -> None:
+    """k_new ``[B, H_kv, T_new, D]`` and v_new ``[B, H_kv, T_new, Dv]`` fit the cache."""
+    b, h, _, d = self.k.shape
+    like = {"dtype": self.k.dtype, "device": self.k.device, "like": "cache.k"}
+    sizes = check_tensor(
+        "k_new",
+        k_new,
+        ("B", "H_kv", "T_new", "D"),
+        {"B": b, "H_kv": h, "D": d},
+        **like,
+    )
+    sizes["Dv"] = self.v.shape[3]
+    check_tensor("v_new", v_new, ("B", "H_kv", "T_new", "Dv"), sizes, **like)
 
-    ``bytes_per_element`` b may be a fraction of a byte with a whole number of
-    bits, such as 0.5 for a 4-bit cache; each layer's K and V tensor is then
-    rounded up to whole bytes (the unit memory is handed out in), which
-    matters only for an odd H_kv · D · T.
+
+@dataclass
+class KVCache:
+    """Keys and values of every past token of one layer.
+
+    k ``[B, H_kv, T, D]``, v ``[B, H_kv, T, Dv]``.
+
+    With GQA/MQA the cache keeps only the H_kv key/value heads, not the query heads.
     """
+
+    k: Tensor
+    v: Tensor
+
+    def __post_init__(self) -> None:
+        sizes = check_tensor("k", self.k, ("B", "H_kv", "T", "D"))
+        like = {"dtype": self.k.dtype, "device": self.k.device, "like": "k"}
+        check_tensor("v", self.v, ("B", "H_kv", "T", "Dv"), sizes, **like)
+
+    @property
+    def length(self) -> int:
+        """Number of cached tokens T (the absolute position of the next token)."""
+        return self.k.shape[2]
+
+    @checked(_check_append)
+    def append(self, k_new: Tensor, v_new: Tensor) -> tuple[Tensor, Tensor]:
+        """K ← [K; k_new], V ← [V; v_new] along time, in place; returns K, V:
+        k_new ``[B, H_kv, T_new, D]``, v_new ``[B, H_kv, T_new, Dv]``."""
+        self.k = torch.cat([self.k, k_new], dim=2)
+        self.v = torch.cat([self.v, v_new], dim=2)
+        return self.k, self.v
+
+    def num_bytes(self) -> int:
+        """Bytes held: (numel(K) + numel(V)) · bytes per element; grows linearly with T."""
+        return sum(t.numel() * t.element_size() for t in (self.k, self.v))
+
+
+def _check_sequence(
+    q: object, k: object, v: object, scale: object, **_: object
+) -> None:
+    """q, k ``[B, H, T, Dk]`` and v ``[B, H, T, Dv]`` of one sequence, T >= 1, finite."""
+    sizes = check_tensor("q", q, ("B", "H", "T", "Dk"))
+    like = {"dtype": q.dtype, "device": q.device}
+    check_tensor("k", k, ("B", "H", "T", "Dk"), sizes, **like)
+    check_tensor("v", v, ("B", "H", "T", "Dv"), sizes, **like)
+    check_positive_int("T", sizes["T"])
+    for name, x in (("q", q), ("k", k), ("v", v)):
+        check_finite(name, x)
+    resolve_scale(scale, sizes["Dk"])
+
+
+@checked(_check_sequence)
+def decode_with_cache(
+    q: Tensor, k: Tensor, v: Tensor, *, scale: float | None = None
+) -> Tensor:
+    """Causal attention one token at a time with a KV cache:
+
+        append (k_t, v_t),   o_t = V_{1:t}ᵀ softmax(s · K_{1:t} q_t)
+
+    q, k ``[B, H, T, Dk]``, v ``[B, H, T, Dv]`` -> o ``[B, H, T, Dv]``.
+    """
+    s = q.shape[-1] ** -0.5 if scale is None else scale
+    cache = KVCache(k[:, :, :0], v[:, :, :0])  # empty: T = 0
+    outputs = []
+    for t in range(q.shape[2]):
+        keys, values = cache.append(k[:, :, t : t + 1], v[:, :, t : t + 1])
+        scores = (s * q[:, :, t : t + 1]) @ keys.transpose(
+            -2, -1
+        )  # [B, H, 1, t]
+        outputs.append(torch.softmax(scores, dim=-1) @ values)
+    return torch.cat(outputs, dim=2)
+
+
+def _check_cache_sizes(
+    n_layers: object,
+    n_kv_heads: object,
+    head_dim: object,
+    context: object,
+    bytes_per_element: object,
+) -> None:
+    """Positive whole sizes, and a number of bytes with a whole number of bits."""
     for name, value in [
         ("n_layers", n_layers),
         ("n_kv_heads", n_kv_heads),
@@ -41,176 +132,28 @@ def kv_cache_bytes(
         ("context", context),
     ]:
         check_positive_int(name, value)
-    bits = (
-        bytes_per_element * 8
-        if isinstance(bytes_per_element, int | float)
-        else None
+    number = isinstance(bytes_per_element, int | float) and not isinstance(
+        bytes_per_element, bool
     )
-    if (
-        isinstance(bytes_per_element, bool)
-        or bits is None
-        or bits < 1
-        or bits != int(bits)
-    ):
+    bits = bytes_per_element * 8 if number else None
+    if bits is None or bits < 1 or bits != int(bits):
         raise ValueError(
-            "bytes_per_element: expected a positive number of bytes with a "
-            "whole number of bits (1, 2, 0.5, ...), "
-            f"got {bytes_per_element!r}"
+            "bytes_per_element: expected a positive number of bytes with a whole number of "
+            f"bits (1, 2, 0.5, ...), got {bytes_per_element!r}"
         )
-    per_tensor = -(-n_kv_heads * head_dim * context * int(bits) // 8)
+
+
+@checked(_check_cache_sizes)
+def kv_cache_bytes(
+    n_layers: int,
+    n_kv_heads: int,
+    head_dim: int,
+    context: int,
+    bytes_per_element: float,
+) -> int:
+    """Bytes of one sequence's KV cache: 2 (K and V) · L · ⌈H_kv · D · T · b⌉.
+    b may be a fraction of a byte (0.5 for a 4-bit cache): each layer's K and
+    V tensor is then rounded up to whole bytes."""
+    bits = round(8 * bytes_per_element)
+    per_tensor = -(-n_kv_heads * head_dim * context * bits // 8)  # ⌈bits / 8⌉
     return 2 * n_layers * per_tensor
-
-
-def _check_sequence(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor
-) -> None:
-    """Check q, k ``[B, H, T, Dk]`` and v ``[B, H, T, Dv]`` of one sequence, T >= 1."""
-    sizes = check_tensor("q", q, ("B", "H", "T", "Dk"))
-    check_tensor(
-        "k", k, ("B", "H", "T", "Dk"), sizes, dtype=q.dtype, device=q.device
-    )
-    check_tensor(
-        "v", v, ("B", "H", "T", "Dv"), sizes, dtype=q.dtype, device=q.device
-    )
-    check_positive_int("T", sizes["T"])
-
-
-def decode_with_cache(
-    q: torch.Tensor,
-    k: torch.Tensor,
-    v: torch.Tensor,
-    *,
-    scale: float | None = None,
-) -> torch.Tensor:
-    """Causal attention token by token with a KV cache: append (k_t, v_t),
-    then o_t = V_{1:t}ᵀ softmax(s · K_{1:t} q_t). One new row of scores per
-    step: O(t) work.
-
-    q, k ``[B, H, T, Dk]``, v ``[B, H, T, Dv]`` -> o ``[B, H, T, Dv]``, equal
-    to ``softmax_attention(q, k, v, causal=True)``.
-    """
-    _check_sequence(q, k, v)
-    cache = KVCache(k[:, :, :0], v[:, :, :0])
-    outputs = []
-    for t in range(q.shape[2]):
-        keys, values = cache.append(k[:, :, t : t + 1], v[:, :, t : t + 1])
-        # The cache holds only the past and the present token, so no mask is
-        # needed.
-        o_t, _ = attention.softmax_attention(
-            q[:, :, t : t + 1], keys, values, causal=False, scale=scale
-        )
-        outputs.append(o_t)
-    return torch.cat(outputs, dim=2)
-
-
-def decode_without_cache(
-    q: torch.Tensor,
-    k: torch.Tensor,
-    v: torch.Tensor,
-    *,
-    scale: float | None = None,
-) -> torch.Tensor:
-    """Token by token without a cache: at each step rerun causal attention over the whole
-    prefix (every query row 1..t, as a model without a cache recomputes it) and keep the last
-    row. O(t²) work per step instead of O(t); same result as ``decode_with_cache``.
-
-    q, k ``[B, H, T, Dk]``, v ``[B, H, T, Dv]`` -> o ``[B, H, T, Dv]``.
-    """
-    _check_sequence(q, k, v)
-    outputs = []
-    for t in range(q.shape[2]):
-        o_prefix, _ = attention.softmax_attention(
-            q[:, :, : t + 1],
-            k[:, :, : t + 1],
-            v[:, :, : t + 1],
-            causal=True,
-            scale=scale,
-        )
-        outputs.append(o_prefix[:, :, -1:])
-    return torch.cat(outputs, dim=2)
-
-
-def _check_cached(cached: object) -> None:
-    if not isinstance(cached, bool):
-        raise ValueError(f"cached: expected True or False, got {cached!r}")
-
-
-def decode_step_work(t: int, *, cached: bool) -> tuple[int, int]:
-    """Work of generating token t (1-based) in one attention layer and head: ``(kv_rows, scores)``.
-
-    kv_rows counts key/value rows projected, scores counts dot products q_i · k_j:
-
-    - cached: kv_rows = 1 (only k_t, v_t; K_{1:t-1}, V_{1:t-1} are read from the cache) and
-      scores = t (q_t against k_1 … k_t);
-    - not cached: kv_rows = t (the whole prefix again) and scores = t(t+1)/2 (the causal pass:
-      query i against keys 1 … i, for i = 1 … t), as ``decode_without_cache`` does.
-    """
-    check_positive_int("t", t)
-    _check_cached(cached)
-    if cached:
-        return 1, t
-    return t, t * (t + 1) // 2
-
-
-def decode_total_work(n_tokens: int, *, cached: bool) -> tuple[int, int]:
-    """``decode_step_work`` summed over steps t = 1 … T (T = ``n_tokens``): ``(kv_rows, scores)``.
-
-    cached: (T, T(T+1)/2), linear and quadratic in T;
-    not cached: (T(T+1)/2, T(T+1)(T+2)/6), quadratic and cubic in T.
-    """
-    check_positive_int("n_tokens", n_tokens)
-    _check_cached(cached)
-    n = n_tokens
-    if cached:
-        return n, n * (n + 1) // 2
-    return n * (n + 1) // 2, n * (n + 1) * (n + 2) // 6
-
-
-def max_cached_tokens(bytes_per_token: int, budget_bytes: int) -> int:
-    """The longest context whose cache fits a memory budget: the largest T with
-    T · bytes_per_token <= budget_bytes, i.e. ⌊budget / bytes per token⌋. Token T + 1 exceeds it.
-    """
-    check_positive_int("bytes_per_token", bytes_per_token)
-    check_positive_int("budget_bytes", budget_bytes)
-    return budget_bytes // bytes_per_token
-
-
-GLOBAL_KINDS = ("attn", "mla")
-"""Layer kinds that keep a growing cache (every other kind keeps a fixed-size state)."""
-
-
-def stack_cost(
-    layer_pattern: tuple[str, ...], global_cost: float, recurrent_cost: float
-) -> float:
-    """A layer stack's cost composed from one measured layer of each sort:
-
-        cost = n_global · global_cost + n_recurrent · recurrent_cost
-
-    where n_global counts the ``"attn"``/``"mla"`` layers of ``layer_pattern`` and n_recurrent
-    the others (Sophia: 7 and 21). An estimate: it adds only the mixers' costs (no MLPs, norms,
-    projections) and assumes every global layer costs what the one measured layer costs.
-    """
-    if (
-        isinstance(layer_pattern, str)
-        or not isinstance(layer_pattern, tuple | list)
-        or (not layer_pattern)
-    ):
-        raise ValueError(
-            f"layer_pattern: expected a non-empty tuple of layer kinds, "
-            f"got {layer_pattern!r}"
-        )
-    for name, value in [
-        ("global_cost", global_cost),
-        ("recurrent_cost", recurrent_cost),
-    ]:
-        if (
-            isinstance(value, bool)
-            or not isinstance(value, int | float)
-            or value < 0
-        ):
-            raise ValueError(f"{name}: expected a number >= 0, got {value!r}")
-    n_global = sum(kind in GLOBAL_KINDS for kind in layer_pattern)
-    return (
-        n_global * global_cost
-        + (len(layer_pattern) - n_global) * recurrent_cost
-    )

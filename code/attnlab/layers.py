@@ -33,14 +33,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .blocks import (
-    LAYER_NORM_EPS,
-    ConvQKV,
-    HeadRMSNorm,
-    RecurrentCache,
-    merge_heads,
-    split_heads,
-)
+from .attention import merge_heads, split_heads
+from .blocks import LAYER_NORM_EPS, ConvQKV, HeadRMSNorm, RecurrentCache
 from .checks import (
     check_choice,
     check_layer_input,

@@ -18,11 +18,39 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
-from torch import nn
+from torch import Tensor, nn
 
-from .attention import apply_rope, softmax_attention
-from .blocks import HeadRMSNorm, merge_heads, split_heads
-from .checks import check_layer_input, check_positive_int, check_tensor
+from .attention import apply_rope, merge_heads, softmax_attention, split_heads
+from .blocks import HeadRMSNorm
+from .checks import (
+    check_layer_input,
+    check_positive_int,
+    check_tensor,
+    checked,
+)
+
+
+def _check_append(
+    self: LatentCache, c_kv_new: object, k_rope_new: object
+) -> None:
+    """c_kv_new ``[B, T_new, d_c]`` and k_rope_new ``[B, T_new, d_h^R]`` fit the cache."""
+    (b, _, d_c), d_r = self.c_kv.shape, self.k_rope.shape[2]
+    like = {
+        "dtype": self.c_kv.dtype,
+        "device": self.c_kv.device,
+        "like": "cache.c_kv",
+    }
+    sizes = check_tensor(
+        "c_kv_new",
+        c_kv_new,
+        ("B", "T_new", "d_c"),
+        {"B": b, "d_c": d_c},
+        **like,
+    )
+    sizes["d_R"] = d_r
+    check_tensor(
+        "k_rope_new", k_rope_new, ("B", "T_new", "d_R"), sizes, **like
+    )
 
 
 @dataclass
@@ -30,8 +58,8 @@ class LatentCache:
     """What an MLA layer caches: c_kv ``[B, T, d_c]`` (after RMSNorm) and k_rope ``[B, T, d_h^R]``
     (already rotated, or unrotated under NoPE). Shared by all heads."""
 
-    c_kv: torch.Tensor
-    k_rope: torch.Tensor
+    c_kv: Tensor
+    k_rope: Tensor
 
     def __post_init__(self) -> None:
         sizes = check_tensor("c_kv", self.c_kv, ("B", "T", "d_c"))
@@ -49,31 +77,14 @@ class LatentCache:
         """Number of cached tokens T (the absolute position of the next token)."""
         return self.c_kv.shape[1]
 
+    @checked(_check_append)
     def append(
-        self, c_kv_new: torch.Tensor, k_rope_new: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor]:
+        self, c_kv_new: Tensor, k_rope_new: Tensor
+    ) -> tuple[Tensor, Tensor]:
         """c ← [c; c_new], k^R ← [k^R; k^R_new] along time (in place); returns the full pair.
 
         c_kv_new ``[B, T_new, d_c]``, k_rope_new ``[B, T_new, d_h^R]``.
         """
-        (b, _, d_c), d_r = self.c_kv.shape, self.k_rope.shape[2]
-        sizes = check_tensor(
-            "c_kv_new",
-            c_kv_new,
-            ("B", "T_new", "d_c"),
-            {"B": b, "d_c": d_c},
-            dtype=self.c_kv.dtype,
-            device=self.c_kv.device,
-        )
-        sizes["d_R"] = d_r
-        check_tensor(
-            "k_rope_new",
-            k_rope_new,
-            ("B", "T_new", "d_R"),
-            sizes,
-            dtype=self.c_kv.dtype,
-            device=self.c_kv.device,
-        )
         self.c_kv = torch.cat([self.c_kv, c_kv_new], dim=1)
         self.k_rope = torch.cat([self.k_rope, k_rope_new], dim=1)
         return self.c_kv, self.k_rope
@@ -85,13 +96,36 @@ class LatentCache:
         )
 
 
+def _check_cache_dims(kv_lora_rank: object, qk_rope_head_dim: object) -> None:
+    check_positive_int("kv_lora_rank", kv_lora_rank)
+    check_positive_int("qk_rope_head_dim", qk_rope_head_dim)
+
+
+@checked(_check_cache_dims)
 def mla_cache_elements_per_token(
     kv_lora_rank: int, qk_rope_head_dim: int
 ) -> int:
     """Numbers MLA caches per token per layer: d_c + d_h^R (DeepSeek-V3: 512 + 64 = 576)."""
-    return check_positive_int(
-        "kv_lora_rank", kv_lora_rank
-    ) + check_positive_int("qk_rope_head_dim", qk_rope_head_dim)
+    return kv_lora_rank + qk_rope_head_dim
+
+
+def _check_layer_call(
+    self: MultiHeadLatentAttention, x: object, cache: object, **_: object
+) -> None:
+    """x ``[B, T, d_model]`` like the layer's weights; a cache that holds this layer's latents."""
+    b, _ = check_layer_input(x, self.d_model, self.w_o.weight)
+    if cache is None:
+        return
+    if not isinstance(cache, LatentCache):
+        raise ValueError(
+            f"cache: expected a LatentCache or None, got {type(cache).__name__}"
+        )
+    like = {"dtype": x.dtype, "device": x.device, "like": "x"}
+    sizes = {"B": b, "d_c": self.kv_lora_rank, "d_R": self.qk_rope_head_dim}
+    check_tensor("cache.c_kv", cache.c_kv, ("B", "T", "d_c"), sizes, **like)
+    check_tensor(
+        "cache.k_rope", cache.k_rope, ("B", "T", "d_R"), sizes, **like
+    )
 
 
 class MultiHeadLatentAttention(nn.Module):
@@ -166,23 +200,19 @@ class MultiHeadLatentAttention(nn.Module):
         )
         self.w_o = nn.Linear(n_heads * self.v_head_dim, d_model, bias=False)
 
+    @checked(_check_layer_call)
     def forward(
         self,
-        x: torch.Tensor,
+        x: Tensor,
         cache: LatentCache | None = None,
         use_cache: bool = False,
         *,
         absorb: bool = False,
-    ) -> tuple[torch.Tensor, LatentCache | None]:
+    ) -> tuple[Tensor, LatentCache | None]:
         """Attend over the cached prefix and x; the cache (if any, or new if ``use_cache``) grows
         by T tokens in place and is returned, so passing it back continues the sequence."""
-        _, t = check_layer_input(x, self.d_model, self.w_o.weight)
-        if cache is not None and not isinstance(cache, LatentCache):
-            raise ValueError(
-                f"cache: expected a LatentCache or None, got {type(cache).__name__}"
-            )
         start = 0 if cache is None else cache.length
-        positions = torch.arange(start, start + t, device=x.device)
+        positions = torch.arange(start, start + x.shape[1], device=x.device)
         q = split_heads(self.query(x), self.n_heads)  # [B, H, T, d_h + d_h^R]
         q_nope, q_rope = q.split(
             [self.head_dim, self.qk_rope_head_dim], dim=-1
@@ -191,9 +221,8 @@ class MultiHeadLatentAttention(nn.Module):
         k_rope = self.w_kr(x)  # [B, T, d_h^R]
         if self.rope:
             q_rope = apply_rope(q_rope, positions, self.rope_base)
-            k_rope = apply_rope(k_rope[:, None], positions, self.rope_base)[
-                :, 0
-            ]
+            k_rope = apply_rope(k_rope[:, None], positions, self.rope_base)
+            k_rope = k_rope[:, 0]  # one head, shared by all
         if cache is not None:
             c_kv, k_rope = cache.append(c_kv, k_rope)
         elif use_cache:
@@ -202,7 +231,7 @@ class MultiHeadLatentAttention(nn.Module):
         o = attend(q_nope, q_rope, c_kv, k_rope)
         return self.w_o(merge_heads(o)), cache
 
-    def query(self, x: torch.Tensor) -> torch.Tensor:
+    def query(self, x: Tensor) -> Tensor:
         """[q^C ; q^R] for every head, before RoPE: W^Q x, or W^UQ RMSNorm(W^DQ x) with a query
         bottleneck. x ``[B, T, d_model]`` -> ``[B, T, H·(d_h + d_h^R)]``."""
         if self.q_lora_rank is None:
@@ -210,14 +239,9 @@ class MultiHeadLatentAttention(nn.Module):
         return self.w_uq(self.q_norm(self.w_dq(x)))
 
     def attend_naive(
-        self,
-        q_nope: torch.Tensor,
-        q_rope: torch.Tensor,
-        c_kv: torch.Tensor,
-        k_rope: torch.Tensor,
-    ) -> torch.Tensor:
-        """Up-project the latent to per-head keys and values, then ordinary
-        attention:
+        self, q_nope: Tensor, q_rope: Tensor, c_kv: Tensor, k_rope: Tensor
+    ) -> Tensor:
+        """Up-project the latent to per-head keys and values, then attend:
 
             k_{j,i} = [W^UK_i c_j ; k^R_j],   v_{j,i} = W^UV_i c_j,
             o_i = softmax(q_i·k_i / sqrt(d_h + d_h^R)) v_i.
@@ -232,18 +256,13 @@ class MultiHeadLatentAttention(nn.Module):
         k_rope_heads = k_rope[:, None].expand(-1, h, -1, -1)
         q = torch.cat([q_nope, q_rope], dim=-1)
         k = torch.cat([k_nope, k_rope_heads], dim=-1)
-        o, _ = softmax_attention(q, k, v, scale=self.scale)
+        o, _ = softmax_attention(q, k, v, causal=True, scale=self.scale)
         return o
 
     def attend_absorbed(
-        self,
-        q_nope: torch.Tensor,
-        q_rope: torch.Tensor,
-        c_kv: torch.Tensor,
-        k_rope: torch.Tensor,
-    ) -> torch.Tensor:
-        """Attention in the latent space: fold W^UK into the query, apply W^UV
-        afterwards.
+        self, q_nope: Tensor, q_rope: Tensor, c_kv: Tensor, k_rope: Tensor
+    ) -> Tensor:
+        """Attend in the latent space: fold W^UK into the query, W^UV after:
 
             q^C_i · (W^UK_i c_j) = (W^UK_iᵀ q^C_i) · c_j,
             o_i = W^UV_i Σ_j p_ij c_j.
@@ -263,6 +282,8 @@ class MultiHeadLatentAttention(nn.Module):
         # [B, H, Tk, d_c+d_R]
         k = torch.cat([c_kv, k_rope], dim=-1)[:, None].expand(-1, h, -1, -1)
         v = c_kv[:, None].expand(-1, h, -1, -1)  # [B, H, Tk, d_c]
-        # [B, H, Tq, d_c]
-        o_latent, _ = softmax_attention(q, k, v, scale=self.scale)
-        return torch.einsum("bhtc,hvc->bhtv", o_latent, w_uv)
+        # Σ_j p_ij c_j: [B, H, Tq, d_c]
+        o_c, _ = softmax_attention(q, k, v, causal=True, scale=self.scale)
+        return torch.einsum(
+            "bhtc,hvc->bhtv", o_c, w_uv
+        )  # W^UV_i (Σ_j p_ij c_j)

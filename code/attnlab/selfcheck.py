@@ -56,7 +56,8 @@ from ._selfcheck_mistakes import (
     multi_head_mistakes,
     step_mistakes,
 )
-from .blocks import HeadRMSNorm, merge_heads, split_heads
+from .attention import merge_heads, split_heads
+from .blocks import HeadRMSNorm
 from .delta import (
     delta_rule_chunk_reference,
     delta_rule_recurrent,

@@ -27,14 +27,8 @@ import torch.nn.functional as F
 from torch import nn
 from tqdm.auto import tqdm
 
-from .attention import softmax_attention
-from .blocks import (
-    ConvQKV,
-    HeadRMSNorm,
-    ShortConvolution,
-    SwiGLU,
-    merge_heads,
-)
+from .attention import merge_heads, softmax_attention
+from .blocks import ConvQKV, HeadRMSNorm, ShortConvolution, SwiGLU
 from .checks import check_choice, check_positive_int
 from .layers import (
     DeltaNetLayer,

@@ -78,7 +78,7 @@ def _pairs(keys, values, write="add", beta=1.0, **_):
     """keys ``[N, Dk]`` (N >= 1) and values ``[N, Dv]`` like the keys, finite; the write kind;
     its β >= 0 with β‖k‖² <= 2 for every key (the delta rule's stability bound)."""
     sizes = check_tensor("keys", keys, ("N", "Dk"))
-    like = {"dtype": keys.dtype, "device": keys.device}
+    like = {"dtype": keys.dtype, "device": keys.device, "like": "keys"}
     check_tensor("values", values, ("N", "Dv"), sizes, **like)
     if sizes["N"] == 0:
         raise ValueError("keys: expected at least one pair, got none")
@@ -147,6 +147,7 @@ def recall_errors_by_pair(
         sizes,
         dtype=keys.dtype,
         device=keys.device,
+        like="keys",
     )
     b, n = sizes["B"], sizes["N"]
     if g is None:
@@ -255,6 +256,7 @@ def delta_recall_errors_by_pair(
         sizes,
         dtype=keys.dtype,
         device=keys.device,
+        like="keys",
     )
     beta = _check_number("beta", beta, 0.0, 2.0)
     k, v = keys[:, None], values[:, None]  # one head: [B, 1, N, D]
@@ -434,6 +436,7 @@ def latest_value_errors(
         sizes,
         dtype=stream.query_keys.dtype,
         device=stream.query_keys.device,
+        like="stream.query_keys",
     )
     query_noise = _check_number("query_noise", query_noise, 0.0, math.inf)
     queries = stream.query_keys + query_noise * stream.query_noise

@@ -138,7 +138,7 @@ def association_retention(
     Returns r [B, H, T, Dk].
     """
     sizes = check_tensor("states", states, ("B", "H", "T", "Dk", "Dv"))
-    like = {"dtype": states.dtype, "device": states.device}
+    like = {"dtype": states.dtype, "device": states.device, "like": "states"}
     check_tensor("key", key, ("B", "H", "Dk"), sizes, **like)
     check_tensor("value", value, ("B", "H", "Dv"), sizes, **like)
     if (key == 0).any():

@@ -1,7 +1,8 @@
 """The toy example of Lessons 1–3: Lesson 1's co-occurrence embeddings of the toy corpus, with
-hand-made projections (:func:`attnlab.attention.relation_projections`): each key announces its
-word's group, each query asks for the groups in :data:`RELATIONS`. A trained model learns its
-projections; these are built so that the example is legible. Also the random scores of Lesson 3."""
+hand-made projections (:func:`relation_projections`): each key announces its word's group, each
+query asks for the groups in :data:`RELATIONS`. A trained model learns its projections; these are
+built so that the example is legible. Also Lesson 3's random scores and the score at which exp
+overflows (:func:`exp_overflow_threshold`)."""
 
 from __future__ import annotations
 
@@ -13,18 +14,14 @@ import torch
 
 from attnlab.attention import (
     attention_scores,
-    relation_projections,
     softmax_attention,
     stable_softmax,
 )
-from attnlab.embedding import (
-    WORD_GROUPS,
-    WordTokenizer,
-    cooccurrence_embeddings,
-    embedding_lookup,
-    nearest_neighbours,
-    toy_corpus,
-)
+from attnlab.checks import check_tensor
+from attnlab.embedding import WordTokenizer, embedding_lookup
+
+from .token_embeddings import cooccurrence_embeddings, nearest_neighbours
+from .toy_corpus import WORD_GROUPS, toy_corpus
 
 
 @cache
@@ -182,6 +179,50 @@ class ToyAttention:
         return [(self.tokenizer.vocab[i], s) for i, s in found]
 
 
+def relation_projections(
+    x: torch.Tensor,
+    features: torch.Tensor,
+    relations: torch.Tensor,
+    *,
+    strength: float = 1.0,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Hand-made W_Q and W_K for a legible toy example: keys announce features, queries ask for
+    related features.
+
+    x ``[N, d]`` holds example inputs (e.g. an embedding table) and features ``[N, F]`` what
+    each one's key should announce (e.g. 1 in the column of the word's group). relations
+    ``[F, F]``: R_fg > 0 means "an input with feature f looks for inputs with feature g".
+
+        W_K = argmin ‖X W_K - features‖²   (least squares, ``[d, F]``)
+        W_Q = strength · W_K R              (``[d, F]``)
+
+    so that q_i · k_j = strength · (x_i W_K) R (x_j W_K)ᵀ ≈ strength · f_iᵀ R f_j. A trained
+    model learns W_Q and W_K from data; this builds them from a table of relations instead.
+    Returns ``(w_q, w_k)`` in the dtype of x.
+    """
+    sizes = check_tensor("x", x, ("N", "d"))
+    check_tensor(
+        "features",
+        features,
+        ("N", "F"),
+        sizes,
+        dtype=x.dtype,
+        device=x.device,
+    )
+    check_tensor(
+        "relations",
+        relations,
+        ("F", "F"),
+        sizes,
+        dtype=x.dtype,
+        device=x.device,
+    )
+    if isinstance(strength, bool) or not isinstance(strength, int | float):
+        raise ValueError(f"strength: expected a number, got {strength!r}")
+    w_k = torch.linalg.lstsq(x, features).solution
+    return strength * (w_k @ relations), w_k
+
+
 def feature_matrix(tokenizer: WordTokenizer) -> torch.Tensor:
     """``[V, F]`` float64: 1 where word v belongs to feature (group) f of :data:`FEATURES`."""
     features = torch.zeros(tokenizer.size, len(FEATURES), dtype=torch.float64)
@@ -206,7 +247,7 @@ def toy_attention(
     dim: int = TOY_DIM, strength: float = TOY_STRENGTH
 ) -> ToyAttention:
     """The toy example (cached): embeddings of width ``dim``, W_Q and W_K of
-    :func:`~attnlab.attention.relation_projections`."""
+    :func:`relation_projections`."""
     tokenizer, table = toy_embeddings(dim)
     w_q, w_k = relation_projections(
         table, feature_matrix(tokenizer), relation_matrix(), strength=strength
@@ -253,6 +294,21 @@ def random_scores(
     q = torch.randn(1, 1, n_queries, dim, generator=g, dtype=torch.float64)
     k = torch.randn(1, 1, n_keys, dim, generator=g, dtype=torch.float64)
     return attention_scores(q, k, scale=scale)[0, 0]
+
+
+def exp_overflow_threshold(dtype: torch.dtype) -> float:
+    """The largest x whose exp(x) is finite in ``dtype``: log(finfo(dtype).max).
+
+    About 11.09 for float16, 88.72 for float32 and bfloat16, 709.78 for float64: a score
+    above it makes ``naive_softmax`` return inf/inf = nan.
+    """
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        raise ValueError(
+            f"dtype: expected a floating-point torch.dtype, got {dtype!r}"
+        )
+    return float(
+        torch.log(torch.tensor(torch.finfo(dtype).max, dtype=torch.float64))
+    )
 
 
 SPREAD_DIMS = (1, 4, 16, 64, 96, 256, 1024)

@@ -22,7 +22,7 @@ def _chunk(k, beta, g=None, include_start=False):
     """k ``[B, H, C, Dk]``, beta ``[B, H, C]`` >= 0 and log-gates g ``[B, H, C, Dk]`` <= 0
     (if given), like k and finite; ``include_start`` True or False."""
     sizes = check_tensor("k", k, (*CHUNK, "Dk"))
-    like = {"dtype": k.dtype, "device": k.device}
+    like = {"dtype": k.dtype, "device": k.device, "like": "k"}
     check_tensor("beta", beta, CHUNK, sizes, **like)
     check_finite("k", k)
     check_range("beta", beta, 0.0, None)

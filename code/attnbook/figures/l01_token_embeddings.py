@@ -11,13 +11,11 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.transforms import offset_copy
 
-from attnlab.embedding import (
-    WORD_GROUPS,
+from ..demos.token_embeddings import (
     embedding_bytes,
     nearest_neighbours,
     project_2d,
 )
-
 from ..demos.toy_attention import (
     group_of,
     group_words,
@@ -26,6 +24,7 @@ from ..demos.toy_attention import (
     toy_embeddings,
     toy_embeddings_after,
 )
+from ..demos.toy_corpus import WORD_GROUPS
 from ..plotting import (
     MIB,
     PALETTE,

@@ -10,8 +10,9 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 from matplotlib.transforms import offset_copy
 
-from attnlab.attention import attention_dot_products, softmax_attention
+from attnlab.attention import softmax_attention
 
+from ..demos.attention_counts import attention_dot_products
 from ..demos.toy_attention import (
     FEATURES,
     SENTENCE,

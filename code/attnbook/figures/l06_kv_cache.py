@@ -10,7 +10,6 @@ from matplotlib.patches import Patch
 
 from attnlab.checks import check_int_in
 from attnlab.configs import LLAMA3_8B, SOPHIA, ModelConfig
-from attnlab.kv_cache import decode_total_work
 from attnlab.memory import (
     BYTES_PER_ELEMENT,
     as_all_attention,
@@ -19,6 +18,7 @@ from attnlab.memory import (
 )
 
 from ..demos.calculators import BUDGET_BYTES
+from ..demos.decoding import decode_total_work
 from ..plotting import GIB, PALETTE, SMALL_TEXT_PT, context_label, style_axes
 
 #: The calculator's models: Sophia with all 28 layers as multi-head attention, Llama-3-8B, and

@@ -8,9 +8,9 @@ from collections.abc import Sequence
 from matplotlib.figure import Figure
 
 from attnlab.configs import SOPHIA_NANO
-from attnlab.kv_cache import stack_cost
 
 from ..decode_cost import CostData, find_crossing
+from ..demos.decoding import stack_cost
 from ..plotting import PALETTE, SMALL_TEXT_PT, style_axes
 
 ATTN_COLOUR, KDA_COLOUR, CROSS_COLOUR = PALETTE[1], PALETTE[0], PALETTE[7]

@@ -9,13 +9,9 @@ from collections.abc import Sequence
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
-from ..plotting import (
-    KIND_COLOURS,
-    KIND_NAMES,
-    PALETTE,
-    SMALL_TEXT_PT,
-    style_axes,
-)
+from attnlab.kinds import KINDS
+
+from ..plotting import KIND_COLOURS, PALETTE, SMALL_TEXT_PT, style_axes
 
 _KIB = 1024
 
@@ -28,12 +24,7 @@ def _check_history(
     if not kinds:
         raise ValueError("kinds: expected one layer kind per layer, got none")
     for kind in kinds:
-        if kind not in KIND_COLOURS and kind not in (
-            "gdn",
-            "deltanet",
-            "gla",
-            "linear",
-        ):
+        if kind not in KINDS:
             raise ValueError(f"kinds: unknown layer kind {kind!r}")
     if not tokens or len(tokens) != len(layer_bytes):
         raise ValueError(
@@ -102,7 +93,7 @@ def draw_cache_growth(
     for layer, kind in enumerate(kinds):
         series = [row[layer] / _KIB for row in layer_bytes]
         label = (
-            f"{KIND_NAMES.get(kind, kind)} layers ({list(kinds).count(kind)})"
+            f"{KINDS[kind].label} layers ({list(kinds).count(kind)})"
         )
         ax.plot(
             tokens,
@@ -151,13 +142,13 @@ def draw_cache_at_step(
     ax.set_xticks(
         list(x),
         [
-            f"{i}\n{KIND_NAMES.get(k, k)}"
+            f"{i}\n{KINDS[k].label}"
             for i, k in zip(x, kinds, strict=True)
         ],
     )
     ax.legend(
         handles=[
-            Patch(color=_colour(k), label=KIND_NAMES.get(k, k))
+            Patch(color=_colour(k), label=KINDS[k].label)
             for k in dict.fromkeys(kinds)
         ],
         loc="upper left",
