@@ -17,12 +17,18 @@ from __future__ import annotations
 import statistics
 import time
 from collections.abc import Callable, Sequence
+from functools import partial
 
 import torch
 import torch.nn.functional as F
 
 from attnlab import attention
-from attnlab.checks import check_choice, check_positive_int
+from attnlab.checks import (
+    as_outside_caller,
+    check_choice,
+    check_positive_int,
+    checked,
+)
 from attnlab.delta import delta_rule_chunk, delta_rule_recurrent
 from attnlab.kda import kda_step
 from attnlab.kv_cache import KVCache
@@ -262,6 +268,18 @@ def cached_attention_read(
     return weights.transpose(-1, -2) @ v
 
 
+def _attention_timing(contexts: object, **sizes: object) -> None:
+    if isinstance(contexts, int) or not contexts:
+        raise ValueError(
+            f"contexts: expected a non-empty sequence of positive ints, "
+            f"got {contexts!r}"
+        )
+    for c in contexts:
+        check_positive_int("contexts", c)
+    _timing_sizes(**sizes)
+
+
+@checked(_attention_timing)
 def time_cached_attention_step(
     contexts: Sequence[int],
     *,
@@ -272,35 +290,18 @@ def time_cached_attention_step(
     seed: int = 0,
 ) -> tuple[list[float], list[int]]:
     """Median seconds of one cached attention read at each position in
-    ``contexts``, and the cache bytes there.
+    ``contexts``, and the cache bytes there, 2 · H · t · D · 4:
 
         o_t = V_{1:t}ᵀ softmax(s · K_{1:t} q_t),   t in ``contexts``
 
-    One buffer of random numbers per K and V (float32, batch 1, room for
-    ``max(contexts)`` tokens) is filled once, and each context reads its start
-    as a contiguous cache ``[1, n_heads, t, head_dim]`` (the read costs the
-    same for any values; a strided slice of one ``[1, H, max, D]`` tensor
-    would make matmul copy it first, timing the copy instead). Only the read
-    is timed (:func:`cached_attention_read`, q_t ``[1, H, 1, D]``), with no
-    argument checks on the timed path; ``checked=True`` times
-    ``attention.softmax_attention`` instead, checks included, to show what
-    they cost. Each entry is the median of ``repeats`` calls after one warm-up
-    (``timing.median_seconds``). Returns ``(seconds, cache_bytes)``, cache
-    bytes 2 · H · t · D · 4. Depends on the machine and
+    Each context reads the start of one random buffer as a contiguous cache
+    ``[1, H, t, D]`` (a strided slice would make matmul copy it first, timing
+    the copy). The timed read has no argument checks
+    (:func:`cached_attention_read`); ``checked=True`` times
+    ``softmax_attention`` as callers meet it, checks included. Medians of
+    ``repeats`` calls after one warm-up; they depend on the machine and
     ``torch.get_num_threads()``.
     """
-    if isinstance(contexts, int) or not contexts:
-        raise ValueError(
-            f"contexts: expected a non-empty sequence of positive ints, "
-            f"got {contexts!r}"
-        )
-    for name, value in [
-        ("n_heads", n_heads),
-        ("head_dim", head_dim),
-        ("repeats", repeats),
-        *(("contexts", c) for c in contexts),
-    ]:
-        check_positive_int(name, value)
     gen = torch.Generator().manual_seed(seed)
     size = n_heads * max(contexts) * head_dim
     k_all, v_all = (
@@ -315,21 +316,31 @@ def time_cached_attention_step(
         k = k_all[: n_heads * t * head_dim].view(shape)
         v = v_all[: n_heads * t * head_dim].view(shape)
         if checked:
-
-            def step(k=k, v=v) -> object:
-                return attention.softmax_attention(
-                    q_t, k, v, causal=False, scale=scale
-                )
+            step = partial(
+                as_outside_caller,
+                attention.softmax_attention,
+                *(q_t, k, v),
+                causal=False,
+                scale=scale,
+            )
         else:
-
-            def step(k=k, v=v) -> object:
-                return cached_attention_read(q_t, k, v, scale)
+            step = partial(cached_attention_read, q_t, k, v, scale)
 
         seconds.append(median_seconds(step, repeats=repeats))
         n_bytes.append(KVCache(k, v).num_bytes())
     return seconds, n_bytes
 
 
+def _timing_sizes(n_heads: int, head_dim: int, repeats: int, **_) -> None:
+    for name, value in [
+        ("n_heads", n_heads),
+        ("head_dim", head_dim),
+        ("repeats", repeats),
+    ]:
+        check_positive_int(name, value)
+
+
+@checked(_timing_sizes)
 def time_kda_step(
     *,
     n_heads: int = 2,
@@ -346,12 +357,6 @@ def time_kda_step(
     Median of ``repeats`` calls after one warm-up; depends on the machine
     and on ``torch.get_num_threads()``.
     """
-    for name, value in [
-        ("n_heads", n_heads),
-        ("head_dim", head_dim),
-        ("repeats", repeats),
-    ]:
-        check_positive_int(name, value)
     gen = torch.Generator().manual_seed(seed)
     h, d = n_heads, head_dim
     q, v = (
@@ -364,12 +369,12 @@ def time_kda_step(
     g = -0.1 * torch.rand(1, h, d, generator=gen)
     beta = torch.rand(1, h, generator=gen)
     state = torch.randn(1, h, d, d, generator=gen)
-    # __wrapped__: the function that @checked wraps, the step without checks
-    step_of = kda_step if checked else kda_step.__wrapped__
-
-    def step() -> object:
-        return step_of(q, k, v, g=g, beta=beta, state=state)
-
+    args = (q, k, v)
+    kwargs = {"g": g, "beta": beta, "state": state}
+    if checked:
+        step = partial(as_outside_caller, kda_step, *args, **kwargs)
+    else:  # __wrapped__: the function that @checked wraps, the step without checks
+        step = partial(kda_step.__wrapped__, *args, **kwargs)
     return median_seconds(
         step, repeats=repeats
     ), state.numel() * state.element_size()

@@ -55,6 +55,13 @@ def checked(validate: Callable[..., object]) -> Callable:
     return decorate
 
 
+def as_outside_caller(fn: Callable, /, *args, **kwargs):
+    """Call ``fn(*args, **kwargs)`` as a caller outside every checked call would: a checked
+    ``fn`` validates its arguments even when this runs inside another checked call (e.g. to
+    time a public function with its checks)."""
+    return contextvars.Context().run(fn, *args, **kwargs)
+
+
 FLOAT_DTYPES = (torch.float32, torch.float64)
 
 

@@ -14,7 +14,7 @@ from attnlab.attention import (
     rope_angles,
     softmax_attention,
 )
-from attnlab.checks import check_choice, check_float_in
+from attnlab.checks import check_choice, check_float_in, checked
 
 #: The sentence of Lesson 4: repeated words give a "same word" head something to find.
 HEADS_SENTENCE: tuple[str, ...] = tuple(
@@ -31,6 +31,12 @@ def _vocab(words: tuple[str, ...]) -> list[str]:
     return list(dict.fromkeys(words))
 
 
+def _two_head_options(sharpness: object, n_heads: object, **_) -> None:
+    check_choice("n_heads", n_heads, (1, 2))
+    check_float_in("sharpness", sharpness, 0.0, 100.0)
+
+
+@checked(_two_head_options)
 def constructed_two_head_layer(
     words: tuple[str, ...] = HEADS_SENTENCE,
     sharpness: float = 8.0,
@@ -54,8 +60,6 @@ def constructed_two_head_layer(
     identity. ``n_heads=1`` returns the SAME four matrices read as one head of
     width 2·D. Returns (layer in float64, x ``[1, T, d_model]``).
     """
-    check_choice("n_heads", n_heads, (1, 2))
-    sharpness = check_float_in("sharpness", sharpness, 0.0, 100.0)
     vocab = _vocab(words)
     n_words, t = len(vocab), len(words)
     d = n_words + t
