@@ -373,7 +373,7 @@ def time_kda_step(
     kwargs = {"g": g, "beta": beta, "state": state}
     if checked:
         step = partial(as_outside_caller, kda_step, *args, **kwargs)
-    else:  # __wrapped__: the function that @checked wraps, the step without checks
+    else:  # __wrapped__: the step itself, without its @checked validation
         step = partial(kda_step.__wrapped__, *args, **kwargs)
     return median_seconds(
         step, repeats=repeats
