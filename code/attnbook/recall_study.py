@@ -80,9 +80,9 @@ RECALL_DECAY = 0.999
 def recall_model(
     pattern: Sequence[str], config: StudyConfig = StudyConfig()
 ) -> HybridLM:
-    """The study's toy: a two-layer ``HybridLM`` of ``pattern``, set up for recall.
+    """The study's toy: a ``HybridLM`` of ``pattern``, set up for recall.
 
-    One head of ``config.head_dim``; linear attention is elu+1 with its normaliser.
+    One head; linear attention is elu+1 with its normaliser (the default).
     """
     model = HybridLM(
         ModelConfig(
@@ -93,7 +93,7 @@ def recall_model(
             n_heads=1,
             head_dim=config.head_dim,
             mlp_hidden=2 * config.d_model,
-            rope=False,  # no positions: the short convolution gives the order,
+            rope=False,  # no positions: a short convolution gives the order,
             attn_conv=True,  # in the attention layers too
             norm_eps=1e-6,  # the output norms' eps the study was run with
         )

@@ -8,9 +8,10 @@ Each layer is one class whose ``forward`` reads top to bottom, as FLA's ``layers
     o, S    = kernel(q, k, v, gates, S_0)             chunkwise for a prompt, the step for a token
     y       = merge_heads(output gate(x) ⊙ RMSNorm(o)) W_o           norm and gate per layer kind
 
-The classes repeat the lines they share, in this order: :class:`LinearAttentionLayer`,
-:class:`GLALayer`, :class:`DeltaNetLayer`, :class:`GatedDeltaNetLayer`, :class:`KDALayer`; each
-marks with ``### NEW`` what it adds to the one it follows. Names agree across the five:
+The classes repeat the lines they share, and each marks with ``### NEW`` what it adds to the
+layer it builds on: :class:`GLALayer` and :class:`DeltaNetLayer` to
+:class:`LinearAttentionLayer`, :class:`GatedDeltaNetLayer` to DeltaNet, :class:`KDALayer` to
+Gated DeltaNet. Names agree across the five:
 ``q_proj``/``k_proj``/``v_proj`` and ``q_conv``/``k_conv``/``v_conv`` (the input side),
 ``beta_proj`` (β of the delta family), ``decay_proj`` (the raw decay, always a decay),
 ``A_log``/``dt_bias`` (the Mamba-2 decay parameters), ``norm`` (the per-head output RMSNorm),
@@ -126,18 +127,18 @@ def _layer_inputs(
         raise ValueError(
             f"cache: expected a RecurrentCache or None, got {type(cache).__name__}"
         )
-    sizes = {"B": b, "H": self.n_heads, "Dk": self.head_dim}
-    sizes["Dv"] = self.head_dim
-    state = cache.state
-    if getattr(self, "normalize", False):
-        if not isinstance(state, tuple) or len(state) != 2:
-            raise ValueError(
-                "cache.state: expected the pair (S, z) of normalised linear "
-                f"attention (its normaliser z), got {type(state).__name__}"
-            )
-        state, z = state
-        check_tensor("cache.state[1] (z)", z, ("B", "H", "Dk"), sizes)
-    check_tensor("cache.state", state, ("B", "H", "Dk", "Dv"), sizes)
+    d = self.head_dim
+    sizes = {"B": b, "H": self.n_heads, "Dk": d, "Dv": d}
+    state, normalised = cache.state, getattr(self, "normalize", False)
+    if normalised and (not isinstance(state, tuple) or len(state) != 2):
+        raise ValueError(
+            "cache.state: expected the pair (S, z) of normalised linear "
+            f"attention (its normaliser z), got {type(state).__name__}"
+        )
+    s = state[0] if normalised else state
+    check_tensor("cache.state", s, ("B", "H", "Dk", "Dv"), sizes)
+    if normalised:
+        check_tensor("cache.state (z)", state[1], ("B", "H", "Dk"), sizes)
     if len(cache.conv) != 3:
         raise ValueError(
             f"cache.conv: expected 3 tensors (q, k, v), got {len(cache.conv)}"
@@ -193,7 +194,7 @@ class LinearAttentionLayer(nn.Module):
         cache: RecurrentCache | None = None,
         use_cache: bool = False,
     ) -> tuple[torch.Tensor, RecurrentCache | None]:
-        """Mix x over time; pass the returned cache back with the next tokens to continue."""
+        """x [B, T, d_model] -> (y [B, T, d_model], cache if use_cache)."""
         conv = (None, None, None) if cache is None else cache.conv
         q, q_conv = self.q_conv(self.q_proj(x), conv[0])
         k, k_conv = self.k_conv(self.k_proj(x), conv[1])
@@ -201,15 +202,7 @@ class LinearAttentionLayer(nn.Module):
         q, k, v = (split_heads(y, self.n_heads) for y in (q, k, v))
         q, k = self.phi(q), self.phi(k)
         state = None if cache is None else cache.state
-        if (
-            cache is not None and x.shape[1] == 1
-        ):  # decoding: one token's step
-            q, k, v = q[:, :, 0], k[:, :, 0], v[:, :, 0]
-            o, state = linear_attention_step(
-                q, k, v, state=state, normalize=self.normalize
-            )
-            o = o.unsqueeze(2)
-        else:  # a prompt or a training batch: the chunkwise kernel
+        if cache is None or x.shape[1] > 1:  # a prompt: chunkwise
             o, state = linear_attention_chunk(
                 q,
                 k,
@@ -218,6 +211,12 @@ class LinearAttentionLayer(nn.Module):
                 initial_state=state,
                 output_final_state=use_cache,
             )
+        else:  # decoding, one token: the step
+            q, k, v = q[:, :, 0], k[:, :, 0], v[:, :, 0]
+            o, state = linear_attention_step(
+                q, k, v, state=state, normalize=self.normalize
+            )
+            o = o.unsqueeze(2)
         if self.norm is not None:
             o = self.norm(o)
         y = self.out(merge_heads(o))
@@ -298,7 +297,7 @@ class GLALayer(nn.Module):
         cache: RecurrentCache | None = None,
         use_cache: bool = False,
     ) -> tuple[torch.Tensor, RecurrentCache | None]:
-        """Mix x over time; pass the returned cache back with the next tokens to continue."""
+        """x [B, T, d_model] -> (y [B, T, d_model], cache if use_cache)."""
         conv = (None, None, None) if cache is None else cache.conv
         q, q_conv = self.q_conv(self.q_proj(x), conv[0])
         k, k_conv = self.k_conv(self.k_proj(x), conv[1])
@@ -307,16 +306,7 @@ class GLALayer(nn.Module):
         q, k, v = F.silu(q), F.silu(k), F.silu(v)  ### NEW: SiLU
         g = self.log_gate(x)  ### NEW: the decay
         state = None if cache is None else cache.state
-        if (
-            cache is not None and x.shape[1] == 1
-        ):  # decoding: one token's step
-            q, k, v, g = q[:, :, 0], k[:, :, 0], v[:, :, 0], g[:, :, 0]
-            g = (
-                g if g.dim() == 3 else g[..., None].expand_as(q)
-            )  # per channel
-            o, state = gla_step(q, k, v, g=g, state=state)
-            o = o.unsqueeze(2)
-        else:  # a prompt or a training batch: the chunkwise kernel
+        if cache is None or x.shape[1] > 1:  # a prompt: chunkwise
             o, state = gla_chunk(
                 q,
                 k,
@@ -325,9 +315,16 @@ class GLALayer(nn.Module):
                 initial_state=state,
                 output_final_state=use_cache,
             )
+        else:  # decoding, one token: the step
+            q, k, v, g = q[:, :, 0], k[:, :, 0], v[:, :, 0], g[:, :, 0]
+            if g.dim() == 2:  # one decay per head: the same for every channel
+                g = g[..., None].expand_as(q)
+            o, state = gla_step(q, k, v, g=g, state=state)
+            o = o.unsqueeze(2)
         o = self.norm(o)
-        o = F.silu(split_heads(self.g_proj(x), self.n_heads)) * o  ### NEW
-        y = self.out(merge_heads(o))
+        ### NEW: the output gate, a swish
+        gate = F.silu(split_heads(self.g_proj(x), self.n_heads))
+        y = self.out(merge_heads(gate * o))
         conv = (q_conv, k_conv, v_conv)
         return y, RecurrentCache(state, conv) if use_cache else None
 
@@ -370,7 +367,7 @@ class DeltaNetLayer(nn.Module):
         cache: RecurrentCache | None = None,
         use_cache: bool = False,
     ) -> tuple[torch.Tensor, RecurrentCache | None]:
-        """Mix x over time; pass the returned cache back with the next tokens to continue."""
+        """x [B, T, d_model] -> (y [B, T, d_model], cache if use_cache)."""
         conv = (None, None, None) if cache is None else cache.conv
         q, q_conv = self.q_conv(self.q_proj(x), conv[0])
         k, k_conv = self.k_conv(self.k_proj(x), conv[1])
@@ -380,13 +377,7 @@ class DeltaNetLayer(nn.Module):
         q, k, v = l2_normalise(F.silu(q)), l2_normalise(F.silu(k)), F.silu(v)
         beta = torch.sigmoid(self.beta_proj(x)).mT  # [B, H, T]
         state = None if cache is None else cache.state
-        if (
-            cache is not None and x.shape[1] == 1
-        ):  # decoding: one token's step
-            q, k, v, beta = q[:, :, 0], k[:, :, 0], v[:, :, 0], beta[:, :, 0]
-            o, state = delta_rule_step(q, k, v, beta=beta, state=state)
-            o = o.unsqueeze(2)
-        else:  # a prompt or a training batch: the chunkwise kernel
+        if cache is None or x.shape[1] > 1:  # a prompt: chunkwise
             o, state = delta_rule_chunk(
                 q,
                 k,
@@ -395,23 +386,28 @@ class DeltaNetLayer(nn.Module):
                 initial_state=state,
                 output_final_state=use_cache,
             )
+        else:  # decoding, one token: the step
+            q, k, v, beta = q[:, :, 0], k[:, :, 0], v[:, :, 0], beta[:, :, 0]
+            o, state = delta_rule_step(q, k, v, beta=beta, state=state)
+            o = o.unsqueeze(2)
         y = self.out(merge_heads(self.norm(o)))
         conv = (q_conv, k_conv, v_conv)
         return y, RecurrentCache(state, conv) if use_cache else None
 
 
 class GatedDeltaNetLayer(nn.Module):
-    """Gated DeltaNet (the Notation appendix, §5): DeltaNet with a decay per head and token,
-    and a sigmoid gate on the output.
+    """Gated DeltaNet (the Notation appendix, §5): DeltaNet with a decay per
+    head and token, and a sigmoid gate on the output.
 
-        g = −exp(A_log) · softplus(x W_a + dt_bias)             [B, H, T]
-        y = merge_heads(sigmoid(x W_g) ⊙ RMSNorm(gated_delta_rule(q, k, v, g, β))) W_o
+        g = −exp(A_log) · softplus(x W_a + dt_bias)              [B, H, T]
+        o = gated_delta_rule(q, k, v, g, β)
+        y = merge_heads(sigmoid(x W_g) ⊙ RMSNorm(o)) W_o
 
-    Output gate: a sigmoid, not the swish of FLA's GDN layer, because Kimi Linear found sigmoid
-    better (KL Table 1) and used it for its GDN-H baseline (KL §5.2); GDN and KDA then differ
-    only in the decay. A = exp(A_log) ~ U(1, 16) and softplus(dt_bias) log-uniform in
-    [1e-3, 1e-1] (``init_softplus_decay``): at x = 0 the decay α = exp(−A·Δ) is in
-    [0.2, 0.999], mostly close to 1, so the layer starts out remembering.
+    The output gate is a sigmoid, not the swish of FLA's GDN layer: Kimi
+    Linear found sigmoid better (KL Table 1) and used it for its GDN-H
+    baseline (KL §5.2), so GDN and KDA differ only in the decay. At x = 0
+    the decay α = exp(−A·Δ) starts in [0.2, 0.999], mostly close to 1
+    (``init_softplus_decay``): the layer starts out remembering.
     """
 
     @checked(_layer_sizes)
@@ -443,7 +439,7 @@ class GatedDeltaNetLayer(nn.Module):
         self.g_proj = nn.Linear(d_model, width, bias=False)
 
     def log_gate(self, x: torch.Tensor) -> torch.Tensor:
-        """g = −exp(A_log) · softplus(x W_a + dt_bias): x [B, T, d_model] -> [B, H, T]."""
+        """g = −exp(A_log) · softplus(x W_a + dt_bias)  [B, H, T]."""
         raw = self.decay_proj(x)
         return softplus_decay_gate(raw, self.A_log, self.dt_bias).mT
 
@@ -454,7 +450,7 @@ class GatedDeltaNetLayer(nn.Module):
         cache: RecurrentCache | None = None,
         use_cache: bool = False,
     ) -> tuple[torch.Tensor, RecurrentCache | None]:
-        """Mix x over time; pass the returned cache back with the next tokens to continue."""
+        """x [B, T, d_model] -> (y [B, T, d_model], cache if use_cache)."""
         conv = (None, None, None) if cache is None else cache.conv
         q, q_conv = self.q_conv(self.q_proj(x), conv[0])
         k, k_conv = self.k_conv(self.k_proj(x), conv[1])
@@ -464,15 +460,7 @@ class GatedDeltaNetLayer(nn.Module):
         beta = torch.sigmoid(self.beta_proj(x)).mT  # [B, H, T]
         g = self.log_gate(x)  ### NEW: the decay  [B, H, T]
         state = None if cache is None else cache.state
-        if (
-            cache is not None and x.shape[1] == 1
-        ):  # decoding: one token's step
-            q, k, v, beta = q[:, :, 0], k[:, :, 0], v[:, :, 0], beta[:, :, 0]
-            o, state = gated_delta_rule_step(
-                q, k, v, g=g[:, :, 0], beta=beta, state=state
-            )
-            o = o.unsqueeze(2)
-        else:  # a prompt or a training batch: the chunkwise kernel
+        if cache is None or x.shape[1] > 1:  # a prompt: chunkwise
             o, state = gated_delta_rule_chunk(
                 q,
                 k,
@@ -482,11 +470,16 @@ class GatedDeltaNetLayer(nn.Module):
                 initial_state=state,
                 output_final_state=use_cache,
             )
+        else:  # decoding, one token: the step
+            q, k, v, beta = q[:, :, 0], k[:, :, 0], v[:, :, 0], beta[:, :, 0]
+            o, state = gated_delta_rule_step(
+                q, k, v, g=g[:, :, 0], beta=beta, state=state
+            )
+            o = o.unsqueeze(2)
         o = self.norm(o)
-        o = (
-            torch.sigmoid(split_heads(self.g_proj(x), self.n_heads)) * o
-        )  ### NEW
-        y = self.out(merge_heads(o))
+        ### NEW: the output gate
+        gate = torch.sigmoid(split_heads(self.g_proj(x), self.n_heads))
+        y = self.out(merge_heads(gate * o))
         conv = (q_conv, k_conv, v_conv)
         return y, RecurrentCache(state, conv) if use_cache else None
 
@@ -556,7 +549,7 @@ class KDALayer(nn.Module):
         cache: RecurrentCache | None = None,
         use_cache: bool = False,
     ) -> tuple[torch.Tensor, RecurrentCache | None]:
-        """Mix x over time; pass the returned cache back with the next tokens to continue."""
+        """x [B, T, d_model] -> (y [B, T, d_model], cache if use_cache)."""
         conv = (None, None, None) if cache is None else cache.conv
         q, q_conv = self.q_conv(self.q_proj(x), conv[0])
         k, k_conv = self.k_conv(self.k_proj(x), conv[1])
@@ -566,13 +559,7 @@ class KDALayer(nn.Module):
         beta = torch.sigmoid(self.beta_proj(x)).mT  # [B, H, T]
         g = self.log_gate(x)  ### NEW: one decay per channel  [B, H, T, Dk]
         state = None if cache is None else cache.state
-        if (
-            cache is not None and x.shape[1] == 1
-        ):  # decoding: one token's step
-            q, k, v, beta = q[:, :, 0], k[:, :, 0], v[:, :, 0], beta[:, :, 0]
-            o, state = kda_step(q, k, v, g=g[:, :, 0], beta=beta, state=state)
-            o = o.unsqueeze(2)
-        else:  # a prompt or a training batch: the chunkwise kernel
+        if cache is None or x.shape[1] > 1:  # a prompt: chunkwise
             o, state = kda_chunk(
                 q,
                 k,
@@ -582,9 +569,13 @@ class KDALayer(nn.Module):
                 initial_state=state,
                 output_final_state=use_cache,
             )
+        else:  # decoding, one token: the step
+            q, k, v, beta = q[:, :, 0], k[:, :, 0], v[:, :, 0], beta[:, :, 0]
+            o, state = kda_step(q, k, v, g=g[:, :, 0], beta=beta, state=state)
+            o = o.unsqueeze(2)
         o = self.norm(o)
-        o = torch.sigmoid(split_heads(self.g_proj(x), self.n_heads)) * o
-        y = self.out(merge_heads(o))
+        gate = torch.sigmoid(split_heads(self.g_proj(x), self.n_heads))
+        y = self.out(merge_heads(gate * o))
         conv = (q_conv, k_conv, v_conv)
         return y, RecurrentCache(state, conv) if use_cache else None
 

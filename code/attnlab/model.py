@@ -279,15 +279,10 @@ class HybridLM(nn.Module):
         cache: HybridCache | None = None,
         use_cache: bool = False,
     ) -> tuple[torch.Tensor, HybridCache | None]:
-        """Logits for every position, and the cache to continue from.
+        """input_ids [B, T] -> (logits [B, T, V], the cache or None).
 
-        With ``cache=None`` and ``use_cache=False`` this is the plain
-        parallel pass and returns ``(logits, None)``. With ``use_cache`` a new
-        cache is built; a given ``cache`` is continued: it grows by the T new
-        tokens in place (like every mixer's cache) and is returned. So
-        ``forward(ids[:, :t], use_cache=True)`` then
-        ``forward(ids[:, t:], cache)`` gives the logits of ``forward(ids)``
-        for the last positions.
+        ``use_cache`` starts a cache; a given ``cache`` grows in place by the
+        T tokens, so ``ids[:, :t]`` then ``ids[:, t:]`` give ``ids``' logits.
         """
         n_layers = self.config.n_layers
         if use_cache and cache is None:  # a new cache, filled below
@@ -345,9 +340,8 @@ def next_token(
     temperature: float,
     generator: torch.Generator | None = None,
 ) -> torch.Tensor:
-    """Pick one token per row of ``logits [B, V]``: argmax if
-    ``temperature == 0``, else a sample from softmax(logits / temperature).
-    Returns ``[B, 1]`` token ids."""
+    """logits [B, V] -> token ids [B, 1]: the argmax (temperature 0) or a
+    sample from softmax(logits / temperature)."""
     if temperature == 0:
         return logits.argmax(dim=-1, keepdim=True)
     probs = torch.softmax(logits / temperature, dim=-1)
@@ -368,13 +362,9 @@ def _stepwise_inputs(model: object, input_ids: object, prefill: int) -> None:
 def stepwise_logits(
     model: HybridLM, input_ids: torch.Tensor, prefill: int = 1
 ) -> tuple[torch.Tensor, HybridCache]:
-    """The logits of ``input_ids [B, T]`` computed the way generation computes
-    them: one pass over the first ``prefill`` tokens, then one cached step per
-    remaining token.
-
-    Returns ``(logits [B, T, vocab_size], cache)``. Up to floating-point
-    rounding the logits equal ``model(input_ids)[0]``, the parallel pass:
-    comparing the two checks every layer's cache.
+    """input_ids [B, T] -> (logits [B, T, V], cache) as generation computes
+    them: a prefill, then one cached step per token. They equal the parallel
+    pass ``model(input_ids)[0]`` up to rounding: comparing checks the caches.
     """
     logits, cache = model(input_ids[:, :prefill], use_cache=True)
     out = [logits]

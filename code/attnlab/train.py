@@ -44,11 +44,8 @@ def train_step(
     *,
     clip_norm: float = 1.0,
 ) -> float:
-    """One optimiser step on next-token targets; returns the loss.
-
-    L = mean cross-entropy of logits_t against y_t over the t with y_t ≠ IGNORE.
-    inputs, targets ``[B, L]``; the model returns ``(logits [B, L, V], cache)``.
-    """
+    """One optimiser step; inputs, targets [B, L] -> the loss before it,
+    L = mean over t with y_t ≠ IGNORE of −log softmax(logits_t)[y_t]."""
     logits, _ = model(inputs)
     loss = F.cross_entropy(
         logits.flatten(0, 1), targets.flatten(), ignore_index=IGNORE
@@ -276,22 +273,14 @@ def train_language_model(
     seed: int = 0,
     on_step: Callable[[int], None] | None = None,
 ) -> list[float]:
-    """Next-token training on one long stream of token ids ``[N]``; returns
-    the loss of every step.
-
-    Each step draws ``batch_size`` windows of ``seq_len + 1`` ids at random
-    offsets: the first ``seq_len`` are the inputs, the last ``seq_len`` the
-    targets (the same window shifted by one). :func:`train` trains on them
-    with AdamW betas (0.9, 0.95), the usual choice for language models.
-    The model is left in eval mode.
-    """
+    """Next-token training on windows of token_ids [N] at random offsets;
+    returns the loss of every step and leaves the model in eval mode. AdamW
+    betas (0.9, 0.95), the usual choice for language models."""
     offsets = torch.arange(seq_len + 1)
 
     def windows(generator: torch.Generator) -> Batch:
-        last_start = token_ids.numel() - seq_len
-        starts = torch.randint(
-            0, last_start, (batch_size, 1), generator=generator
-        )
+        fits = token_ids.numel() - seq_len  # window starts that fit
+        starts = torch.randint(0, fits, (batch_size, 1), generator=generator)
         window = token_ids[starts + offsets]  # [B, seq_len + 1]
         return window[:, :-1], window[:, 1:]  # targets: shifted by one
 
