@@ -3,9 +3,8 @@ generation, and the cache bytes of a running model = the arithmetic of attnlab.m
 
 from __future__ import annotations
 
-from functools import cache
-
 import dataclasses
+from functools import cache
 
 import pytest
 import torch

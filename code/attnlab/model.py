@@ -123,15 +123,15 @@ class HybridCache:
 
     ``layers[i]`` is the cache of layer ``i``'s mixer: K and V for ``"attn"`` (grows with T), the
     latent and rope key for ``"mla"`` (grows with T), a fixed-size state and short-convolution
-    inputs for the recurrent kinds. ``seen_tokens`` counts the tokens consumed so far, for
-    ``batch_size`` sequences. :meth:`HybridLM.forward` continues a cache in place (as every
+    inputs for the recurrent kinds, for ``batch_size`` sequences. ``seen_tokens`` counts the
+    tokens consumed so far. :meth:`HybridLM.forward` continues a cache in place (as every
     mixer does with its own).
     """
 
     kinds: tuple[str, ...]
     layers: list[object]
-    seen_tokens: int
     batch_size: int
+    seen_tokens: int = 0
 
     def bytes_by_layer(self) -> list[int]:
         """Bytes held by each layer's cache, in layer order."""
@@ -279,20 +279,15 @@ class HybridLM(nn.Module):
         cache: HybridCache | None = None,
         use_cache: bool = False,
     ) -> tuple[torch.Tensor, HybridCache | None]:
-        """input_ids [B, T] -> (logits [B, T, V], the cache or None).
+        """input_ids [B, T] -> (logits [B, T, V], cache or None).
 
-        ``use_cache`` starts a cache; a given ``cache`` grows in place by the
-        T tokens, so ``ids[:, :t]`` then ``ids[:, t:]`` give ``ids``' logits.
+        ``use_cache`` starts a cache; a given ``cache`` is continued in place:
+        ``ids[:, :t]``, then ``ids[:, t:]``, give the logits of ``ids``.
         """
-        n_layers = self.config.n_layers
-        if use_cache and cache is None:  # a new cache, filled below
-            cache = HybridCache(
-                self.config.layer_pattern,
-                [None] * n_layers,
-                0,
-                len(input_ids),
-            )
-        layer_caches = [None] * n_layers if cache is None else cache.layers
+        kinds = self.config.layer_pattern
+        if use_cache and cache is None:  # a new cache, one entry per layer
+            cache = HybridCache(kinds, [None] * len(kinds), len(input_ids))
+        layer_caches = [None] * len(kinds) if cache is None else cache.layers
         x = self.embed(input_ids)
         for i, block in enumerate(self.blocks):
             x, layer_caches[i] = block(
