@@ -122,20 +122,14 @@ def answer_analysis(
     targets: torch.Tensor,
     vocab_size: int,
 ) -> dict[str, float]:
-    """What a model answers at the MQAR query positions
-    (``targets != IGNORE``).
+    """The fractions of MQAR query positions (inputs, targets [B, 4N]) where
+    the answer p = argmax logits is
 
-    With p = argmax logits at a query position of a sequence whose context
-    holds the values v_1 … v_N, returns the fractions of query positions where
+        right        the target value
+        value        a value token (``mqar_value_range(vocab_size)``)
+        in_context   one of that sequence's values v_1 … v_N (right included)
 
-        right        p is the target value
-        value        p is a value token
-                     (any of ``mqar_value_range(vocab_size)``)
-        in_context   p is one of that sequence's v_1 … v_N
-                     (right answers included)
-
-    so ``in_context − right`` is how often the model copies the wrong pair's
-    value. inputs, targets ``[B, 4N]`` as from ``attnlab.tasks.mqar_batch``.
+    so ``in_context − right`` is how often it copies the wrong pair's value.
     """
     n_pairs = inputs.shape[1] // 4
     was_training = model.training

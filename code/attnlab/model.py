@@ -182,11 +182,8 @@ def _model_inputs(
 ) -> None:
     config = self.config
     _check_input_ids(input_ids, config.vocab_size)
-    if (
-        (use_cache or cache is not None)
-        and config.attn_conv
-        and "attn" in (config.layer_pattern)
-    ):
+    conv_attention = config.attn_conv and "attn" in config.layer_pattern
+    if conv_attention and (use_cache or cache is not None):
         raise ValueError(
             "use_cache: this model's attention layers read q, k, v through a "
             "short convolution (attn_conv=True), whose inputs a KV cache does "
@@ -335,8 +332,7 @@ def next_token(
     temperature: float,
     generator: torch.Generator | None = None,
 ) -> torch.Tensor:
-    """logits [B, V] -> token ids [B, 1]: the argmax (temperature 0) or a
-    sample from softmax(logits / temperature)."""
+    """logits [B, V] -> ids [B, 1]: argmax, or sample at a temperature."""
     if temperature == 0:
         return logits.argmax(dim=-1, keepdim=True)
     probs = torch.softmax(logits / temperature, dim=-1)
@@ -357,10 +353,8 @@ def _stepwise_inputs(model: object, input_ids: object, prefill: int) -> None:
 def stepwise_logits(
     model: HybridLM, input_ids: torch.Tensor, prefill: int = 1
 ) -> tuple[torch.Tensor, HybridCache]:
-    """input_ids [B, T] -> (logits [B, T, V], cache) as generation computes
-    them: a prefill, then one cached step per token. They equal the parallel
-    pass ``model(input_ids)[0]`` up to rounding: comparing checks the caches.
-    """
+    """The logits [B, T, V] as generation computes them (a prefill, then one
+    cached step per token) and the cache: the parallel pass's, up to rounding."""
     logits, cache = model(input_ids[:, :prefill], use_cache=True)
     out = [logits]
     for i in range(prefill, input_ids.shape[1]):
