@@ -90,7 +90,7 @@ def _layer_sizes(
     norm_eps: float,
     **options: object,
 ) -> None:
-    """Check the sizes every layer's constructor takes (its own options are checked by it)."""
+    """Check a layer constructor's sizes, and the options of the layers that take them."""
     for name, value in (
         ("d_model", d_model),
         ("n_heads", n_heads),
