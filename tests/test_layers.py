@@ -10,7 +10,6 @@ import torch
 from attnlab import layers as layers_module
 from attnlab.blocks import LAYER_NORM_EPS, RecurrentCache
 from attnlab.layers import (
-    RECURRENT_LAYERS,
     DeltaNetLayer,
     GatedDeltaNetLayer,
     GLALayer,
@@ -179,7 +178,9 @@ def test_output_gate_scales_the_normalised_output(name, gate_at_zero):
 
 def test_the_names_agree_across_layers():
     """One meaning per name: ``decay_proj`` is always a decay, ``g_proj`` always an output gate."""
-    layers = {kind: cls(8, 2, 4) for kind, cls in RECURRENT_LAYERS.items()}
+    layers = {kind: cls(8, 2, 4) for kind, cls in [
+        ("kda", KDALayer), ("gdn", GatedDeltaNetLayer), ("deltanet", DeltaNetLayer),
+        ("gla", GLALayer), ("linear", LinearAttentionLayer)]}
     for kind, layer in layers.items():
         names = {name.split(".")[0] for name, _ in layer.named_parameters()}
         assert "gate_proj" not in names, kind

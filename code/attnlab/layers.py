@@ -578,13 +578,3 @@ class KDALayer(nn.Module):
         y = self.out(merge_heads(gate * o))
         conv = (q_conv, k_conv, v_conv)
         return y, RecurrentCache(state, conv) if use_cache else None
-
-
-RECURRENT_LAYERS: dict[str, type[nn.Module]] = {
-    "kda": KDALayer,
-    "gdn": GatedDeltaNetLayer,
-    "deltanet": DeltaNetLayer,
-    "gla": GLALayer,
-    "linear": LinearAttentionLayer,
-}
-"""The layer class of every recurrent kind of :data:`attnlab.configs.RECURRENT_KINDS`."""

@@ -38,45 +38,21 @@ from .attention import MultiHeadAttention, head_attention_weights
 from .blocks import RMSNorm, SwiGLU
 from .checks import check_choice, check_int_in, checked
 from .configs import LAYER_KINDS, ModelConfig
-from .layers import RECURRENT_LAYERS
-from .mla import MultiHeadLatentAttention
+from .kinds import KINDS
 
 MLA_DECODE_PATHS = ("absorbed", "naive")
 """How :class:`HybridLM` runs its MLA layers on cached decoding steps."""
 
 
 def make_mixer(kind: str, config: ModelConfig) -> nn.Module:
-    """The token mixer of one layer of ``kind``, sized by ``config``.
+    """The token mixer of one layer of ``kind``, sized by ``config``: the
+    registry's builder (:data:`attnlab.kinds.KINDS`).
 
     Every mixer follows the layer protocol: ``forward(x [B, T, d_model], cache=None,
     use_cache=False) -> (y [B, T, d_model], cache_or_None)``.
     """
     check_choice("kind", kind, LAYER_KINDS)
-    d, h, dh = config.d_model, config.n_heads, config.head_dim
-    if kind == "attn":
-        return MultiHeadAttention(
-            d,
-            h,
-            dh,
-            n_kv_heads=config.n_kv_heads,
-            rope=config.rope,
-            conv_size=config.conv_size if config.attn_conv else None,
-        )
-    if kind == "mla":
-        m = config.mla
-        return MultiHeadLatentAttention(
-            d,
-            m.n_heads,
-            m.qk_nope_head_dim,
-            kv_lora_rank=m.kv_lora_rank,
-            qk_rope_head_dim=m.qk_rope_head_dim,
-            v_head_dim=m.v_head_dim,
-            q_lora_rank=m.q_lora_rank,
-            rope=m.rope,
-        )
-    return RECURRENT_LAYERS[kind](
-        d, h, dh, conv_size=config.conv_size, norm_eps=config.norm_eps
-    )
+    return KINDS[kind].build(config)
 
 
 class HybridBlock(nn.Module):
