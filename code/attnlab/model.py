@@ -329,8 +329,9 @@ def _stepwise_inputs(model: object, input_ids: object, prefill: int) -> None:
 def stepwise_logits(
     model: HybridLM, input_ids: torch.Tensor, prefill: int = 1
 ) -> tuple[torch.Tensor, HybridCache]:
-    """The logits [B, T, V] as generation computes them (a prefill, then one
-    cached step per token) and the cache: the parallel pass's, up to rounding."""
+    """The logits [B, T, V] as generation computes them (a prefill, then
+    one cached step per token), and the cache. They equal the parallel pass's
+    up to rounding."""
     logits, cache = model(input_ids[:, :prefill], use_cache=True)
     out = [logits]
     for i in range(prefill, input_ids.shape[1]):
