@@ -166,8 +166,7 @@ def test_train_language_model_lowers_the_loss():
     torch.manual_seed(0)
     model = HybridLM(TINY)
     ids = torch.arange(400) % 5                         # a periodic stream: easy to predict
-    losses = train_language_model(model, ids, steps=30, batch_size=4, seq_len=12, lr=1e-2,
-                                  progress=False)
+    losses = train_language_model(model, ids, steps=30, batch_size=4, seq_len=12, lr=1e-2)
     assert len(losses) == 30
     assert sum(losses[-5:]) / 5 < 0.5 * losses[0]
     assert not model.training
@@ -177,7 +176,7 @@ def test_train_language_model_is_reproducible():
     def run():
         torch.manual_seed(0)
         return train_language_model(HybridLM(TINY), torch.arange(100) % 7, steps=3,
-                                    batch_size=2, seq_len=8, progress=False)
+                                    batch_size=2, seq_len=8)
     assert run() == run()
 
 
@@ -185,6 +184,7 @@ def test_train_language_model_is_reproducible():
     ({"token_ids": torch.zeros(50)}, "token_ids"),
     ({"token_ids": torch.zeros(2, 50, dtype=torch.long)}, "token_ids"),
     ({"token_ids": torch.zeros(5, dtype=torch.long)}, "token_ids"),
+    ({"token_ids": torch.full((50,), 10**6)}, "token_ids: expected ids in"),  # not in the vocab
     ({"steps": 0}, "steps"),
     ({"batch_size": 0}, "batch_size"),
     ({"seq_len": -1}, "seq_len"),
@@ -194,4 +194,4 @@ def test_train_language_model_rejects_bad_arguments(kwargs, name):
     args = {"token_ids": torch.zeros(50, dtype=torch.long), "steps": 1, **kwargs}
     ids = args.pop("token_ids")
     with pytest.raises(ValueError, match=name):
-        train_language_model(HybridLM(TINY), ids, progress=False, **args)
+        train_language_model(HybridLM(TINY), ids, **args)

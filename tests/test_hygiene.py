@@ -224,14 +224,15 @@ def test_the_cycle_finder_finds_a_loop():
 
 def test_low_modules_import_no_layer_or_model():
     """The registry of layer kinds sits below the description of models, which sits below the
-    memory arithmetic; softmax attention and its KV cache need nothing but the checks; the
-    building blocks sit below every layer (they split heads with attention's ``split_heads``)."""
+    memory arithmetic; softmax attention needs only the checks, its KV cache and the building
+    blocks (the short convolution of Lesson 17's toy), which sit below every layer and need
+    nothing but the checks."""
     graph = {m.removeprefix("attnlab."): {t.removeprefix("attnlab.") for t in ts}
              for m, ts in internal(package_imports()).items() if m.startswith("attnlab.")}
     assert not graph["kinds"] & {"configs", "memory", "serving", "model", "train"}
     assert graph["configs"] <= {"checks", "kinds", "mla"}
     assert graph["memory"] <= {"checks", "configs", "kinds"}
     assert graph["kv_cache"] <= {"checks"}
-    assert graph["attention"] <= {"checks", "kv_cache"}
-    assert graph["blocks"] <= {"checks", "attention"}
+    assert graph["attention"] <= {"checks", "kv_cache", "blocks"}
+    assert graph["blocks"] <= {"checks"}
     assert "model" not in graph["embedding"] and "model" not in graph["train"]

@@ -1,20 +1,20 @@
-"""The five recurrent mixer layers: cached decoding continues the full pass exactly, the cache
-does not grow, gates are decays in (0, 1], output gates gate, and bad input names ``x``/``cache``.
+"""The five recurrent mixer layers: cached decoding continues the full pass exactly through each
+mechanism's one-token step, the cache does not grow, gates are decays in (0, 1], output gates
+gate, and bad input names ``x``/``cache``.
 """
 
 from __future__ import annotations
 
 import pytest
 import torch
+from attnlab import layers as layers_module
 from attnlab.blocks import LAYER_NORM_EPS, RecurrentCache
 from attnlab.layers import (
-    RECURRENT_LAYERS,
     DeltaNetLayer,
     GatedDeltaNetLayer,
     GLALayer,
     KDALayer,
     LinearAttentionLayer,
-    RecurrentMixerLayer,
 )
 from conftest import assert_close, decode_in_pieces, seeds
 from hypothesis import given, settings
@@ -38,7 +38,7 @@ VARIANTS = {
 }
 
 
-def make_layer(name: str, seed: int = 0, **changes) -> RecurrentMixerLayer:
+def make_layer(name: str, seed: int = 0, **changes) -> torch.nn.Module:
     cls, options = VARIANTS[name]
     torch.manual_seed(seed)
     sizes = {"d_model": D_MODEL, "n_heads": N_HEADS, "head_dim": HEAD_DIM, **changes}
@@ -76,19 +76,46 @@ def test_any_split_continues_the_sequence(name):
     assert_close(pieces, full)
 
 
+KERNELS = {  # the chunkwise kernel each layer runs on a prompt
+    LinearAttentionLayer: "linear_attention_chunk", GLALayer: "gla_chunk",
+    DeltaNetLayer: "delta_rule_chunk", GatedDeltaNetLayer: "gated_delta_rule_chunk",
+    KDALayer: "kda_chunk",
+}
+
+
+@pytest.mark.parametrize("name", sorted(VARIANTS))
+def test_decoding_steps_run_the_one_token_step_not_the_chunkwise_kernel(name, monkeypatch):
+    layer = make_layer(name)
+    x = inputs(2, 9)
+    full, _ = layer(x)
+    _, cache = layer(x[:, :4], use_cache=True)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a decoding step ran the chunkwise kernel")
+
+    monkeypatch.setattr(layers_module, KERNELS[type(layer)], refuse)
+    steps = []
+    for t in range(4, 9):
+        y, cache = layer(x[:, t : t + 1], cache=cache, use_cache=True)
+        steps.append(y)
+    assert_close(torch.cat(steps, dim=1), full[:, 4:])
+
+
 @pytest.mark.parametrize("name", sorted(VARIANTS))
 def test_the_cache_has_a_fixed_size(name):
     layer = make_layer(name)
-    conv_inputs = 3 * (layer.qkv.conv[0].kernel_size - 1) * N_HEADS * HEAD_DIM
+    conv_inputs = 3 * (layer.q_conv.kernel_size - 1) * N_HEADS * HEAD_DIM
     normalised = isinstance(layer, LinearAttentionLayer) and layer.normalize
     normaliser = N_HEADS * HEAD_DIM if normalised else 0
     numbers = N_HEADS * HEAD_DIM * HEAD_DIM + conv_inputs + normaliser
     for t in (1, 6, 70):
         _, cache = layer(inputs(2, t), use_cache=True)
         assert isinstance(cache, RecurrentCache)
-        assert cache.state.shape == (2, N_HEADS, HEAD_DIM, HEAD_DIM)
-        assert (cache.normaliser is not None) == normalised
-        assert cache.num_bytes() == 2 * numbers * 8
+        state = cache.state[0] if normalised else cache.state  # (S, z) when normalised
+        assert state.shape == (2, N_HEADS, HEAD_DIM, HEAD_DIM)
+        if normalised:
+            assert cache.state[1].shape == (2, N_HEADS, HEAD_DIM)
+        assert len(cache.conv) == 3 and cache.num_bytes() == 2 * numbers * 8
 
 
 @pytest.mark.parametrize("name", ["linear", "gla-scalar", "deltanet", "gdn", "kda"])
@@ -131,12 +158,6 @@ def test_kda_decay_is_low_rank_per_channel():
     assert torch.linalg.matrix_rank(raw) == 8
 
 
-def _close_output_gate(layer: RecurrentMixerLayer) -> None:
-    with torch.no_grad():
-        for p in layer.g_proj.parameters():
-            p.zero_()
-
-
 @pytest.mark.parametrize(("name", "gate_at_zero"), [("gla-channel", 0.0), ("gdn", 0.5),
                                                     ("kda", 0.5)])
 def test_output_gate_scales_the_normalised_output(name, gate_at_zero):
@@ -144,16 +165,22 @@ def test_output_gate_scales_the_normalised_output(name, gate_at_zero):
     (sigmoid(0) = 1/2 halves the output)."""
     layer = make_layer(name)
     x = inputs(2, 9)
-    _close_output_gate(layer)
+    with torch.no_grad():
+        for p in layer.g_proj.parameters():
+            p.zero_()
+    normed = []  # the per-head RMSNorm's output, before the gate
+    layer.norm.register_forward_hook(lambda module, args, out: normed.append(out))
     y_gated, _ = layer(x)
-    layer.output_gate = lambda x: None  # the same layer without an output gate
-    y_open, _ = layer(x)
-    assert_close(y_gated, gate_at_zero * y_open)
+    (o,) = normed
+    ungated = layer.out(o.transpose(1, 2).flatten(2))  # merge heads, W_o
+    assert_close(y_gated, gate_at_zero * ungated)
 
 
 def test_the_names_agree_across_layers():
     """One meaning per name: ``decay_proj`` is always a decay, ``g_proj`` always an output gate."""
-    layers = {kind: cls(8, 2, 4) for kind, cls in RECURRENT_LAYERS.items()}
+    layers = {kind: cls(8, 2, 4) for kind, cls in [
+        ("kda", KDALayer), ("gdn", GatedDeltaNetLayer), ("deltanet", DeltaNetLayer),
+        ("gla", GLALayer), ("linear", LinearAttentionLayer)]}
     for kind, layer in layers.items():
         names = {name.split(".")[0] for name, _ in layer.named_parameters()}
         assert "gate_proj" not in names, kind

@@ -83,7 +83,7 @@ def test_on_step_sees_every_step_in_order():
     model = HybridLM(_config(("attn",)))
     seen = []
     losses = train_language_model(model, torch.randint(0, 11, (200,)), steps=5, seq_len=8,
-                                  progress=False, on_step=seen.append)
+                                  on_step=seen.append)
     assert seen == [1, 2, 3, 4, 5] and len(losses) == 5
 
 

@@ -3,10 +3,12 @@ generation, and the cache bytes of a running model = the arithmetic of attnlab.m
 
 from __future__ import annotations
 
+import dataclasses
 from functools import cache
 
 import pytest
 import torch
+from attnlab.blocks import LAYER_NORM_EPS
 from attnlab.configs import LAYER_KINDS, SOPHIA_NANO, MLAConfig, ModelConfig
 from attnlab.memory import cache_breakdown
 from attnlab.mla import MultiHeadLatentAttention
@@ -230,6 +232,9 @@ def test_bad_caches_and_generation_arguments_raise_clear_errors():
     ids = random_ids(SOPHIA_NANO, 1, 3, seed=10)
     with pytest.raises(ValueError, match="cache: expected a HybridCache"):
         nano(ids, cache=[None] * 8)
+    _, two_sequences = nano(random_ids(SOPHIA_NANO, 2, 3, seed=10), use_cache=True)
+    with pytest.raises(ValueError, match="cache: expected the cache of 1 sequences"):
+        nano(ids, cache=two_sequences)
     _, zoo_cache = model_for("zoo", torch.float32)(random_ids(ZOO, 1, 3, seed=10),
                                                    use_cache=True)
     with pytest.raises(ValueError, match="cache: expected layer kinds"):
@@ -272,3 +277,33 @@ def test_mla_decodes_through_the_absorbed_path_with_the_naive_paths_logits(monke
 def test_mla_decode_path_is_checked():
     with pytest.raises(ValueError, match="mla_decode"):
         HybridLM(ZOO, mla_decode="fast")
+
+
+# --- attention with a short convolution (Lesson 17's recall toy) ----------------------------
+CONV_ATTN = dataclasses.replace(ZOO, layer_pattern=("attn", "kda"), rope=False, attn_conv=True,
+                                norm_eps=1e-6)
+
+
+def test_conv_attention_is_causal_and_runs_full_passes_only():
+    torch.manual_seed(0)
+    model = HybridLM(CONV_ATTN).double()
+    assert model.blocks[0].mixer.q_conv is not None  # the convolution is there
+    ids = random_ids(CONV_ATTN, 2, 12, seed=11)
+    logits, none = model(ids)
+    assert none is None and logits.shape == (2, 12, CONV_ATTN.vocab_size)
+    changed = ids.clone()
+    changed[:, 7:] = 0  # the future changes: earlier logits do not
+    assert_close(model(changed)[0][:, :7], logits[:, :7])
+    with pytest.raises(ValueError, match="use_cache: .*short convolution"):
+        model(ids, use_cache=True)
+    with pytest.raises(ValueError, match="use_cache: .*short convolution"):
+        model.generate(ids, 2)
+    with pytest.raises(ValueError, match="use_cache: .*short convolution"):
+        model.blocks[0].mixer(torch.randn(1, 3, CONV_ATTN.d_model).double(), use_cache=True)
+
+
+def test_the_configs_norm_eps_is_the_layers_default():
+    """ModelConfig.norm_eps defaults to FLA's 1e-5, the layers' own default, and reaches them."""
+    assert ModelConfig.__dataclass_fields__["norm_eps"].default == LAYER_NORM_EPS
+    assert model_for("zoo", torch.float32).blocks[2].mixer.norm.eps == LAYER_NORM_EPS
+    assert HybridLM(CONV_ATTN).blocks[1].mixer.norm.eps == 1e-6

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 from attnbook.recall_study import (
+    RECALL_DECAY,
     STUDY_MIXERS,
     STUDY_PATH,
     CellSummary,
@@ -17,10 +18,13 @@ from attnbook.recall_study import (
     live_comparison,
     load_study,
     paired_gap,
+    pattern_label,
     ranking,
+    recall_model,
     summarize,
     train_cell,
 )
+from attnlab.model import HybridLM
 from attnlab.tasks import IGNORE, mqar_batch
 
 
@@ -30,6 +34,32 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(previous)
+
+
+# --------------------------------------------------------------------------- the toy model
+@pytest.mark.parametrize("kind", ["attn", "linear", "deltanet", "gdn", "kda"])
+def test_recall_model_shapes_and_causality(kind: str) -> None:
+    torch.manual_seed(0)
+    model = recall_model((kind, kind), StudyConfig(d_model=16, vocab_size=32))
+    assert isinstance(model, HybridLM) and model.config.n_heads == 1
+    x, _ = mqar_batch(2, 3, vocab_size=32, generator=torch.Generator().manual_seed(0))
+    logits, _ = model(x)
+    assert logits.shape == (2, 12, 32) and torch.isfinite(logits).all()
+    changed = x.clone()
+    changed[:, 7:] = 1  # change the future: earlier logits must not move
+    torch.testing.assert_close(model(changed)[0][:, :7], logits[:, :7])
+
+
+@pytest.mark.parametrize("kind", ["gdn", "kda"])
+def test_gated_recall_mixers_start_near_no_forgetting(kind: str) -> None:
+    layer = recall_model((kind, "attn")).blocks[0].mixer
+    alpha = torch.exp(layer.log_gate(torch.zeros(1, 1, StudyConfig().d_model)))
+    torch.testing.assert_close(alpha, torch.full_like(alpha, RECALL_DECAY))
+
+
+def test_pattern_label() -> None:
+    assert pattern_label(("kda", "kda")) == "kda"
+    assert pattern_label(("kda", "attn")) == "kda→attn"
 
 
 class Oracle(torch.nn.Module):
@@ -48,7 +78,7 @@ class Oracle(torch.nn.Module):
         else:  # always the first key: no value at all
             answer = inputs[:, :1].expand(b, length)
         logits = torch.full((b, length, 128), -1.0)
-        return logits.scatter(2, answer[..., None], 1.0)
+        return logits.scatter(2, answer[..., None], 1.0), None  # (logits, no cache)
 
 
 def test_answer_analysis_tells_right_copied_and_other_answers_apart():
@@ -139,6 +169,10 @@ def test_train_cell_row_and_determinism():
 
 
 def test_the_shipped_study_covers_the_course_and_reproduces_its_cheapest_cell():
+    """Today's code trains the study's cheapest cell (softmax attention at N = 2: it reaches
+    the target early) to the stored result. Bit for bit only on the CPU that ran the study:
+    another CPU rounds differently and training amplifies it, so the check allows what that
+    moves: a few test answers (1 %) and one evaluation's worth of steps either way."""
     shipped = load_study(STUDY_PATH)
     assert {tuple(m.split("+")) for m in shipped["grid"]["mixers"]} == set(STUDY_MIXERS)
     assert len(shipped["grid"]["seeds"]) >= 3
@@ -146,8 +180,10 @@ def test_the_shipped_study_covers_the_course_and_reproduces_its_cheapest_cell():
     config = StudyConfig(**shipped["config"])
     again = train_cell(tuple(cheapest["pattern"]), cheapest["n_pairs"], cheapest["lr"],
                        cheapest["seed"], config)
-    for key in ("accuracy", "val_accuracy", "value", "in_context", "steps", "curve_val"):
-        assert again[key] == cheapest[key], key
+    assert cheapest["stopped_early"] and again["stopped_early"]
+    assert abs(again["steps"] - cheapest["steps"]) <= config.eval_every
+    for key in ("accuracy", "val_accuracy", "value", "in_context"):
+        assert again[key] == pytest.approx(cheapest[key], abs=0.01), key
 
 
 def test_load_study_rejects_other_files(tmp_path):

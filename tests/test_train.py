@@ -1,7 +1,8 @@
-"""Tests of attnlab.train: the recall toy model, the trainer and the experiment runner.
+"""Tests of attnlab.train: the training step, the trainer and its pieces.
 
 Training here is kept tiny (a few hundred steps of a 2-layer model on MQAR with N = 2) and the
-thresholds wide: CPUs differ, and the machine is shared.
+thresholds wide: CPUs differ, and the machine is shared. The models are ``HybridLM``s; the
+recall toy of Lesson 17 is tested with the study (tests/test_recall_study.py).
 """
 
 from __future__ import annotations
@@ -10,18 +11,17 @@ import math
 
 import pytest
 import torch
+import torch.nn.functional as F
 from attnlab.blocks import ShortConvolution
+from attnlab.configs import ModelConfig
+from attnlab.model import HybridLM
 from attnlab.tasks import IGNORE, mqar_batch, mqar_eval_set
 from attnlab.train import (
-    RECALL_DECAY,
-    RECALL_MIXERS,
-    RecallModel,
     TrainHistory,
     accuracy,
     parameter_groups,
-    pattern_label,
-    run_recall_experiment,
     train,
+    train_step,
     warmup_cosine,
 )
 from torch import nn
@@ -42,51 +42,45 @@ def mqar_maker(n_pairs: int, batch_size: int = 32, vocab_size: int = 128):
     return make_batch
 
 
-# --------------------------------------------------------------------------- the model
-@pytest.mark.parametrize("kind", RECALL_MIXERS)
-def test_recall_model_shapes_and_causality(kind: str) -> None:
-    torch.manual_seed(0)
-    model = RecallModel(32, 16, (kind, kind), head_dim=8)
-    x, _ = mqar_batch(2, 3, vocab_size=32, generator=torch.Generator().manual_seed(0))
-    logits = model(x)
-    assert logits.shape == (2, 12, 32) and torch.isfinite(logits).all()
-    changed = x.clone()
-    changed[:, 7:] = 1  # change the future: earlier logits must not move
-    torch.testing.assert_close(model(changed)[:, :7], logits[:, :7])
+def small_model(pattern: tuple[str, ...], vocab_size: int = 32, d_model: int = 16,
+                seed: int = 0) -> HybridLM:
+    """A HybridLM with one head of width d_model and no positions: attention reads q, k, v
+    through a short convolution, as the recurrent layers do (without it, attention cannot bind
+    a value to its key on MQAR)."""
+    torch.manual_seed(seed)
+    return HybridLM(ModelConfig(
+        name="test", vocab_size=vocab_size, d_model=d_model, layer_pattern=pattern, n_heads=1,
+        head_dim=d_model, mlp_hidden=2 * d_model, rope=False, attn_conv=True))
 
 
-@pytest.mark.parametrize("kind", ["gdn", "kda"])
-def test_gated_recall_mixers_start_near_no_forgetting(kind: str) -> None:
-    model = RecallModel(32, 16, (kind,), head_dim=8)
-    layer = model.blocks[0].mixer
-    alpha = torch.exp(-layer.A_log.exp() * torch.nn.functional.softplus(layer.dt_bias))
-    torch.testing.assert_close(alpha, torch.full_like(alpha, RECALL_DECAY))
-
-
-def test_recall_model_validation() -> None:
-    with pytest.raises(ValueError, match=r"pattern\[1\]"):
-        RecallModel(32, 16, ("attn", "mamba"))
-    with pytest.raises(ValueError, match="pattern"):
-        RecallModel(32, 16, "attn")
-    with pytest.raises(ValueError, match="d_model"):
-        RecallModel(32, 0, ("attn",))
-
-
-def test_pattern_label() -> None:
-    assert pattern_label(("kda", "kda")) == "kda"
-    assert pattern_label(("kda", "attn")) == "kda→attn"
+# --------------------------------------------------------------------------- the step
+def test_train_step_minimises_the_cross_entropy_of_the_scored_targets():
+    model = small_model(("attn",))
+    x, y = mqar_batch(4, 3, vocab_size=32, generator=torch.Generator().manual_seed(0))
+    logits, _ = model(x)
+    scored = y != IGNORE
+    expected = F.cross_entropy(logits[scored], y[scored]).item()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+    first = train_step(model, optimizer, x, y)
+    assert first == pytest.approx(expected, rel=1e-6)  # only the scored positions count
+    losses = [train_step(model, optimizer, x, y) for _ in range(20)]
+    assert losses[-1] < first  # the step goes downhill on a fixed batch
+    for p in model.parameters():  # and clips the gradient norm (default 1)
+        assert p.grad is not None
+    assert torch.linalg.vector_norm(
+        torch.stack([p.grad.norm() for p in model.parameters()])) <= 1.0 + 1e-5
 
 
 # --------------------------------------------------------------------------- pieces of train
 class FixedLogits(nn.Module):
-    """A stand-in model that returns given logits, whatever the input."""
+    """A stand-in model that returns given logits (and no cache), whatever the input."""
 
     def __init__(self, logits: torch.Tensor) -> None:
         super().__init__()
         self.logits = logits
 
-    def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
-        return self.logits
+    def forward(self, input_ids: torch.Tensor) -> tuple[torch.Tensor, None]:
+        return self.logits, None
 
 
 def test_accuracy_counts_only_scored_positions() -> None:
@@ -102,7 +96,6 @@ def test_accuracy_counts_only_scored_positions() -> None:
     logits[scored & ~first_half] = 0.0
     logits[scored & ~first_half, 0] = 1.0
     assert accuracy(FixedLogits(logits), x, y) == 0.5
-    assert accuracy(FixedLogits((logits, None)), x, y) == 0.5  # (logits, cache) models
     with pytest.raises(ValueError, match="targets"):
         accuracy(FixedLogits(logits), x, torch.full_like(y, IGNORE))
 
@@ -118,7 +111,7 @@ def test_warmup_cosine() -> None:
 
 
 def test_parameter_groups_decay_only_matrices() -> None:
-    model = RecallModel(32, 16, ("kda", "attn"))
+    model = small_model(("kda", "attn"))
     decay, no_decay = parameter_groups(model, 0.1)
     assert decay["weight_decay"] == 0.1 and no_decay["weight_decay"] == 0.0
     ids = [id(p) for p in decay["params"] + no_decay["params"]]
@@ -133,30 +126,30 @@ def test_parameter_groups_decay_only_matrices() -> None:
 
 # --------------------------------------------------------------------------- training
 def test_softmax_model_learns_small_mqar() -> None:
-    torch.manual_seed(0)
-    model = RecallModel(128, 32, ("attn", "attn"))
+    model = small_model(("attn", "attn"), vocab_size=128, d_model=32)
     eval_set = mqar_eval_set(256, 2, seed=99)
     before = accuracy(model, *eval_set)
     history = train(model, mqar_maker(2), steps=400, eval_set=eval_set, eval_every=25,
-                    target_accuracy=0.98, seed=0, progress=False)
+                    target_accuracy=0.98, seed=0)
     assert before < 0.2
     assert history.final_accuracy >= 0.98
     assert history.stopped_early and history.steps_run < 400
 
 
 def test_train_stops_at_the_target_and_history_format() -> None:
-    torch.manual_seed(1)
-    model = RecallModel(32, 16, ("attn",))
+    model = small_model(("attn",), seed=1)
     eval_set = mqar_eval_set(16, 2, seed=5, vocab_size=32)
     history = train(model, mqar_maker(2, 8, 32), steps=40, eval_set=eval_set, eval_every=5,
-                    target_accuracy=0.0, seed=0, progress=False)
+                    target_accuracy=0.0, seed=0)
     assert isinstance(history, TrainHistory)
     assert history.step == [5] and history.stopped_early and history.steps_run == 5
     assert len(history.loss) == len(history.accuracy) == len(history.seconds) == 1
 
+    seen = []
     history = train(model, mqar_maker(2, 8, 32), steps=12, eval_set=eval_set, eval_every=5,
-                    target_accuracy=1.01, seed=0, progress=False)
+                    target_accuracy=1.01, seed=0, on_step=seen.append)
     assert history.step == [5, 10, 12] and not history.stopped_early
+    assert seen == list(range(1, 13)) and len(history.step_losses) == 12
     assert len(history.loss) == len(history.accuracy) == len(history.seconds) == 3
     assert all(math.isfinite(v) and v > 0 for v in history.loss)
     assert all(0.0 <= a <= 1.0 for a in history.accuracy)
@@ -166,33 +159,20 @@ def test_train_stops_at_the_target_and_history_format() -> None:
 
 def test_train_is_repeatable() -> None:
     def run() -> TrainHistory:
-        torch.manual_seed(3)
-        model = RecallModel(32, 16, ("deltanet",))
-        return train(model, mqar_maker(2, 8, 32), steps=6, eval_every=3, seed=4, progress=False)
+        model = small_model(("deltanet",), seed=3)
+        return train(model, mqar_maker(2, 8, 32), steps=6, eval_every=3, seed=4)
 
     a, b = run(), run()
     assert a.loss == b.loss and a.accuracy == b.accuracy
 
 
 def test_train_validation() -> None:
-    model = RecallModel(32, 16, ("attn",))
+    model = small_model(("attn",))
     with pytest.raises(ValueError, match="steps"):
-        train(model, mqar_maker(2, 8, 32), steps=0, progress=False)
+        train(model, mqar_maker(2, 8, 32), steps=0)
     with pytest.raises(ValueError, match="eval_every"):
-        train(model, mqar_maker(2, 8, 32), steps=5, eval_every=0, progress=False)
-
-
-def test_run_recall_experiment_rows() -> None:
-    threads = torch.get_num_threads()
-    rows = run_recall_experiment(["linear", ("kda", "attn")], [2, 3], seeds=(0, 1), steps=3,
-                                 d_model=16, vocab_size=32, batch_size=4, eval_size=8,
-                                 eval_every=2, threads=1, progress=False)
-    assert torch.get_num_threads() == threads
-    assert [(r["mixer"], r["n_pairs"], r["seed"]) for r in rows] == [
-        (m, n, s) for n in (2, 3) for m in ("linear", "kda→attn") for s in (0, 1)
-    ]
-    for r in rows:
-        assert set(r) == {"mixer", "pattern", "n_pairs", "seed", "accuracy", "steps", "seconds",
-                          "history"}
-        assert 0.0 <= r["accuracy"] <= 1.0 and r["steps"] <= 3 and r["seconds"] > 0
-    assert rows[0]["pattern"] == ("linear", "linear") and rows[2]["pattern"] == ("kda", "attn")
+        train(model, mqar_maker(2, 8, 32), steps=5, eval_every=0)
+    with pytest.raises(ValueError, match="betas"):
+        train(model, mqar_maker(2, 8, 32), steps=5, betas=(0.9, 1.5))
+    with pytest.raises(ValueError, match="input_ids: expected token ids in"):
+        train(model, mqar_maker(2, 8, 64), steps=2)  # batches beyond the model's vocabulary

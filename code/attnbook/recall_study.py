@@ -1,7 +1,8 @@
 """The recall study: MQAR over mixers, state sizes, learning rates and seeds, and its facts.
 
-One *cell* of the study trains one toy model of ``attnlab.train`` (one mixer pattern, N pairs,
-one learning rate, one seed) and scores it on two fixed sets drawn with different seeds:
+One *cell* of the study trains one toy model (:func:`recall_model`, a small
+``attnlab.model.HybridLM``: one mixer pattern, N pairs, one learning rate, one seed) with
+``attnlab.train.train`` and scores it on two fixed sets drawn with different seeds:
 
     validation set   early stopping and the choice of each model's learning rate
     test set         every reported accuracy and the failure analysis
@@ -13,6 +14,7 @@ with :func:`load_study` and states only what :func:`summarize` and :func:`paired
 from __future__ import annotations
 
 import json
+import math
 import statistics
 import time
 from collections import defaultdict
@@ -23,8 +25,10 @@ from pathlib import Path
 import torch
 
 from attnlab.checks import check_positive_int
+from attnlab.configs import ModelConfig
+from attnlab.model import HybridLM
 from attnlab.tasks import IGNORE, mqar_batch, mqar_eval_set, mqar_value_range
-from attnlab.train import Batch, RecallModel, logits_of, pattern_label, train
+from attnlab.train import Batch, train
 
 STUDY_PATH = (
     Path(__file__).resolve().parents[2]
@@ -69,6 +73,48 @@ class StudyConfig:
     test_seed: int = 1234
 
 
+RECALL_DECAY = 0.999
+"""Initial decay α₀ of the gated mixers (GDN, KDA) of the toy, at zero input."""
+
+
+def recall_model(
+    pattern: Sequence[str], config: StudyConfig = StudyConfig()
+) -> HybridLM:
+    """The study's toy: a ``HybridLM`` of ``pattern``, set up for recall.
+
+    One head; linear attention is elu+1 with its normaliser (the default).
+    """
+    model = HybridLM(
+        ModelConfig(
+            name="recall toy " + pattern_label(pattern),
+            vocab_size=config.vocab_size,
+            d_model=config.d_model,
+            layer_pattern=tuple(pattern),
+            n_heads=1,
+            head_dim=config.head_dim,
+            mlp_hidden=2 * config.d_model,
+            rope=False,  # no positions: a short convolution gives the order,
+            attn_conv=True,  # in the attention layers too
+            norm_eps=1e-6,  # the output norms' eps the study was run with
+        )
+    )
+    # MQAR needs no forgetting: the gated layers start at α = RECALL_DECAY
+    # (g = −exp(A_log) · softplus(x W + dt_bias) = log α at x = 0)
+    dt = -math.log(RECALL_DECAY)
+    with torch.no_grad():
+        for block in model.blocks:
+            if block.kind in ("gdn", "kda"):
+                block.mixer.A_log.zero_()
+                block.mixer.dt_bias.fill_(math.log(math.expm1(dt)))
+    return model
+
+
+def pattern_label(pattern: Sequence[str]) -> str:
+    """A short name for a layer pattern: ``("kda", "attn")`` -> ``"kda→attn"``; a pattern of one
+    repeated kind is named by that kind."""
+    return pattern[0] if len(set(pattern)) == 1 else "→".join(pattern)
+
+
 @torch.no_grad()
 def answer_analysis(
     model: torch.nn.Module,
@@ -76,25 +122,19 @@ def answer_analysis(
     targets: torch.Tensor,
     vocab_size: int,
 ) -> dict[str, float]:
-    """What a model answers at the MQAR query positions
-    (``targets != IGNORE``).
+    """The fractions of MQAR query positions (inputs, targets [B, 4N]) where
+    the answer p = argmax logits is
 
-    With p = argmax logits at a query position of a sequence whose context
-    holds the values v_1 … v_N, returns the fractions of query positions where
+        right        the target value
+        value        a value token (``mqar_value_range(vocab_size)``)
+        in_context   one of that sequence's values v_1 … v_N (right included)
 
-        right        p is the target value
-        value        p is a value token
-                     (any of ``mqar_value_range(vocab_size)``)
-        in_context   p is one of that sequence's v_1 … v_N
-                     (right answers included)
-
-    so ``in_context − right`` is how often the model copies the wrong pair's
-    value. inputs, targets ``[B, 4N]`` as from ``attnlab.tasks.mqar_batch``.
+    so ``in_context − right`` is how often it copies the wrong pair's value.
     """
     n_pairs = inputs.shape[1] // 4
     was_training = model.training
     model.eval()
-    predictions = logits_of(model, inputs).argmax(dim=-1)  # [B, L]
+    predictions = model(inputs)[0].argmax(dim=-1)  # [B, L]
     model.train(was_training)
     scored = targets != IGNORE  # [B, L]
     context_values = inputs[:, 1 : 2 * n_pairs : 2]  # [B, N]
@@ -120,12 +160,13 @@ def train_cell(
 ) -> dict:
     """Train and score one cell of the study; returns its row (a JSON-ready dict).
 
-    ``torch.manual_seed(seed)`` fixes the initialisation and ``seed`` the training batches, as
-    in ``attnlab.train.run_recall_experiment``; with the same torch build, CPU and thread count
-    a cell reproduces bit for bit. Row keys: ``mixer`` (label), ``pattern``, ``n_pairs``,
-    ``lr``, ``seed``, ``val_accuracy``, ``accuracy`` (test), ``value``, ``in_context``
-    (:func:`answer_analysis` on the test set), ``steps``, ``stopped_early``, ``curve_steps``,
-    ``curve_val`` (validation accuracy per evaluation), ``seconds``, ``cpu_seconds``.
+    ``torch.manual_seed(seed)`` fixes the initialisation and ``seed`` the training batches;
+    with the same torch build, CPU and thread count a cell reproduces bit for bit (another CPU
+    can round differently, and training amplifies it). Row keys: ``mixer`` (label),
+    ``pattern``, ``n_pairs``, ``lr``, ``seed``, ``val_accuracy``, ``accuracy`` (test),
+    ``value``, ``in_context`` (:func:`answer_analysis` on the test set), ``steps``,
+    ``stopped_early``, ``curve_steps``, ``curve_val`` (validation accuracy per evaluation),
+    ``seconds``, ``cpu_seconds``.
     """
     check_positive_int("n_pairs", n_pairs)
     c = config
@@ -143,7 +184,7 @@ def train_cell(
 
     cpu = time.process_time()
     torch.manual_seed(seed)
-    model = RecallModel(c.vocab_size, c.d_model, pattern, head_dim=c.head_dim)
+    model = recall_model(pattern, c)
     history = train(
         model,
         make_batch,
@@ -153,7 +194,6 @@ def train_cell(
         eval_every=c.eval_every,
         target_accuracy=c.target_accuracy,
         seed=seed,
-        progress=False,
     )
     analysis = answer_analysis(model, *test_set, c.vocab_size)
     return {

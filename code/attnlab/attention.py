@@ -29,6 +29,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+from .blocks import ShortConvolution
 from .checks import (
     check_finite,
     check_layer_input,
@@ -309,10 +310,15 @@ def apply_rope(x: Tensor, positions: Tensor, base: float = 10000.0) -> Tensor:
 
 
 def _check_layer_call(
-    self: MultiHeadAttention, x: object, cache: object, **_: object
+    self: MultiHeadAttention, x: object, cache: object, use_cache: bool
 ) -> None:
     """x ``[B, T, d_model]`` like the layer's weights; a cache that holds this layer's keys."""
     b, _ = check_layer_input(x, self.d_model, self.w_o.weight)
+    if self.q_conv is not None and (use_cache or cache is not None):
+        raise ValueError(
+            "use_cache: a layer with a short convolution (conv_size) runs full "
+            "passes only"
+        )
     if cache is None:
         return
     if not isinstance(cache, KVCache):
@@ -337,6 +343,9 @@ class MultiHeadAttention(nn.Module):
     cache length. x ``[B, T, d_model]`` -> ``(y [B, T, d_model], KVCache or None)``: the cache
     (if any, or a new one if ``use_cache``) grows by T tokens in place and is returned, so
     passing it back continues the sequence.
+    ``conv_size`` runs x W_q, x W_k, x W_v through a short causal convolution each, as the
+    recurrent layers do (Lesson 17's recall toy, which has no positions); such a layer runs
+    full passes only, as its KV cache would not hold the convolution's inputs.
     """
 
     def __init__(
@@ -348,6 +357,7 @@ class MultiHeadAttention(nn.Module):
         n_kv_heads: int | None = None,
         rope: bool = True,
         rope_base: float = 10000.0,
+        conv_size: int | None = None,
     ) -> None:
         super().__init__()
         self.d_model = check_positive_int("d_model", d_model)
@@ -369,6 +379,12 @@ class MultiHeadAttention(nn.Module):
         self.w_q = nn.Linear(d_model, n_heads * head_dim, bias=False)
         self.w_k = nn.Linear(d_model, self.n_kv_heads * head_dim, bias=False)
         self.w_v = nn.Linear(d_model, self.n_kv_heads * head_dim, bias=False)
+        self.q_conv = self.k_conv = self.v_conv = None
+        if conv_size is not None:
+            kv_width = self.n_kv_heads * head_dim
+            self.q_conv = ShortConvolution(n_heads * head_dim, conv_size)
+            self.k_conv = ShortConvolution(kv_width, conv_size)
+            self.v_conv = ShortConvolution(kv_width, conv_size)
         self.w_o = nn.Linear(n_heads * head_dim, d_model, bias=False)
 
     @checked(_check_layer_call)
@@ -377,9 +393,12 @@ class MultiHeadAttention(nn.Module):
     ) -> tuple[Tensor, KVCache | None]:
         start = 0 if cache is None else cache.length  # tokens already seen
         positions = torch.arange(start, start + x.shape[1], device=x.device)
-        q = split_heads(self.w_q(x), self.n_heads)
-        k = split_heads(self.w_k(x), self.n_kv_heads)
-        v = split_heads(self.w_v(x), self.n_kv_heads)
+        q, k, v = self.w_q(x), self.w_k(x), self.w_v(x)
+        if self.q_conv is not None:  # Lesson 17's toy: its only positions
+            q, k, v = self.q_conv(q)[0], self.k_conv(k)[0], self.v_conv(v)[0]
+        q = split_heads(q, self.n_heads)
+        k = split_heads(k, self.n_kv_heads)
+        v = split_heads(v, self.n_kv_heads)
         if self.rope:
             q = apply_rope(q, positions, self.rope_base)
             k = apply_rope(k, positions, self.rope_base)
@@ -412,8 +431,13 @@ def head_attention_weights(layer: MultiHeadAttention, x: Tensor) -> Tensor:
     their group's key head).
     """
     positions = torch.arange(x.shape[1], device=x.device)
-    q = split_heads(layer.w_q(x), layer.n_heads)
-    k = split_heads(layer.w_k(x), layer.n_kv_heads)
+    q, k = layer.w_q(x), layer.w_k(x)
+    if (
+        layer.q_conv is not None
+    ):  # the layer's short convolution, if it has one
+        q, k = layer.q_conv(q)[0], layer.k_conv(k)[0]
+    q = split_heads(q, layer.n_heads)
+    k = split_heads(k, layer.n_kv_heads)
     if layer.rope:
         q = apply_rope(q, positions, layer.rope_base)
         k = apply_rope(k, positions, layer.rope_base)

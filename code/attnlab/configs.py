@@ -114,6 +114,9 @@ class ModelConfig:
       otherwise, of the recurrent layers (one ``head_dim × head_dim`` state per head).
     - ``n_kv_heads``: key/value heads of ``"attn"`` layers (GQA); None means ``n_heads`` (MHA).
     - ``conv_size``: width w of the short causal convolutions (recurrent and Mamba layers).
+    - ``attn_conv``: the ``"attn"`` layers read q, k, v through such a convolution too
+      (Lesson 17's recall toy, which has no positions); such a model runs full passes only.
+    - ``norm_eps``: eps of the recurrent layers' per-head output RMSNorm (FLA's ``norm_eps``).
     - ``mla``, ``recurrent``, ``ssm``: the dimensions of the MLA layers (required when the
       pattern has one), of the recurrent layers when their heads differ from ``n_heads ×
       head_dim`` (:attr:`recurrent_heads`), and of the Mamba layers (required for them).
@@ -136,6 +139,8 @@ class ModelConfig:
     head_dim: int
     n_kv_heads: int | None = None
     conv_size: int = 4
+    attn_conv: bool = False
+    norm_eps: float = 1e-5
     mla: MLAConfig | None = None
     recurrent: RecurrentHeads | None = None
     ssm: SSMConfig | None = None
@@ -167,6 +172,16 @@ class ModelConfig:
             check_positive_int(f"ModelConfig.{name}", getattr(self, name))
         _check_field_bool("ModelConfig.rope", self.rope)
         _check_field_bool("ModelConfig.tie_embeddings", self.tie_embeddings)
+        _check_field_bool("ModelConfig.attn_conv", self.attn_conv)
+        eps = self.norm_eps
+        if (
+            isinstance(eps, bool)
+            or not isinstance(eps, int | float)
+            or eps <= 0
+        ):
+            raise ValueError(
+                f"ModelConfig.norm_eps: expected a number > 0, got {eps!r}"
+            )
         pattern = self.layer_pattern
         if (
             isinstance(pattern, str)

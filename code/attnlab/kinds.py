@@ -132,6 +132,7 @@ def _attention(config: ModelConfig) -> nn.Module:
         config.head_dim,
         n_kv_heads=config.n_kv_heads,
         rope=config.rope,
+        conv_size=config.conv_size if config.attn_conv else None,
     )
 
 
@@ -152,8 +153,8 @@ def _latent_attention(config: ModelConfig) -> nn.Module:
 def _recurrent(
     layer: Callable[..., nn.Module],
 ) -> Callable[[ModelConfig], nn.Module]:
-    """``build`` for a course layer ``layer(d_model, n_heads, head_dim, conv_size=w)``, which
-    has one value head per key head and d_v = d_k."""
+    """``build`` for a course layer ``layer(d_model, n_heads, head_dim, conv_size=w,
+    norm_eps=ε)``, which has one value head per key head and d_v = d_k."""
 
     def build(config: ModelConfig) -> nn.Module:
         r = config.recurrent_heads
@@ -168,6 +169,7 @@ def _recurrent(
             r.n_key_heads,
             r.key_dim,
             conv_size=config.conv_size,
+            norm_eps=config.norm_eps,
         )
 
     return build

@@ -21,7 +21,7 @@ import torch
 from torch import Tensor, nn
 
 from .attention import apply_rope, merge_heads, softmax_attention, split_heads
-from .blocks import HeadRMSNorm
+from .blocks import RMSNorm
 from .checks import (
     check_layer_input,
     check_positive_int,
@@ -189,10 +189,10 @@ class MultiHeadLatentAttention(nn.Module):
         else:
             check_positive_int("q_lora_rank", q_lora_rank)
             self.w_dq = nn.Linear(d_model, q_lora_rank, bias=False)
-            self.q_norm = HeadRMSNorm(q_lora_rank)
+            self.q_norm = RMSNorm(q_lora_rank)
             self.w_uq = nn.Linear(q_lora_rank, q_width, bias=False)
         self.w_dkv = nn.Linear(d_model, kv_lora_rank, bias=False)
-        self.kv_norm = HeadRMSNorm(kv_lora_rank)
+        self.kv_norm = RMSNorm(kv_lora_rank)
         self.w_kr = nn.Linear(d_model, qk_rope_head_dim, bias=False)
         self.w_uk = nn.Linear(kv_lora_rank, n_heads * head_dim, bias=False)
         self.w_uv = nn.Linear(

@@ -35,41 +35,24 @@ import torch
 from torch import nn
 
 from .attention import MultiHeadAttention, head_attention_weights
-from .blocks import HeadRMSNorm, SwiGLU
-from .checks import check_choice
+from .blocks import RMSNorm, SwiGLU
+from .checks import check_choice, check_int_in, checked
 from .configs import LAYER_KINDS, ModelConfig
-from .layers import RECURRENT_LAYERS
-from .mla import MultiHeadLatentAttention
+from .kinds import KINDS
 
 MLA_DECODE_PATHS = ("absorbed", "naive")
 """How :class:`HybridLM` runs its MLA layers on cached decoding steps."""
 
 
 def make_mixer(kind: str, config: ModelConfig) -> nn.Module:
-    """The token mixer of one layer of ``kind``, sized by ``config``.
+    """The token mixer of one layer of ``kind``, sized by ``config``: the
+    registry's builder (:data:`attnlab.kinds.KINDS`).
 
     Every mixer follows the layer protocol: ``forward(x [B, T, d_model], cache=None,
     use_cache=False) -> (y [B, T, d_model], cache_or_None)``.
     """
     check_choice("kind", kind, LAYER_KINDS)
-    d, h, dh = config.d_model, config.n_heads, config.head_dim
-    if kind == "attn":
-        return MultiHeadAttention(
-            d, h, dh, n_kv_heads=config.n_kv_heads, rope=config.rope
-        )
-    if kind == "mla":
-        m = config.mla
-        return MultiHeadLatentAttention(
-            d,
-            m.n_heads,
-            m.qk_nope_head_dim,
-            kv_lora_rank=m.kv_lora_rank,
-            qk_rope_head_dim=m.qk_rope_head_dim,
-            v_head_dim=m.v_head_dim,
-            q_lora_rank=m.q_lora_rank,
-            rope=m.rope,
-        )
-    return RECURRENT_LAYERS[kind](d, h, dh, conv_size=config.conv_size)
+    return KINDS[kind].build(config)
 
 
 class HybridBlock(nn.Module):
@@ -89,9 +72,9 @@ class HybridBlock(nn.Module):
         self.mla_decode = check_choice(
             "mla_decode", mla_decode, MLA_DECODE_PATHS
         )
-        self.mixer_norm = HeadRMSNorm(config.d_model)
+        self.mixer_norm = RMSNorm(config.d_model)
         self.mixer = make_mixer(kind, config)
-        self.mlp_norm = HeadRMSNorm(config.d_model)
+        self.mlp_norm = RMSNorm(config.d_model)
         self.mlp = SwiGLU(config.d_model, config.mlp_hidden)
 
     def forward(
@@ -116,13 +99,15 @@ class HybridCache:
 
     ``layers[i]`` is the cache of layer ``i``'s mixer: K and V for ``"attn"`` (grows with T), the
     latent and rope key for ``"mla"`` (grows with T), a fixed-size state and short-convolution
-    inputs for the recurrent kinds. ``seen_tokens`` counts the tokens consumed so far.
-    :meth:`HybridLM.forward` continues a cache in place (as every mixer does with its own).
+    inputs for the recurrent kinds, for ``batch_size`` sequences. ``seen_tokens`` counts the
+    tokens consumed so far. :meth:`HybridLM.forward` continues a cache in place (as every
+    mixer does with its own).
     """
 
     kinds: tuple[str, ...]
     layers: list[object]
-    seen_tokens: int
+    batch_size: int
+    seen_tokens: int = 0
 
     def bytes_by_layer(self) -> list[int]:
         """Bytes held by each layer's cache, in layer order."""
@@ -138,6 +123,90 @@ class HybridCache:
     def num_bytes(self) -> int:
         """Bytes held by all layers' caches."""
         return sum(self.bytes_by_layer())
+
+
+def _check_input_ids(input_ids: object, vocab_size: int) -> None:
+    """Check token ids ``[B, T]`` (T >= 1, an integer dtype, ids in [0, vocab_size))."""
+    if not isinstance(input_ids, torch.Tensor):
+        raise ValueError(
+            f"input_ids: expected a torch.Tensor, got {type(input_ids).__name__}"
+        )
+    if input_ids.dim() != 2 or input_ids.shape[1] == 0:
+        raise ValueError(
+            f"input_ids: expected a 2-D tensor [B, T] with T >= 1, got shape "
+            f"{tuple(input_ids.shape)}"
+        )
+    if (
+        input_ids.dtype.is_floating_point
+        or input_ids.dtype.is_complex
+        or input_ids.dtype == torch.bool
+    ):
+        raise ValueError(
+            f"input_ids: expected an integer dtype, got {input_ids.dtype}"
+        )
+    if input_ids.numel() and (
+        input_ids.min() < 0 or input_ids.max() >= vocab_size
+    ):
+        raise ValueError(
+            f"input_ids: expected token ids in [0, {vocab_size}), got min "
+            f"{input_ids.min().item()} and max {input_ids.max().item()}"
+        )
+
+
+def _model_inputs(
+    self: HybridLM, input_ids: object, cache: object, use_cache: bool
+) -> None:
+    config = self.config
+    _check_input_ids(input_ids, config.vocab_size)
+    conv_attention = config.attn_conv and "attn" in config.layer_pattern
+    if conv_attention and (use_cache or cache is not None):
+        raise ValueError(
+            "use_cache: this model's attention layers read q, k, v through a "
+            "short convolution (attn_conv=True), whose inputs a KV cache does "
+            "not keep: it runs full passes only"
+        )
+    if cache is None:
+        return
+    if not isinstance(cache, HybridCache):
+        raise ValueError(
+            f"cache: expected a HybridCache, got {type(cache).__name__}"
+        )
+    if cache.kinds != config.layer_pattern:
+        raise ValueError(
+            f"cache: expected layer kinds {config.layer_pattern}, got {cache.kinds}"
+        )
+    if cache.batch_size != input_ids.shape[0]:
+        raise ValueError(
+            f"cache: expected the cache of {input_ids.shape[0]} sequences (the "
+            f"batch of input_ids), got one of {cache.batch_size}"
+        )
+
+
+def _generate_inputs(
+    self: HybridLM,
+    input_ids: object,
+    max_new_tokens: int,
+    temperature: float,
+    generator: object,
+    on_step: object,
+) -> None:
+    _model_inputs(self, input_ids, None, True)
+    if (
+        isinstance(max_new_tokens, bool)
+        or not isinstance(max_new_tokens, int)
+        or max_new_tokens < 0
+    ):
+        raise ValueError(
+            f"max_new_tokens: expected an integer >= 0, got {max_new_tokens!r}"
+        )
+    if (
+        isinstance(temperature, bool)
+        or not isinstance(temperature, int | float)
+        or temperature < 0
+    ):
+        raise ValueError(
+            f"temperature: expected a number >= 0, got {temperature!r}"
+        )
 
 
 class HybridLM(nn.Module):
@@ -169,50 +238,41 @@ class HybridLM(nn.Module):
             HybridBlock(kind, config, mla_decode)
             for kind in config.layer_pattern
         )
-        self.norm = HeadRMSNorm(config.d_model)
+        self.norm = RMSNorm(config.d_model)
         self.lm_head = nn.Linear(
             config.d_model, config.vocab_size, bias=False
         )
         if config.tie_embeddings:
             self.lm_head.weight = self.embed.weight
 
+    @checked(_model_inputs)
     def forward(
         self,
         input_ids: torch.Tensor,
         cache: HybridCache | None = None,
         use_cache: bool = False,
     ) -> tuple[torch.Tensor, HybridCache | None]:
-        """Logits for every position, and the cache to continue from.
+        """input_ids [B, T] -> (logits [B, T, V], cache or None).
 
-        With ``cache=None`` and ``use_cache=False`` this is the plain
-        parallel pass and returns ``(logits, None)``. With ``use_cache`` a new
-        cache is built; a given ``cache`` is continued: it grows by the T new
-        tokens in place (like every mixer's cache) and is returned. So
-        ``forward(ids[:, :t], use_cache=True)`` then
-        ``forward(ids[:, t:], cache)`` gives the logits of ``forward(ids)``
-        for the last positions.
+        ``use_cache`` starts a cache; a given ``cache`` is continued in place:
+        ``ids[:, :t]``, then ``ids[:, t:]``, give the logits of ``ids``.
         """
-        self._check_input_ids(input_ids)
-        keep = use_cache or cache is not None
-        layer_caches = (
-            [None] * self.config.n_layers
-            if cache is None
-            else self._layers_of(cache)
-        )
+        kinds = self.config.layer_pattern
+        if use_cache and cache is None:  # a new cache, one entry per layer
+            cache = HybridCache(kinds, [None] * len(kinds), len(input_ids))
+        layer_caches = [None] * len(kinds) if cache is None else cache.layers
         x = self.embed(input_ids)
         for i, block in enumerate(self.blocks):
             x, layer_caches[i] = block(
-                x, cache=layer_caches[i], use_cache=keep
+                x, cache=layer_caches[i], use_cache=cache is not None
             )
         logits = self.lm_head(self.norm(x))
-        if not keep:
-            return logits, None
-        if cache is None:
-            cache = HybridCache(self.config.layer_pattern, layer_caches, 0)
-        cache.seen_tokens += input_ids.shape[1]
+        if cache is not None:
+            cache.seen_tokens += input_ids.shape[1]
         return logits, cache
 
     @torch.no_grad()
+    @checked(_generate_inputs)
     def generate(
         self,
         input_ids: torch.Tensor,
@@ -231,18 +291,6 @@ class HybridLM(nn.Module):
         record the cache bytes per layer as the sequence grows.
         Returns ``[B, T + max_new_tokens]``.
         """
-        if (
-            isinstance(max_new_tokens, bool)
-            or not isinstance(max_new_tokens, int)
-            or (max_new_tokens < 0)
-        ):
-            raise ValueError(
-                f"max_new_tokens: expected an integer >= 0, got {max_new_tokens!r}"
-            )
-        if not isinstance(temperature, int | float) or temperature < 0:
-            raise ValueError(
-                f"temperature: expected a number >= 0, got {temperature!r}"
-            )
         logits, cache = self(input_ids, use_cache=True)
         tokens = [input_ids]
         for step in range(max_new_tokens):
@@ -254,93 +302,54 @@ class HybridLM(nn.Module):
                 logits, cache = self(next_ids, cache=cache, use_cache=True)
         return torch.cat(tokens, dim=1)
 
-    def _check_input_ids(self, input_ids: object) -> None:
-        if not isinstance(input_ids, torch.Tensor):
-            raise ValueError(
-                f"input_ids: expected a torch.Tensor, got {type(input_ids).__name__}"
-            )
-        if input_ids.dim() != 2 or input_ids.shape[1] == 0:
-            raise ValueError(
-                f"input_ids: expected a 2-D tensor [B, T] with T >= 1, got shape "
-                f"{tuple(input_ids.shape)}"
-            )
-        if (
-            input_ids.dtype.is_floating_point
-            or input_ids.dtype.is_complex
-            or (input_ids.dtype == torch.bool)
-        ):
-            raise ValueError(
-                f"input_ids: expected an integer dtype, got {input_ids.dtype}"
-            )
-        v = self.config.vocab_size
-        if input_ids.numel() and (
-            input_ids.min() < 0 or input_ids.max() >= v
-        ):
-            raise ValueError(
-                f"input_ids: expected token ids in [0, {v}), got min {input_ids.min().item()} "
-                f"and max {input_ids.max().item()}"
-            )
-
-    def _layers_of(self, cache: object) -> list[object]:
-        if not isinstance(cache, HybridCache):
-            raise ValueError(
-                f"cache: expected a HybridCache, got {type(cache).__name__}"
-            )
-        if cache.kinds != self.config.layer_pattern:
-            raise ValueError(
-                f"cache: expected layer kinds {self.config.layer_pattern}, got {cache.kinds}"
-            )
-        return cache.layers
-
 
 def next_token(
     logits: torch.Tensor,
     temperature: float,
     generator: torch.Generator | None = None,
 ) -> torch.Tensor:
-    """Pick one token per row of ``logits [B, V]``: argmax if
-    ``temperature == 0``, else a sample from softmax(logits / temperature).
-    Returns ``[B, 1]`` token ids."""
+    """logits [B, V] -> ids [B, 1]: argmax, or sample at a temperature."""
     if temperature == 0:
         return logits.argmax(dim=-1, keepdim=True)
     probs = torch.softmax(logits / temperature, dim=-1)
     return torch.multinomial(probs, 1, generator=generator)
 
 
-@torch.no_grad()
-def stepwise_logits(
-    model: HybridLM, input_ids: torch.Tensor, prefill: int = 1
-) -> tuple[torch.Tensor, HybridCache]:
-    """The logits of ``input_ids [B, T]`` computed the way generation computes
-    them: one pass over the first ``prefill`` tokens, then one cached step per
-    remaining token.
-
-    Returns ``(logits [B, T, vocab_size], cache)``. Up to floating-point
-    rounding the logits equal ``model(input_ids)[0]``, the parallel pass:
-    comparing the two checks every layer's cache.
-    """
+def _stepwise_inputs(model: object, input_ids: object, prefill: int) -> None:
     if not isinstance(model, HybridLM):
         raise ValueError(
             f"model: expected a HybridLM, got {type(model).__name__}"
         )
-    model._check_input_ids(input_ids)
-    t = input_ids.shape[1]
-    if (
-        isinstance(prefill, bool)
-        or not isinstance(prefill, int)
-        or not 1 <= prefill <= t
-    ):
-        raise ValueError(
-            f"prefill: expected an integer in [1, {t}], got {prefill!r}"
-        )
+    _model_inputs(model, input_ids, None, True)
+    check_int_in("prefill", prefill, 1, input_ids.shape[1])
+
+
+@torch.no_grad()
+@checked(_stepwise_inputs)
+def stepwise_logits(
+    model: HybridLM, input_ids: torch.Tensor, prefill: int = 1
+) -> tuple[torch.Tensor, HybridCache]:
+    """The logits [B, T, V] as generation computes them (a prefill, then
+    one cached step per token), and the cache. They equal the parallel pass's
+    up to rounding."""
     logits, cache = model(input_ids[:, :prefill], use_cache=True)
     out = [logits]
-    for i in range(prefill, t):
+    for i in range(prefill, input_ids.shape[1]):
         logits, cache = model(input_ids[:, i : i + 1], cache=cache)
         out.append(logits)
     return torch.cat(out, dim=1), cache
 
 
+def _maps_inputs(model: object, input_ids: object) -> None:
+    if not isinstance(model, HybridLM):
+        raise ValueError(
+            f"model: expected a HybridLM, got {type(model).__name__}"
+        )
+    _check_input_ids(input_ids, model.config.vocab_size)
+
+
+@torch.no_grad()
+@checked(_maps_inputs)
 def attention_maps(
     model: HybridLM, input_ids: torch.Tensor
 ) -> dict[int, torch.Tensor]:
@@ -351,17 +360,10 @@ def attention_maps(
     layer's normed input (:func:`attnlab.attention.head_attention_weights`).
     input_ids ``[B, T]`` → ``{i: weights [B, H, T, T]}`` (rows sum to 1).
     """
-    if not isinstance(model, HybridLM):
-        raise ValueError(
-            f"model: expected a HybridLM, got {type(model).__name__}"
-        )
-    model._check_input_ids(input_ids)
     maps = {}
-    with torch.no_grad():
-        x = model.embed(input_ids)
-        for i, block in enumerate(model.blocks):
-            if isinstance(block.mixer, MultiHeadAttention):
-                normed = block.mixer_norm(x)
-                maps[i] = head_attention_weights(block.mixer, normed)
-            x, _ = block(x)
+    x = model.embed(input_ids)
+    for i, block in enumerate(model.blocks):
+        if isinstance(block.mixer, MultiHeadAttention):
+            maps[i] = head_attention_weights(block.mixer, block.mixer_norm(x))
+        x, _ = block(x)
     return maps

@@ -57,7 +57,7 @@ from ._selfcheck_mistakes import (
     step_mistakes,
 )
 from .attention import merge_heads, split_heads
-from .blocks import HeadRMSNorm
+from .blocks import RMSNorm
 from .delta import (
     delta_rule_chunk_reference,
     delta_rule_recurrent,
@@ -461,7 +461,7 @@ def check_decode_step(fn: Callable) -> CheckResult:
 def _block_parts(gen: torch.Generator, d: int) -> tuple[Callable, ...]:
     """A mixer, an MLP and two RMSNorms with random weights, as plain functions."""
     w_mix, w_in, w_out = (_randn(gen, d, d, std=d**-0.5) for _ in range(3))
-    norms = [HeadRMSNorm(d) for _ in range(2)]
+    norms = [RMSNorm(d) for _ in range(2)]
     with torch.no_grad():
         for norm in norms:
             norm.weight.copy_(0.5 + torch.rand(d, generator=gen))

@@ -21,7 +21,7 @@ from attnlab.tasks import IGNORE, mqar_batch
 from ..plotting import PALETTE, SMALL_TEXT_PT, style_axes
 from ..recall_study import CellSummary
 
-#: Display names of the experiment's mixer labels (``attnlab.train.pattern_label``).
+#: Display names of the experiment's mixer labels (``attnbook.recall_study.pattern_label``).
 MIXER_NAMES = {
     "attn": "softmax attention",
     "linear": "linear attention",
