@@ -34,7 +34,8 @@ from pathlib import Path
 
 ATTNLAB_REPOSITORY = "{repository}"
 
-if importlib.util.find_spec("attnlab") is None:
+# attnlab (the maths) and attnbook (the book machinery) install together
+if importlib.util.find_spec("attnbook") is None:
     pip = [sys.executable, "-m", "pip", "install", "--quiet"]
     if importlib.util.find_spec("torch") is None:
         print("torch is missing: installing its CPU build (a download of about 190 MB) ...")

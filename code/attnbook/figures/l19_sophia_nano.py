@@ -92,9 +92,7 @@ def draw_cache_growth(
     seen = set()
     for layer, kind in enumerate(kinds):
         series = [row[layer] / _KIB for row in layer_bytes]
-        label = (
-            f"{KINDS[kind].label} layers ({list(kinds).count(kind)})"
-        )
+        label = f"{KINDS[kind].label} layers ({list(kinds).count(kind)})"
         ax.plot(
             tokens,
             series,
@@ -141,10 +139,7 @@ def draw_cache_at_step(
     ax.set_ylim(0, max(max(r) for r in layer_bytes) / _KIB * 1.15)
     ax.set_xticks(
         list(x),
-        [
-            f"{i}\n{KINDS[k].label}"
-            for i, k in zip(x, kinds, strict=True)
-        ],
+        [f"{i}\n{KINDS[k].label}" for i, k in zip(x, kinds, strict=True)],
     )
     ax.legend(
         handles=[
