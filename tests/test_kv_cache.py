@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pytest
 import torch
-from attnbook.timing import time_decode_step
 from attnlab.attention import softmax_attention
 from attnlab.kv_cache import KVCache, decode_with_cache, kv_cache_bytes
 from conftest import assert_close, randn
@@ -107,21 +106,3 @@ K = randn(1, 2, 3, 4)
 def test_bad_inputs_raise_value_error_naming_the_argument(call, name):
     with pytest.raises(ValueError, match=rf"^{name}\b"):
         call()
-
-
-# ---------------------------------------------------------------- the step timer
-@pytest.mark.parametrize("cached", [True, False])
-def test_time_decode_step_returns_seconds(cached):
-    seconds = time_decode_step(64, cached=cached, repeats=1, n_heads=1, head_dim=4)
-    assert isinstance(seconds, float) and 0 < seconds < 60
-
-
-@pytest.mark.parametrize(("kwargs", "name"), [({"context": 0, "cached": True}, "context"),
-                                              ({"context": 8, "cached": "yes"}, "cached"),
-                                              ({"context": 8, "cached": True, "repeats": 0},
-                                               "repeats"),
-                                              ({"context": 8, "cached": True, "n_heads": 0},
-                                               "n_heads")])
-def test_time_decode_step_rejects_bad_input(kwargs, name):
-    with pytest.raises(ValueError, match=name):
-        time_decode_step(**kwargs)

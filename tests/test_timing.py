@@ -3,7 +3,13 @@
 import pytest
 import torch
 from attnbook import timing
-from attnbook.timing import best_seconds, median_seconds, time_delta_rule, time_linear_attention
+from attnbook.timing import (
+    best_seconds,
+    median_seconds,
+    time_decode_step,
+    time_delta_rule,
+    time_linear_attention,
+)
 
 
 class Counter:
@@ -104,3 +110,33 @@ def test_a_kernel_timing_is_the_fastest_call_of_the_form_it_names(monkeypatch, t
 def test_kernel_timings_reject_bad_input(timer, kwargs, name):
     with pytest.raises(ValueError, match=f"^{name}:"):
         timer(**kwargs)
+
+
+# ---------------------------------------------------------------- the decode-step timer
+@pytest.mark.parametrize(("cached", "queries"), [(True, 1), (False, 64)])
+def test_a_decode_step_attends_from_one_query_with_a_cache_and_from_all_without(
+        monkeypatch, cached, queries):
+    """With a cache the timed step reads one query against the 64 cached keys; without one it
+    recomputes the causal pass over all 64 tokens. The result is the fastest timed call."""
+    real, calls = timing.attention.softmax_attention, []
+
+    def attend(q, k, v, **kwargs):
+        calls.append((q.shape[2], k.shape[2], kwargs["causal"]))
+        return real(q, k, v, **kwargs)
+
+    monkeypatch.setattr(timing.attention, "softmax_attention", attend)
+    _fake_clock(monkeypatch, [0.3, 0.1])
+    seconds = time_decode_step(64, cached=cached, repeats=2, n_heads=1, head_dim=4)
+    assert seconds == pytest.approx(0.1)
+    assert calls == [(queries, 64, not cached)] * 3  # a warm-up call and two timed ones
+
+
+@pytest.mark.parametrize(("kwargs", "name"), [({"context": 0, "cached": True}, "context"),
+                                              ({"context": 8, "cached": "yes"}, "cached"),
+                                              ({"context": 8, "cached": True, "repeats": 0},
+                                               "repeats"),
+                                              ({"context": 8, "cached": True, "n_heads": 0},
+                                               "n_heads")])
+def test_time_decode_step_rejects_bad_input(kwargs, name):
+    with pytest.raises(ValueError, match=name):
+        time_decode_step(**kwargs)
