@@ -6,7 +6,7 @@ import pytest
 from attnbook.figures import l16b_real_hybrids as figs
 from attnbook.plotting import new_figure
 from attnlab.configs import KIMI_LINEAR_48B_A3B, PUBLISHED
-from attnlab.serving import largest_batch
+from attnlab.serving import largest_batch, sequence_bytes
 
 
 def test_size_and_context_labels():
@@ -28,7 +28,9 @@ def test_calculator_labels_each_cache_dtype_with_its_largest_batch():
 def test_bars_and_sweep_draw_one_series_per_model_and_context():
     fig = new_figure(7, 5)
     figs.draw_memory_per_sequence(fig, list(PUBLISHED), [4096, 2**20])
-    assert len(fig.axes[0].patches) == 2 * len(PUBLISHED)
+    widths = sorted(round(p.get_width(), 9) for p in fig.axes[0].patches)
+    assert widths == sorted(round(sequence_bytes(PUBLISHED[n], t).total_bytes / 2**30, 9)
+                            for n in PUBLISHED for t in (4096, 2**20))  # one bar each, in GiB
     fig = new_figure(7, 5)
     figs.draw_batch_sweep(fig, ["Llama-3-8B", KIMI_LINEAR_48B_A3B.name], 4096, [1, 4, 16])
     assert len(fig.axes[0].lines) == 2 + 1  # two models and the 50 % line

@@ -40,7 +40,9 @@ def test_draw_training_loss_draws_with_and_without_floor():
     fig = new_figure()
     l19.draw_training_loss(fig, [3.9, 2.0, 1.1], floor=0.917)
     assert "3.90 → 1.10" in fig.axes[0].get_title()
-    assert len(fig.axes[0].lines) == 2
+    loss, floor = fig.axes[0].lines  # the curve and the entropy floor
+    assert list(loss.get_ydata()) == [3.9, 2.0, 1.1]
+    assert set(floor.get_ydata()) == {0.917}
     l19.draw_training_loss(new_figure(), [1.0])
 
 
