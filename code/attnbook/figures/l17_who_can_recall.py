@@ -16,18 +16,15 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch, Rectangle
 from matplotlib.ticker import MaxNLocator
 
+from attnlab.kinds import KINDS
 from attnlab.tasks import IGNORE, mqar_batch
 
 from ..plotting import PALETTE, SMALL_TEXT_PT, style_axes
 from ..recall_study import CellSummary
 
-#: Display names of the experiment's mixer labels (``attnbook.recall_study.pattern_label``).
-MIXER_NAMES = {
-    "attn": "softmax attention",
-    "linear": "linear attention",
-    "deltanet": "DeltaNet",
-    "gdn": "Gated DeltaNet",
-    "kda": "KDA",
+#: Display names of the experiment's two-kind hybrids (``attnbook.recall_study.pattern_label``);
+#: a single kind is named by the registry, ``attnlab.kinds.KINDS[kind].label``.
+HYBRID_NAMES = {
     "kda→attn": "hybrid KDA→attention",
     "attn→kda": "hybrid attention→KDA",
     "linear→attn": "hybrid linear→attention",
@@ -81,7 +78,9 @@ ROLE_COLOURS = {
 
 def mixer_name(label: str) -> str:
     """The display name of a mixer label ("kda→attn" → "hybrid KDA→attention")."""
-    return MIXER_NAMES.get(label, label)
+    if label in KINDS:
+        return KINDS[label].label
+    return HYBRID_NAMES.get(label, label)
 
 
 def mixers_in(rows: Sequence[dict]) -> list[str]:
