@@ -80,6 +80,15 @@ def assert_close(actual, expected, *, tol: float | None = None) -> None:
     assert error <= tol * magnitude, f"max error {error:.3g} > {tol:.0e} x {magnitude:.3g}"
 
 
+@pytest.fixture
+def one_thread():
+    """Run a test on one torch thread (training is bit-reproducible per machine only so)."""
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(previous)
+
+
 @pytest.fixture(scope="session")
 def browser():
     """One headless Chromium for the whole session, with nothing that phones home."""

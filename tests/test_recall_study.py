@@ -27,13 +27,7 @@ from attnbook.recall_study import (
 from attnlab.model import HybridLM
 from attnlab.tasks import IGNORE, mqar_batch
 
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 # --------------------------------------------------------------------------- the toy model

@@ -26,13 +26,7 @@ from attnlab.train import (
 )
 from torch import nn
 
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def mqar_maker(n_pairs: int, batch_size: int = 32, vocab_size: int = 128):

@@ -34,6 +34,14 @@ from attnlab.gated import gla_chunk
 from attnlab.linear import linear_attention_recurrent
 
 
+def _check_batched_pairs(keys: object, values: object) -> dict[str, int]:
+    """keys ``[B, N, Dk]`` and values ``[B, N, Dv]`` alike; returns their sizes."""
+    sizes = check_tensor("keys", keys, ("B", "N", "Dk"))
+    like = {"dtype": keys.dtype, "device": keys.device, "like": "keys"}
+    check_tensor("values", values, ("B", "N", "Dv"), sizes, **like)
+    return sizes
+
+
 def _check_generator(generator: object) -> torch.Generator:
     if not isinstance(generator, torch.Generator):
         raise ValueError(
@@ -139,16 +147,7 @@ def recall_errors_by_pair(
     key channel): H states written with the same pairs and different gates. Returns the errors
     ``[B, H, N]`` (H = 1 when ``g`` is None); pair i's error includes its fading, 1 − Π α.
     """
-    sizes = check_tensor("keys", keys, ("B", "N", "Dk"))
-    check_tensor(
-        "values",
-        values,
-        ("B", "N", "Dv"),
-        sizes,
-        dtype=keys.dtype,
-        device=keys.device,
-        like="keys",
-    )
+    sizes = _check_batched_pairs(keys, values)
     b, n = sizes["B"], sizes["N"]
     if g is None:
         g = keys.new_zeros(b, 1, n)
@@ -248,16 +247,7 @@ def delta_recall_errors_by_pair(
     writes (with unit keys and β = 1 the last pair is read back exactly). The additive
     counterpart is :func:`recall_errors_by_pair`.
     """
-    sizes = check_tensor("keys", keys, ("B", "N", "Dk"))
-    check_tensor(
-        "values",
-        values,
-        ("B", "N", "Dv"),
-        sizes,
-        dtype=keys.dtype,
-        device=keys.device,
-        like="keys",
-    )
+    sizes = _check_batched_pairs(keys, values)
     beta = _check_number("beta", beta, 0.0, 2.0)
     k, v = keys[:, None], values[:, None]  # one head: [B, 1, N, D]
     betas = keys.new_full((sizes["B"], 1, sizes["N"]), beta)
