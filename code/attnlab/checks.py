@@ -13,6 +13,8 @@ from __future__ import annotations
 import contextvars
 import functools
 import inspect
+import math
+import numbers
 from collections.abc import Callable, Mapping, Sequence
 
 import torch
@@ -174,13 +176,97 @@ def check_choice(
     return value
 
 
+def check_number(
+    name: str, value: object, *, low: float = 0.0, inclusive: bool = False
+) -> float:
+    """Check that ``value`` is a finite real number above ``low`` (or equal to it when
+    ``inclusive``); bools, NaN, ±inf and integers too large for a float are refused. Returns
+    it as a float.
+
+    Every float parameter of the package (a scale, a RoPE base, a temperature, an eps, a
+    bandwidth) goes through here, so a NaN or an inf is refused with the argument's name
+    instead of turning into zeros or NaN further on.
+    """
+    bound = f">= {low:g}" if inclusive else f"> {low:g}"
+    number = isinstance(value, numbers.Real) and not isinstance(value, bool)
+    try:
+        x = float(value) if number else math.nan
+    except (OverflowError, TypeError, ValueError):
+        x = math.nan
+    if not math.isfinite(x) or not (x >= low if inclusive else x > low):
+        raise ValueError(
+            f"{name}: expected a finite number {bound}, got {value!r}"
+        )
+    return x
+
+
 def resolve_scale(scale: float | None, head_dim: int) -> float:
-    """``scale`` if given, else ``1/sqrt(head_dim)``."""
+    """``scale`` if given (a finite number > 0), else ``1/sqrt(head_dim)`` (head_dim >= 1)."""
     if scale is None:
-        return head_dim**-0.5
-    if isinstance(scale, bool) or not isinstance(scale, int | float):
+        return check_positive_int("head_dim", head_dim) ** -0.5
+    if isinstance(scale, bool) or not isinstance(scale, numbers.Real):
         raise ValueError(f"scale: expected a number or None, got {scale!r}")
-    return float(scale)
+    return check_number("scale", scale)
+
+
+def check_score_range(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    scale: float | None,
+    initial_state: torch.Tensor | None = None,
+) -> None:
+    """Check that the scores s·q·k, and the reads s·q·S of an initial state, stay within the
+    square root of q's dtype's largest number (1.8e19 in float32, 1.3e154 in float64).
+
+    |s·q·k| ≤ s · Dk · max|q| · max|k|, the bound checked, costs one pass over q and one
+    over k. Keeping it below √max leaves as much room again for what every form does with
+    the scores (softmax, products with v, sums over tokens), so a huge ``scale`` (or huge
+    q and k) is refused here instead of overflowing to inf and NaN.
+    """
+    dk = q.shape[-1]
+    s = resolve_scale(scale, dk)
+    if not q.numel():
+        return
+    reach = max(_largest_magnitude(k), _largest_magnitude(initial_state))
+    bound = s * dk * _largest_magnitude(q) * reach
+    limit = math.sqrt(torch.finfo(q.dtype).max)
+    if bound > limit:
+        raise ValueError(
+            f"scale, q, k: expected scores |s·q·k| <= {limit:.3g} (the square root of "
+            f"{q.dtype}'s largest number, so sums over tokens stay finite), got "
+            f"s·Dk·max|q|·max|k| up to {bound:.3g} with scale s = {s:.3g}; lower the "
+            "scale or the size of q and k"
+        )
+
+
+MAX_SCORE_BYTES = 2**30
+"""The largest score matrix ``[B, H, Tq, Tk]`` softmax attention may form: 1 GiB (a pass holds
+about three such matrices at once: the scores, the masked scores, the weights). Longer inputs
+are refused before anything is allocated (:func:`check_score_bytes`); raise it to allow more."""
+
+
+def check_score_bytes(
+    names: str, sizes: Sequence[int], dtype: torch.dtype, advice: str
+) -> None:
+    """Refuse a softmax-attention pass whose score matrix of ``sizes`` ``(B, H, Tq, Tk)`` in
+    ``dtype`` would exceed :data:`MAX_SCORE_BYTES`, naming the caller's ``names`` and giving
+    ``advice`` (how to compute the same thing in pieces)."""
+    n_bytes = math.prod(sizes) * torch.empty((), dtype=dtype).element_size()
+    if n_bytes > MAX_SCORE_BYTES:
+        shape = ", ".join(str(n) for n in sizes)
+        raise ValueError(
+            f"{names}: softmax attention would form a score matrix [B, H, Tq, Tk] = "
+            f"[{shape}] of {n_bytes / 2**30:.3g} GiB in {dtype}, above "
+            f"attnlab.checks.MAX_SCORE_BYTES ({MAX_SCORE_BYTES / 2**30:.3g} GiB); {advice}"
+        )
+
+
+def _largest_magnitude(x: torch.Tensor | None) -> float:
+    """max |x| (0 for None or an empty tensor), from one pass over x."""
+    if x is None or not x.numel():
+        return 0.0
+    lowest, highest = torch.aminmax(x.detach())
+    return max(-lowest.item(), highest.item())
 
 
 def check_layer_input(

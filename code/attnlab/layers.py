@@ -46,6 +46,7 @@ from .blocks import LAYER_NORM_EPS, RecurrentCache, RMSNorm, ShortConvolution
 from .checks import (
     check_choice,
     check_layer_input,
+    check_number,
     check_positive_int,
     check_tensor,
     checked,
@@ -98,12 +99,7 @@ def _layer_sizes(
         ("conv_size", conv_size),
     ):
         check_positive_int(name, value)
-    if (
-        isinstance(norm_eps, bool)
-        or not isinstance(norm_eps, int | float)
-        or norm_eps <= 0
-    ):
-        raise ValueError(f"norm_eps: expected a number > 0, got {norm_eps!r}")
+    check_number("norm_eps", norm_eps)
     if "feature_map" in options:
         check_choice("feature_map", options["feature_map"], FEATURE_MAPS)
     if "normalize" in options and not isinstance(options["normalize"], bool):

@@ -31,7 +31,7 @@ import torch
 
 from . import _chunk_engine as engine
 from ._kernel_checks import check_sequences, check_tokens
-from .checks import check_finite, check_tensor, checked
+from .checks import check_finite, check_number, check_tensor, checked
 
 NORMALIZER_EPS = 1e-6
 """Default ``eps`` added to the denominator ``z_tᵀ q_t`` of normalised linear attention."""
@@ -67,8 +67,7 @@ def _split_state(
         raise ValueError(
             f"normalize: expected True or False, got {normalize!r}"
         )
-    if isinstance(eps, bool) or not isinstance(eps, int | float) or eps < 0:
-        raise ValueError(f"eps: expected a number >= 0, got {eps!r}")
+    check_number("eps", eps, inclusive=True)
     if not normalize or state is None:
         return state, None
     if not (isinstance(state, tuple | list) and len(state) == 2):

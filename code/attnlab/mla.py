@@ -20,11 +20,19 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-from .attention import apply_rope, merge_heads, softmax_attention, split_heads
+from .attention import (
+    _check_layer_options,
+    _layer_pieces,
+    apply_rope,
+    merge_heads,
+    softmax_attention,
+    split_heads,
+)
 from .blocks import RMSNorm
 from .checks import (
     check_layer_input,
     check_positive_int,
+    check_score_bytes,
     check_tensor,
     checked,
 )
@@ -110,10 +118,19 @@ def mla_cache_elements_per_token(
 
 
 def _check_layer_call(
-    self: MultiHeadLatentAttention, x: object, cache: object, **_: object
+    self: MultiHeadLatentAttention,
+    x: object,
+    cache: object,
+    absorb: object,
+    **_: object,
 ) -> None:
     """x ``[B, T, d_model]`` like the layer's weights; a cache that holds this layer's latents."""
-    b, _ = check_layer_input(x, self.d_model, self.w_o.weight)
+    b, t = check_layer_input(x, self.d_model, self.w_o.weight)
+    if not isinstance(absorb, bool):
+        raise ValueError(f"absorb: expected True or False, got {absorb!r}")
+    past = cache.length if isinstance(cache, LatentCache) else 0
+    sizes = (b, self.n_heads, t, past + t)
+    check_score_bytes("x", sizes, x.dtype, _layer_pieces(can_cache=True))
     if cache is None:
         return
     if not isinstance(cache, LatentCache):
@@ -179,6 +196,7 @@ class MultiHeadLatentAttention(nn.Module):
                 f"qk_rope_head_dim: RoPE rotates pairs, expected an even size, "
                 f"got {qk_rope_head_dim}"
             )
+        _check_layer_options(rope, rope_base, conv_size=None)
         self.rope = rope
         self.rope_base = rope_base
         self.scale = (head_dim + qk_rope_head_dim) ** -0.5
