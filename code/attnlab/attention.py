@@ -22,6 +22,11 @@ and cast to the input's dtype.
 
 Every public function checks its inputs once, at the call (``checks.checked``): a wrong shape,
 dtype or value raises a ``ValueError`` naming the argument, and the bodies are the equations.
+Scores may be finite or -inf (a masked entry, weight 0; a row masked entirely gets weights 0,
+not NaN); a NaN or +inf score is refused. The scale is a finite number > 0 at which the scores
+stay finite (``checks.check_score_range``), the RoPE base a finite number >= 1. A pass whose
+score matrix ``[B, H, Tq, Tk]`` would exceed ``checks.MAX_SCORE_BYTES`` (1 GiB) is refused before
+anything is allocated, with the number of query rows that fit at once.
 """
 
 from __future__ import annotations
@@ -97,9 +102,8 @@ def _check_nonempty(**tensors: Tensor) -> None:
 
 
 _IN_PIECES = (
-    "compute the query rows in pieces (softmax_attention(q[:, :, i:j], k[:, :, :j], "
-    "v[:, :, :j]) gives rows i to j - 1 of the causal pass) or use "
-    "softmax_attention_online, which never forms the matrix"
+    "compute at most {rows} query rows at a time (softmax_attention(q[:, :, i:j], "
+    "k[:, :, :j], v[:, :, :j]) gives rows i to j - 1 of the causal pass)"
 )
 
 
@@ -114,7 +118,11 @@ def _check_q_k(q: object, k: object, scale: object, **_: object) -> None:
     check_finite("k", k)
     check_score_range(q, k, scale)
     b, h, t_q, t_k = (sizes[n] for n in ("B", "H", "Tq", "Tk"))
-    check_score_bytes("q, k", (b, h, t_q, t_k), q.dtype, _IN_PIECES)
+    pieces = (
+        "compute at most {rows} query rows at a time "
+        "(attention_scores(q[:, :, i:j], k))"
+    )
+    check_score_bytes("q, k", (b, h, t_q, t_k), q.dtype, pieces)
 
 
 @checked(_check_q_k)
@@ -134,6 +142,9 @@ def _check_mask_sizes(t_q: object, t_k: object, **_: object) -> None:
         raise ValueError(
             f"t_q: expected at most t_k={t_k} queries, got {t_q}"
         )
+    pieces = "build at most {rows} query rows at a time"
+    what = "a causal mask [Tq, Tk]"
+    check_score_bytes("t_q, t_k", (t_q, t_k), torch.bool, pieces, what=what)
 
 
 @checked(_check_mask_sizes)
@@ -191,7 +202,11 @@ def _check_attention(return_weights: object, **arguments: object) -> None:
         )
     q, k = arguments["q"], arguments["k"]
     sizes = (*q.shape[:3], k.shape[2])
-    check_score_bytes("q, k", sizes, q.dtype, _IN_PIECES)
+    online = (
+        ", or use softmax_attention_online (one block of scores at a time, "
+        "and a [Tq, Tk] causal mask of booleans)"
+    )
+    check_score_bytes("q, k", sizes, q.dtype, _IN_PIECES + online)
 
 
 @checked(_check_attention)
@@ -231,12 +246,15 @@ def _check_online(block_size: object, **arguments: object) -> None:
         "block_size", block, q.dtype, "use a smaller block_size"
     )
     if arguments["causal"]:
-        pieces = (
-            "compute the query rows in pieces (softmax_attention_online(q[:, :, i:j], "
-            "k[:, :, :j], v[:, :, :j]) gives rows i to j - 1 of the causal pass)"
+        pieces = _IN_PIECES.replace(
+            "softmax_attention(", "softmax_attention_online("
         )
         check_score_bytes(
-            "q, k (causal mask)", (1, 1, t_q, t_k), torch.bool, pieces
+            "q, k",
+            (t_q, t_k),
+            torch.bool,
+            pieces,
+            what="a causal mask [Tq, Tk]",
         )
 
 
@@ -427,8 +445,8 @@ def _layer_pieces(can_cache: bool) -> str:
     """How to run a sequence too long for one pass through an attention layer."""
     if can_cache:
         return (
-            "feed x in pieces through the cache (layer(x[:, :t], use_cache=True), "
-            "then layer(x[:, t:], cache))"
+            "feed x through the cache in pieces of at most {rows} tokens "
+            "(layer(x[:, :t], use_cache=True), then layer(x[:, t:], cache))"
         )
     return "use a shorter x"
 

@@ -246,19 +246,32 @@ are refused before anything is allocated (:func:`check_score_bytes`); raise it t
 
 
 def check_score_bytes(
-    names: str, sizes: Sequence[int], dtype: torch.dtype, advice: str
+    names: str,
+    sizes: Sequence[int],
+    dtype: torch.dtype,
+    advice: str,
+    *,
+    what: str = "a score matrix [B, H, Tq, Tk]",
 ) -> None:
-    """Refuse a softmax-attention pass whose score matrix of ``sizes`` ``(B, H, Tq, Tk)`` in
-    ``dtype`` would exceed :data:`MAX_SCORE_BYTES`, naming the caller's ``names`` and giving
-    ``advice`` (how to compute the same thing in pieces)."""
-    n_bytes = math.prod(sizes) * torch.empty((), dtype=dtype).element_size()
-    if n_bytes > MAX_SCORE_BYTES:
-        shape = ", ".join(str(n) for n in sizes)
-        raise ValueError(
-            f"{names}: softmax attention would form a score matrix [B, H, Tq, Tk] = "
-            f"[{shape}] of {n_bytes / 2**30:.3g} GiB in {dtype}, above "
-            f"attnlab.checks.MAX_SCORE_BYTES ({MAX_SCORE_BYTES / 2**30:.3g} GiB); {advice}"
+    """Refuse a softmax-attention pass whose score matrix of ``sizes`` (``(B, H, Tq, Tk)``, or
+    another ``what`` whose last two axes are queries and keys) in ``dtype`` would exceed
+    :data:`MAX_SCORE_BYTES`, before anything is allocated. The message names the caller's
+    ``names`` and gives ``advice`` (how to compute the same in pieces), in which ``{rows}``
+    becomes the number of query rows that fit at once."""
+    n_bytes = math.prod(sizes) * dtype.itemsize
+    if n_bytes <= MAX_SCORE_BYTES:
+        return
+    rows = MAX_SCORE_BYTES // (n_bytes // sizes[-2])
+    if rows == 0:
+        advice = (
+            "even one query row over these keys is above it: use fewer keys"
         )
+    shape = ", ".join(str(n) for n in sizes)
+    raise ValueError(
+        f"{names}: softmax attention would form {what} = [{shape}] of "
+        f"{n_bytes / 2**30:.3g} GiB in {dtype}, above attnlab.checks.MAX_SCORE_BYTES "
+        f"({MAX_SCORE_BYTES / 2**30:.3g} GiB); {advice.format(rows=f'{rows:,}')}"
+    )
 
 
 def _largest_magnitude(x: torch.Tensor | None) -> float:

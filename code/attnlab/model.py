@@ -218,8 +218,8 @@ def _check_attention_size(
         advice = "use shorter input_ids"
     else:
         advice = (
-            "feed input_ids in pieces through the cache (model(ids[:, :t], "
-            "use_cache=True), then model(ids[:, t:], cache))"
+            "feed input_ids through the cache in pieces of at most {rows} tokens "
+            "(model(ids[:, :t], use_cache=True), then model(ids[:, t:], cache))"
         )
     sizes = (b, max(heads), t, past + t)
     check_score_bytes("input_ids", sizes, model.embed.weight.dtype, advice)
@@ -297,7 +297,7 @@ def _check_build(
         return device
     n = parameter_count(config)
     dtype = torch.get_default_dtype()
-    n_bytes = n * torch.empty((), dtype=dtype, device="meta").element_size()
+    n_bytes = n * dtype.itemsize
     if n_bytes > MAX_MODEL_BYTES:
         raise ValueError(
             f"config: {config.name} builds a model of {n:,} parameters, "
