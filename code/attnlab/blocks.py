@@ -19,7 +19,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .checks import check_number, check_positive_int, check_tensor, checked
+from .checks import check_eps, check_positive_int, check_tensor, checked
 
 
 def _conv_inputs(
@@ -89,7 +89,7 @@ class RMSNorm(nn.Module):
     def __init__(self, dim: int, eps: float = 1e-6) -> None:
         super().__init__()
         self.dim = check_positive_int("dim", dim)
-        self.eps = check_number("eps", eps)
+        self.eps = check_eps("eps", eps)
         self.weight = nn.Parameter(torch.ones(dim))
 
     @checked(_norm_input)

@@ -177,27 +177,45 @@ def check_choice(
 
 
 def check_number(
-    name: str, value: object, *, low: float = 0.0, inclusive: bool = False
+    name: str,
+    value: object,
+    *,
+    low: float = 0.0,
+    inclusive: bool = False,
+    high: float | None = None,
 ) -> float:
     """Check that ``value`` is a finite real number above ``low`` (or equal to it when
-    ``inclusive``); bools, NaN, ±inf and integers too large for a float are refused. Returns
-    it as a float.
+    ``inclusive``), and at most ``high`` if given; bools, NaN, ±inf and integers too large for
+    a float are refused. Returns it as a float.
 
     Every float parameter of the package (a scale, a RoPE base, a temperature, an eps, a
     bandwidth) goes through here, so a NaN or an inf is refused with the argument's name
     instead of turning into zeros or NaN further on.
     """
     bound = f">= {low:g}" if inclusive else f"> {low:g}"
+    if high is not None:
+        bound += f" and <= {high:.3g}"
     number = isinstance(value, numbers.Real) and not isinstance(value, bool)
     try:
         x = float(value) if number else math.nan
     except (OverflowError, TypeError, ValueError):
         x = math.nan
-    if not math.isfinite(x) or not (x >= low if inclusive else x > low):
+    above = x >= low if inclusive else x > low
+    if not math.isfinite(x) or not above or (high is not None and x > high):
         raise ValueError(
             f"{name}: expected a finite number {bound}, got {value!r}"
         )
     return x
+
+
+EPS_MAX = math.sqrt(torch.finfo(torch.float32).max)
+"""The largest eps a norm or a normaliser takes (√ of float32's largest number, 1.8e19): x² + eps
+and its square root stay finite in float32, the smallest range the package computes in."""
+
+
+def check_eps(name: str, value: object, *, inclusive: bool = False) -> float:
+    """An eps: a finite number > 0 (>= 0 when ``inclusive``) and at most :data:`EPS_MAX`."""
+    return check_number(name, value, inclusive=inclusive, high=EPS_MAX)
 
 
 def resolve_scale(scale: float | None, head_dim: int) -> float:

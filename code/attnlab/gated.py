@@ -242,12 +242,18 @@ def softplus_decay_gate(
 
 
 def _check_range_pair(name: str, pair: object) -> None:
-    """A pair (low, high) of finite numbers with 0 < low <= high."""
+    """A pair (low, high) with 1/√max <= low <= high <= √max, max the default dtype's largest
+    number: the initial values, their logarithms and exponentials all stay finite."""
+    limit = math.sqrt(torch.finfo(torch.get_default_dtype()).max)
     if not isinstance(pair, tuple | list) or len(pair) != 2:
         raise ValueError(f"{name}: expected a pair (low, high), got {pair!r}")
     low = check_number(name, pair[0])
-    if check_number(name, pair[1]) < low:
-        raise ValueError(f"{name}: expected low <= high, got {pair!r}")
+    high = check_number(name, pair[1])
+    if not 1 / limit <= low <= high <= limit:
+        raise ValueError(
+            f"{name}: expected a pair (low, high) with {1 / limit:.3g} <= low <= "
+            f"high <= {limit:.3g}, got {pair!r}"
+        )
 
 
 def init_softplus_decay(

@@ -17,6 +17,7 @@ one token at a time (it equals ``softmax_attention(q, k, v, causal=True)``).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
@@ -142,7 +143,7 @@ def _check_cache_sizes(
         bits = 8 * check_number("bytes_per_element", bytes_per_element)
     except ValueError:
         bits = None
-    if bits is None or bits < 1 or bits != int(bits):
+    if bits is None or not 1 <= bits < math.inf or bits != int(bits):
         raise ValueError(
             "bytes_per_element: expected a positive number of bytes with a whole number of "
             f"bits (1, 2, 0.5, ...), got {bytes_per_element!r}"

@@ -45,8 +45,8 @@ from .attention import merge_heads, split_heads
 from .blocks import LAYER_NORM_EPS, RecurrentCache, RMSNorm, ShortConvolution
 from .checks import (
     check_choice,
+    check_eps,
     check_layer_input,
-    check_number,
     check_positive_int,
     check_tensor,
     checked,
@@ -99,7 +99,7 @@ def _layer_sizes(
         ("conv_size", conv_size),
     ):
         check_positive_int(name, value)
-    check_number("norm_eps", norm_eps)
+    check_eps("norm_eps", norm_eps)
     if "feature_map" in options:
         check_choice("feature_map", options["feature_map"], FEATURE_MAPS)
     if "normalize" in options and not isinstance(options["normalize"], bool):

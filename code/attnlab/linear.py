@@ -31,7 +31,7 @@ import torch
 
 from . import _chunk_engine as engine
 from ._kernel_checks import check_sequences, check_tokens
-from .checks import check_finite, check_number, check_tensor, checked
+from .checks import check_eps, check_finite, check_tensor, checked
 
 NORMALIZER_EPS = 1e-6
 """Default ``eps`` added to the denominator ``z_tᵀ q_t`` of normalised linear attention."""
@@ -67,7 +67,7 @@ def _split_state(
         raise ValueError(
             f"normalize: expected True or False, got {normalize!r}"
         )
-    check_number("eps", eps, inclusive=True)
+    check_eps("eps", eps, inclusive=True)
     if not normalize or state is None:
         return state, None
     if not (isinstance(state, tuple | list) and len(state) == 2):

@@ -140,7 +140,7 @@ def _check_input_ids(
     input_ids: object, vocab_size: int, device: torch.device | None = None
 ) -> None:
     """Check token ids ``[B, T]`` (B, T >= 1, int64 or int32, on ``device`` if given, ids in
-    [0, vocab_size)). The range is compared in int64, so no dtype wraps around."""
+    [0, vocab_size)). The range is compared as Python ints, so no dtype wraps around."""
     if not isinstance(input_ids, torch.Tensor):
         raise ValueError(
             f"input_ids: expected a torch.Tensor, got {type(input_ids).__name__}"
@@ -160,8 +160,6 @@ def _check_input_ids(
             f"input_ids: expected token ids on {device} (the model's device), got "
             f"{input_ids.device}"
         )
-    if input_ids.device.type == "meta":
-        return  # no values to check
     lowest, highest = (int(x) for x in torch.aminmax(input_ids.long()))
     if lowest < 0 or highest >= vocab_size:
         raise ValueError(
@@ -170,10 +168,21 @@ def _check_input_ids(
         )
 
 
+def _check_runnable(model: HybridLM) -> None:
+    """A model built on the meta device has shapes but no numbers: it cannot run."""
+    if model.embed.weight.device.type == "meta":
+        raise ValueError(
+            "model: built on the meta device, it has parameter shapes but no values "
+            "and cannot run; build it on a real device (allow_large=True for a large "
+            "one) to compute"
+        )
+
+
 def _model_inputs(
     self: HybridLM, input_ids: object, cache: object, use_cache: bool
 ) -> None:
     config, weight = self.config, self.embed.weight
+    _check_runnable(self)
     _check_input_ids(input_ids, config.vocab_size, weight.device)
     conv_attention = config.attn_conv and "attn" in config.layer_pattern
     if conv_attention and (use_cache or cache is not None):
@@ -225,9 +234,20 @@ def _check_attention_size(
     check_score_bytes("input_ids", sizes, model.embed.weight.dtype, advice)
 
 
-def _check_sampling(temperature: object, generator: object) -> None:
-    """A temperature: 0 (greedy) or a finite number > 0; a torch.Generator or None."""
-    check_number("temperature", temperature, inclusive=True)
+def _check_sampling(
+    temperature: object, generator: object, dtype: torch.dtype
+) -> None:
+    """A temperature, 0 (greedy) or a finite number no smaller than ``dtype``'s smallest
+    normal number (a smaller one divides the logits by 0 in ``dtype``), and a
+    torch.Generator or None."""
+    t = check_number("temperature", temperature, inclusive=True)
+    tiny = torch.finfo(dtype).tiny
+    if 0 < t < tiny:
+        raise ValueError(
+            f"temperature: expected 0 (greedy) or a number >= {tiny:.3g} (the smallest "
+            f"normal {dtype} number; any smaller temperature samples the argmax, as 0 "
+            f"does), got {temperature!r}"
+        )
     if generator is not None and not isinstance(generator, torch.Generator):
         raise ValueError(
             f"generator: expected a torch.Generator or None, got "
@@ -252,7 +272,7 @@ def _generate_inputs(
         raise ValueError(
             f"max_new_tokens: expected an integer >= 0, got {max_new_tokens!r}"
         )
-    _check_sampling(temperature, generator)
+    _check_sampling(temperature, generator, self.embed.weight.dtype)
     if on_step is not None and not callable(on_step):
         raise ValueError(
             f"on_step: expected a function of the cache or None, got "
@@ -428,7 +448,7 @@ def _next_token_inputs(
         )
     if not torch.isfinite(logits).all():
         raise ValueError("logits: expected finite values, got NaN or inf")
-    _check_sampling(temperature, generator)
+    _check_sampling(temperature, generator, logits.dtype)
 
 
 @checked(_next_token_inputs)

@@ -29,6 +29,7 @@ while the weights are the larger share of the bytes and *cache-bound* after.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from .checks import check_number, check_positive_int
@@ -286,7 +287,13 @@ def step_seconds(
         )
     bandwidth = check_number("bandwidth", bandwidth)  # bytes per second
     overhead = check_number("overhead", overhead, inclusive=True)  # seconds
-    return step.total / bandwidth + overhead
+    seconds = step.total / bandwidth + overhead
+    if not math.isfinite(seconds):
+        raise ValueError(
+            f"bandwidth, overhead: expected a step time a float can hold, got "
+            f"{step.total:,} bytes / {bandwidth!r} bytes/s + {overhead!r} s"
+        )
+    return seconds
 
 
 def crossover_batch(
