@@ -303,12 +303,17 @@ def _largest_magnitude(x: torch.Tensor | None) -> float:
 def check_layer_input(
     x: torch.Tensor, d_model: int, weight: torch.Tensor
 ) -> tuple[int, int]:
-    """Check a layer input x ``[B, T, d_model]`` with T >= 1 and finite values against the dtype
-    and device of the layer; return (B, T). Errors name ``x``, the argument the caller passed."""
+    """Check a layer input x ``[B, T, d_model]`` with B, T >= 1 and finite values against the
+    dtype and device of the layer; return (B, T). Errors name ``x``, the argument the caller
+    passed."""
     sizes = check_tensor("x", x, ("B", "T", "d_model"), {"d_model": d_model})
     if sizes["T"] == 0:
         raise ValueError(
             f"x: expected at least one token (T >= 1), got shape {tuple(x.shape)}"
+        )
+    if sizes["B"] == 0:
+        raise ValueError(
+            f"x: expected at least one sequence (B >= 1), got shape {tuple(x.shape)}"
         )
     if x.dtype != weight.dtype or x.device != weight.device:
         raise ValueError(
