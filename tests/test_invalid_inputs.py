@@ -3,9 +3,9 @@
 Hypothesis draws valid sizes for every sequence kernel and layer, and each kind of mistake is
 tried on each (a missing dimension, an integer tensor, NaN or inf, an empty sequence, batch or
 head axis, mismatched lengths, a gate or β out of range, a bad chunk size, a NaN or zero scale);
-the other public functions get a table of typical mistakes, issue 24's among them. Every case must end in a ``ValueError`` or ``TypeError`` whose
-message names an argument the caller passed: never a traceback from inside torch, never a
-silent NaN.
+the other public functions get a table of typical mistakes, issue 24's among them. Every case
+must end in a ``ValueError`` or ``TypeError`` whose message names an argument the caller
+passed: never a traceback from inside torch, never a silent NaN.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from attnlab import (
     HybridLM,
     KDALayer,
     KVCache,
+    LatentCache,
     LinearAttentionLayer,
     MultiHeadAttention,
     MultiHeadLatentAttention,
@@ -55,10 +56,11 @@ from attnlab import (
     split_heads,
     stable_softmax,
 )
-from attnlab.blocks import RMSNorm
+from attnlab.blocks import RMSNorm, ShortConvolution
 from attnlab.delta import delta_rule_chunk_reference, gated_delta_rule_chunk_reference
 from attnlab.gated import gla_chunk_reference
 from attnlab.kda import kda_chunk_reference
+from attnlab.layers import l2_normalise
 from attnlab.linear import linear_attention_chunk_reference
 from attnlab.model import next_token
 from attnlab.serving import decode_step_bytes, step_seconds, what_if
@@ -323,7 +325,20 @@ OTHER_CALLS = {
         "input_ids"),
     "HybridLM: Kimi Linear's preset (12.9 GiB in float32)": (
         lambda: HybridLM(KIMI_LINEAR_48B_A3B), "config"),
+    "KVCache: NaN keys": (lambda: KVCache(_nan(1, 1, 2, 4), _x(1, 1, 2, 4)), "k"),
+    "LatentCache: a NaN latent": (lambda: LatentCache(_nan(1, 2, 6), _x(1, 2, 2)), "c_kv"),
+    "ShortConvolution: NaN x": (lambda: ShortConvolution(4)(_nan(1, 3, 4)), "x"),
+    "RMSNorm: NaN x": (lambda: RMSNorm(4)(_nan(1, 3, 4)), "x"),
+    "l2_normalise: NaN x": (lambda: l2_normalise(_nan(1, 2, 3, 4)), "x"),
+    "KDALayer: a cache whose state is NaN": (lambda: _continue_with_a_nan_state(), "cache.state"),
 }
+
+
+def _continue_with_a_nan_state():
+    layer = KDALayer(D_MODEL, 2, 4)
+    _, cache = layer(_x(1, 3, D_MODEL), use_cache=True)
+    cache.state = torch.full_like(cache.state, float("nan"))
+    layer(_x(1, 1, D_MODEL), cache)
 
 
 @pytest.mark.parametrize("case", list(OTHER_CALLS))

@@ -19,16 +19,24 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .checks import check_eps, check_positive_int, check_tensor, checked
+from .checks import (
+    check_eps,
+    check_finite,
+    check_positive_int,
+    check_tensor,
+    checked,
+)
 
 
 def _conv_inputs(
     self: ShortConvolution, x: torch.Tensor, cache: torch.Tensor | None
 ) -> None:
     sizes = check_tensor("x", x, ("B", "T", "C"), {"C": self.channels})
+    check_finite("x", x)
     if cache is not None:
         sizes["K-1"] = self.kernel_size - 1
         check_tensor("cache", cache, ("B", "K-1", "C"), sizes)
+        check_finite("cache", cache)
 
 
 class ShortConvolution(nn.Module):
@@ -74,6 +82,11 @@ def _norm_input(self: RMSNorm, x: torch.Tensor) -> None:
         raise ValueError(
             f"x: expected last axis of size {self.dim}, got shape {tuple(x.shape)}"
         )
+    if not x.is_floating_point():
+        raise ValueError(
+            f"x: expected a floating-point tensor, got {x.dtype}"
+        )
+    check_finite("x", x)
 
 
 class RMSNorm(nn.Module):

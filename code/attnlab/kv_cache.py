@@ -46,6 +46,8 @@ def _check_append(self: KVCache, k_new: object, v_new: object) -> None:
     )
     sizes["Dv"] = self.v.shape[3]
     check_tensor("v_new", v_new, ("B", "H_kv", "T_new", "Dv"), sizes, **like)
+    check_finite("k_new", k_new)
+    check_finite("v_new", v_new)
 
 
 @dataclass
@@ -64,6 +66,8 @@ class KVCache:
         sizes = check_tensor("k", self.k, ("B", "H_kv", "T", "D"))
         like = {"dtype": self.k.dtype, "device": self.k.device, "like": "k"}
         check_tensor("v", self.v, ("B", "H_kv", "T", "Dv"), sizes, **like)
+        check_finite("k", self.k)
+        check_finite("v", self.v)
 
     @property
     def length(self) -> int:

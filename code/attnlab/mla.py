@@ -30,6 +30,7 @@ from .attention import (
 )
 from .blocks import RMSNorm
 from .checks import (
+    check_finite,
     check_layer_input,
     check_positive_int,
     check_score_bytes,
@@ -59,6 +60,8 @@ def _check_append(
     check_tensor(
         "k_rope_new", k_rope_new, ("B", "T_new", "d_R"), sizes, **like
     )
+    check_finite("c_kv_new", c_kv_new)
+    check_finite("k_rope_new", k_rope_new)
 
 
 @dataclass
@@ -79,6 +82,8 @@ class LatentCache:
             dtype=self.c_kv.dtype,
             device=self.c_kv.device,
         )
+        check_finite("c_kv", self.c_kv)
+        check_finite("k_rope", self.k_rope)
 
     @property
     def length(self) -> int:
