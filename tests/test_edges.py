@@ -41,9 +41,9 @@ from attnlab import (
     MultiHeadAttention,
     MultiHeadLatentAttention,
     apply_rope,
+    attention,
     attention_scores,
     causal_mask,
-    checks,
     delta_rule_chunk,
     delta_rule_chunk_reference,
     delta_rule_parallel,
@@ -570,7 +570,7 @@ def test_the_advised_pieces_fit_and_give_the_full_result(monkeypatch):
     gen = torch.Generator().manual_seed(3)
     q, k, v = (torch.randn(2, 2, 40, 4, generator=gen, dtype=torch.float64) for _ in "qkv")
     full, _ = softmax_attention(q, k, v)
-    monkeypatch.setattr(checks, "MAX_SCORE_BYTES", 2 * 2 * 40 * 40 * 8 - 1)
+    monkeypatch.setattr(attention, "MAX_SCORE_BYTES", 2 * 2 * 40 * 40 * 8 - 1)
     with pytest.raises(ValueError, match="at most 39 query rows") as info:
         softmax_attention(q, k, v)
     rows = int(re.search(r"at most (\d+) query rows", str(info.value)).group(1))
@@ -584,7 +584,7 @@ def test_the_model_refuses_a_too_long_pass_and_takes_it_in_the_advised_pieces(mo
                         .manual_seed(1))
     full, _ = NANO(ids)
     heads = max(b.mixer.n_heads for b in NANO.blocks if b.kind in ("attn", "mla"))
-    monkeypatch.setattr(checks, "MAX_SCORE_BYTES", heads * 24 * 24 * 4 - 1)
+    monkeypatch.setattr(attention, "MAX_SCORE_BYTES", heads * 24 * 24 * 4 - 1)
     with pytest.raises(ValueError, match="^input_ids: .*in pieces of at most 23 tokens") as info:
         NANO(ids)
     size = int(re.search(r"at most (\d+) tokens", str(info.value)).group(1))

@@ -43,8 +43,7 @@ def check_sequences(
     (if given), the ``scale`` and the ``chunk_size``; return the sizes by name.
 
     All tensors must share q's dtype (float32 or float64) and device, have no empty axis (at
-    least one time step) and hold only finite numbers; the scale is a finite number > 0 (or
-    None) at which the scores stay finite (:func:`attnlab.checks.check_score_range`).
+    least one time step) and hold only finite numbers, at a scale that keeps them finite.
     """
     sizes = check_tensor("q", q, (*SEQUENCE, "Dk"))
     if sizes["T"] == 0:
@@ -75,8 +74,7 @@ def check_tokens(
     q: object, k: object, v: object, *, state: object, scale: object = None
 ) -> dict[str, int]:
     """Check one token: q, k ``[B, H, Dk]``, v ``[B, H, Dv]`` and ``state [B, H, Dk, Dv]``, with
-    q's dtype and device, no empty axis, all finite, and the ``scale``; return the sizes by
-    name."""
+    q's dtype and device, non-empty, all finite, and the ``scale``; return the sizes by name."""
     sizes = check_tensor("q", q, (*TOKEN, "Dk"))
     like = {"dtype": q.dtype, "device": q.device}
     check_tensor("k", k, (*TOKEN, "Dk"), sizes, **like)
@@ -84,11 +82,8 @@ def check_tokens(
     check_tensor("state", state, (*TOKEN, "Dk", "Dv"), sizes, **like)
     for name, x in (("q", q), ("k", k), ("v", v), ("state", state)):
         check_finite(name, x)
-    for name, size in sizes.items():
-        if size == 0:
-            raise ValueError(
-                f"q: expected non-empty axes, got {name}=0 (q {tuple(q.shape)})"
-            )
+    if 0 in sizes.values():
+        raise ValueError(f"q, v: expected non-empty axes, got sizes {sizes}")
     check_score_range(q, k, scale, state)
     return sizes
 

@@ -25,11 +25,14 @@ dtype or value raises a ``ValueError`` naming the argument, and the bodies are t
 Scores may be finite or -inf (a masked entry, weight 0; a row masked entirely gets weights 0,
 not NaN); a NaN or +inf score is refused. The scale is a finite number > 0 at which the scores
 stay finite (``checks.check_score_range``), the RoPE base a finite number >= 1. A pass whose
-score matrix ``[B, H, Tq, Tk]`` would exceed ``checks.MAX_SCORE_BYTES`` (1 GiB) is refused before
+score matrix ``[B, H, Tq, Tk]`` would exceed ``MAX_SCORE_BYTES`` (1 GiB) is refused before
 anything is allocated, with the number of query rows that fit at once.
 """
 
 from __future__ import annotations
+
+import math
+from collections.abc import Sequence
 
 import torch
 from torch import Tensor, nn
@@ -41,12 +44,47 @@ from .checks import (
     check_layer_input,
     check_number,
     check_positive_int,
-    check_score_bytes,
     check_score_range,
     check_tensor,
     checked,
 )
 from .kv_cache import KVCache
+
+# ------------------------------------------------------------------------------ memory
+MAX_SCORE_BYTES = 2**30
+"""The largest score matrix ``[B, H, Tq, Tk]`` softmax attention may form: 1 GiB (a pass holds
+about three such matrices at once: the scores, the masked scores, the weights). Longer inputs
+are refused before anything is allocated (:func:`check_score_bytes`); raise it to allow more."""
+
+
+def check_score_bytes(
+    names: str,
+    sizes: Sequence[int],
+    dtype: torch.dtype,
+    advice: str,
+    *,
+    what: str = "a score matrix [B, H, Tq, Tk]",
+) -> None:
+    """Refuse a softmax-attention pass whose score matrix of ``sizes`` (``(B, H, Tq, Tk)``, or
+    another ``what`` whose last two axes are queries and keys) in ``dtype`` would exceed
+    :data:`MAX_SCORE_BYTES`, before anything is allocated. The message names the caller's
+    ``names`` and gives ``advice`` (how to compute the same in pieces), in which ``{rows}``
+    becomes the number of query rows that fit at once."""
+    n_bytes = math.prod(sizes) * dtype.itemsize
+    if n_bytes <= MAX_SCORE_BYTES:
+        return
+    rows = MAX_SCORE_BYTES // (n_bytes // sizes[-2])
+    if rows == 0:
+        advice = (
+            "even one query row over these keys is above it: use fewer keys"
+        )
+    shape = ", ".join(str(n) for n in sizes)
+    raise ValueError(
+        f"{names}: softmax attention would form {what} = [{shape}] of "
+        f"{n_bytes / 2**30:.3g} GiB in {dtype}, above attnlab.attention.MAX_SCORE_BYTES "
+        f"({MAX_SCORE_BYTES / 2**30:.3g} GiB); {advice.format(rows=f'{rows:,}')}"
+    )
+
 
 # ------------------------------------------------------------------------------ softmax
 

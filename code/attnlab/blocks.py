@@ -20,8 +20,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from .checks import (
-    check_eps,
     check_finite,
+    check_number,
     check_positive_int,
     check_tensor,
     checked,
@@ -71,6 +71,16 @@ class ShortConvolution(nn.Module):
         padded = torch.cat([cache.to(x.dtype), x], dim=1)  # [B, K-1+T, C]
         y = sum(padded[:, j : j + t, :] * self.weight[:, j] for j in range(k))
         return y, padded[:, padded.shape[1] - (k - 1) :, :]
+
+
+EPS_MAX = math.sqrt(torch.finfo(torch.float32).max)
+"""The largest eps a norm or a normaliser takes (√ of float32's largest number, 1.8e19): x² + eps
+and its square root stay finite in float32, the smallest range the package computes in."""
+
+
+def check_eps(name: str, value: object, *, inclusive: bool = False) -> float:
+    """An eps: a finite number > 0 (>= 0 when ``inclusive``) and at most :data:`EPS_MAX`."""
+    return check_number(name, value, inclusive=inclusive, high=EPS_MAX)
 
 
 def _norm_input(self: RMSNorm, x: torch.Tensor) -> None:

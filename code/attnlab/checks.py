@@ -182,48 +182,30 @@ def check_number(
     *,
     low: float = 0.0,
     inclusive: bool = False,
-    high: float | None = None,
+    high: float = math.inf,
 ) -> float:
     """Check that ``value`` is a finite real number above ``low`` (or equal to it when
-    ``inclusive``), and at most ``high`` if given; bools, NaN, ±inf and integers too large for
-    a float are refused. Returns it as a float.
-
-    Every float parameter of the package (a scale, a RoPE base, a temperature, an eps, a
-    bandwidth) goes through here, so a NaN or an inf is refused with the argument's name
-    instead of turning into zeros or NaN further on.
-    """
-    bound = f">= {low:g}" if inclusive else f"> {low:g}"
-    if high is not None:
-        bound += f" and <= {high:.3g}"
-    number = isinstance(value, numbers.Real) and not isinstance(value, bool)
+    ``inclusive``) and at most ``high``; return it as a float. Bools, NaN, ±inf and integers
+    too large for a float are refused, so no float parameter turns into zeros or NaN."""
+    real = isinstance(value, numbers.Real) and not isinstance(value, bool)
     try:
-        x = float(value) if number else math.nan
-    except (OverflowError, TypeError, ValueError):
+        x = float(value) if real else math.nan
+    except OverflowError:  # an int beyond the float range
         x = math.nan
     above = x >= low if inclusive else x > low
-    if not math.isfinite(x) or not above or (high is not None and x > high):
+    if not (above and x <= high and math.isfinite(x)):
+        bound = f"{'>=' if inclusive else '>'} {low:g}"
+        bound += "" if high == math.inf else f" and <= {high:.3g}"
         raise ValueError(
             f"{name}: expected a finite number {bound}, got {value!r}"
         )
     return x
 
 
-EPS_MAX = math.sqrt(torch.finfo(torch.float32).max)
-"""The largest eps a norm or a normaliser takes (√ of float32's largest number, 1.8e19): x² + eps
-and its square root stay finite in float32, the smallest range the package computes in."""
-
-
-def check_eps(name: str, value: object, *, inclusive: bool = False) -> float:
-    """An eps: a finite number > 0 (>= 0 when ``inclusive``) and at most :data:`EPS_MAX`."""
-    return check_number(name, value, inclusive=inclusive, high=EPS_MAX)
-
-
 def resolve_scale(scale: float | None, head_dim: int) -> float:
     """``scale`` if given (a finite number > 0), else ``1/sqrt(head_dim)`` (head_dim >= 1)."""
     if scale is None:
         return check_positive_int("head_dim", head_dim) ** -0.5
-    if isinstance(scale, bool) or not isinstance(scale, numbers.Real):
-        raise ValueError(f"scale: expected a number or None, got {scale!r}")
     return check_number("scale", scale)
 
 
@@ -233,71 +215,20 @@ def check_score_range(
     scale: float | None,
     initial_state: torch.Tensor | None = None,
 ) -> None:
-    """Check that the scores s·q·k, and the reads s·q·S of an initial state, stay within the
-    square root of q's dtype's largest number (1.8e19 in float32, 1.3e154 in float64).
-
-    |s·q·k| ≤ s · Dk · max|q| · max|k|, the bound checked, costs one pass over q and one
-    over k. Keeping it below √max leaves as much room again for what every form does with
-    the scores (softmax, products with v, sums over tokens), so a huge ``scale`` (or huge
-    q and k) is refused here instead of overflowing to inf and NaN.
-    """
-    dk = q.shape[-1]
-    s = resolve_scale(scale, dk)
-    if not q.numel():
-        return
-    reach = max(_largest_magnitude(k), _largest_magnitude(initial_state))
-    bound = s * dk * _largest_magnitude(q) * reach
-    limit = math.sqrt(torch.finfo(q.dtype).max)
+    """Check the scale (:func:`resolve_scale`) and that the scores s·q·k and reads s·q·S_0,
+    at most s·Dk·max|q|·max(|k|, |S_0|), stay below √ of the largest float (1.8e19 in
+    float32), leaving as much room again for sums over tokens: no overflow to inf or NaN."""
+    s = resolve_scale(scale, q.shape[-1])
+    given = [x.detach() for x in (q, k, initial_state) if x is not None]
+    top = [x.norm(math.inf).item() for x in given]  # max |x| of each
+    bound = s * q.shape[-1] * top[0] * max(top[1:])
+    limit = torch.finfo(q.dtype).max ** 0.5
     if bound > limit:
         raise ValueError(
-            f"scale, q, k: expected scores |s·q·k| <= {limit:.3g} (the square root of "
-            f"{q.dtype}'s largest number, so sums over tokens stay finite), got "
-            f"s·Dk·max|q|·max|k| up to {bound:.3g} with scale s = {s:.3g}; lower the "
-            "scale or the size of q and k"
+            f"scale, q, k: expected scores |s·q·k| <= {limit:.3g} (√ of {q.dtype}'s "
+            f"largest number, so sums over tokens stay finite), got s·Dk·max|q|·max|k| "
+            f"up to {bound:.3g} with scale s = {s:.3g}; lower the scale or q and k"
         )
-
-
-MAX_SCORE_BYTES = 2**30
-"""The largest score matrix ``[B, H, Tq, Tk]`` softmax attention may form: 1 GiB (a pass holds
-about three such matrices at once: the scores, the masked scores, the weights). Longer inputs
-are refused before anything is allocated (:func:`check_score_bytes`); raise it to allow more."""
-
-
-def check_score_bytes(
-    names: str,
-    sizes: Sequence[int],
-    dtype: torch.dtype,
-    advice: str,
-    *,
-    what: str = "a score matrix [B, H, Tq, Tk]",
-) -> None:
-    """Refuse a softmax-attention pass whose score matrix of ``sizes`` (``(B, H, Tq, Tk)``, or
-    another ``what`` whose last two axes are queries and keys) in ``dtype`` would exceed
-    :data:`MAX_SCORE_BYTES`, before anything is allocated. The message names the caller's
-    ``names`` and gives ``advice`` (how to compute the same in pieces), in which ``{rows}``
-    becomes the number of query rows that fit at once."""
-    n_bytes = math.prod(sizes) * dtype.itemsize
-    if n_bytes <= MAX_SCORE_BYTES:
-        return
-    rows = MAX_SCORE_BYTES // (n_bytes // sizes[-2])
-    if rows == 0:
-        advice = (
-            "even one query row over these keys is above it: use fewer keys"
-        )
-    shape = ", ".join(str(n) for n in sizes)
-    raise ValueError(
-        f"{names}: softmax attention would form {what} = [{shape}] of "
-        f"{n_bytes / 2**30:.3g} GiB in {dtype}, above attnlab.checks.MAX_SCORE_BYTES "
-        f"({MAX_SCORE_BYTES / 2**30:.3g} GiB); {advice.format(rows=f'{rows:,}')}"
-    )
-
-
-def _largest_magnitude(x: torch.Tensor | None) -> float:
-    """max |x| (0 for None or an empty tensor), from one pass over x."""
-    if x is None or not x.numel():
-        return 0.0
-    lowest, highest = torch.aminmax(x.detach())
-    return max(-lowest.item(), highest.item())
 
 
 def check_layer_input(
@@ -307,13 +238,10 @@ def check_layer_input(
     dtype and device of the layer; return (B, T). Errors name ``x``, the argument the caller
     passed."""
     sizes = check_tensor("x", x, ("B", "T", "d_model"), {"d_model": d_model})
-    if sizes["T"] == 0:
+    if 0 in (sizes["B"], sizes["T"]):
         raise ValueError(
-            f"x: expected at least one token (T >= 1), got shape {tuple(x.shape)}"
-        )
-    if sizes["B"] == 0:
-        raise ValueError(
-            f"x: expected at least one sequence (B >= 1), got shape {tuple(x.shape)}"
+            f"x: expected at least one token in at least one sequence (B, T >= 1), got "
+            f"shape {tuple(x.shape)}"
         )
     if x.dtype != weight.dtype or x.device != weight.device:
         raise ValueError(

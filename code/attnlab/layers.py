@@ -42,10 +42,15 @@ import torch.nn.functional as F
 from torch import nn
 
 from .attention import merge_heads, split_heads
-from .blocks import LAYER_NORM_EPS, RecurrentCache, RMSNorm, ShortConvolution
+from .blocks import (
+    LAYER_NORM_EPS,
+    RecurrentCache,
+    RMSNorm,
+    ShortConvolution,
+    check_eps,
+)
 from .checks import (
     check_choice,
-    check_eps,
     check_finite,
     check_layer_input,
     check_positive_int,

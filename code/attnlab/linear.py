@@ -31,7 +31,8 @@ import torch
 
 from . import _chunk_engine as engine
 from ._kernel_checks import check_sequences, check_tokens
-from .checks import check_eps, check_finite, check_tensor, checked
+from .blocks import check_eps
+from .checks import check_finite, check_tensor, checked
 
 NORMALIZER_EPS = 1e-6
 """Default ``eps`` added to the denominator ``z_tᵀ q_t`` of normalised linear attention."""

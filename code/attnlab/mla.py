@@ -24,6 +24,7 @@ from .attention import (
     _check_layer_options,
     _layer_pieces,
     apply_rope,
+    check_score_bytes,
     merge_heads,
     softmax_attention,
     split_heads,
@@ -33,7 +34,6 @@ from .checks import (
     check_finite,
     check_layer_input,
     check_positive_int,
-    check_score_bytes,
     check_tensor,
     checked,
 )

@@ -35,15 +35,13 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from .attention import MultiHeadAttention, head_attention_weights
-from .blocks import RMSNorm, SwiGLU
-from .checks import (
-    check_choice,
-    check_int_in,
-    check_number,
+from .attention import (
+    MultiHeadAttention,
     check_score_bytes,
-    checked,
+    head_attention_weights,
 )
+from .blocks import RMSNorm, SwiGLU
+from .checks import check_choice, check_int_in, check_number, checked
 from .configs import LAYER_KINDS, ModelConfig
 from .kinds import KINDS
 
@@ -213,7 +211,7 @@ def _check_attention_size(
     model: HybridLM, input_ids: torch.Tensor, cache: object
 ) -> None:
     """Refuse input_ids whose attention layers would form a score matrix larger than
-    :data:`attnlab.checks.MAX_SCORE_BYTES` (before anything is allocated)."""
+    :data:`attnlab.attention.MAX_SCORE_BYTES` (before anything is allocated)."""
     heads = [
         block.mixer.n_heads
         for block in model.blocks
