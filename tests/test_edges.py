@@ -555,7 +555,7 @@ def test_a_huge_scale_is_refused_before_the_scores_overflow():
 # ---------------------------------------------------------------------------- memory guards
 def test_softmax_attention_refuses_a_score_matrix_above_the_limit_before_allocating():
     q = torch.zeros(1, 1, 1, 8).expand(1, 1, 65_536, 8)  # no memory of its own
-    with pytest.raises(ValueError, match=r"^q, k: .*\[1, 1, 65536, 65536\] of 16 GiB .*"
+    with pytest.raises(ValueError, match=r"^q, k: .*\[1, 1, 65536, 65536\] would take 16 GiB .*"
                                          r"at most 4,096 query rows at a time"):
         softmax_attention(q, q, q)
     with pytest.raises(ValueError, match=r"^q, k: .*causal mask \[Tq, Tk\] = \[65536, 65536\]"):

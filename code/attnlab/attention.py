@@ -52,9 +52,10 @@ from .kv_cache import KVCache
 
 # ------------------------------------------------------------------------------ memory
 MAX_SCORE_BYTES = 2**30
-"""The largest score matrix ``[B, H, Tq, Tk]`` softmax attention may form: 1 GiB (a pass holds
-about three such matrices at once: the scores, the masked scores, the weights). Longer inputs
-are refused before anything is allocated (:func:`check_score_bytes`); raise it to allow more."""
+"""The largest score matrix ``[B, H, Tq, Tk]`` softmax attention may form, 1 GiB (a pass holds
+about three such matrices at once: the scores, the masked scores, the weights), and the largest
+causal mask or table of RoPE angles. Larger ones are refused before anything is allocated
+(:func:`check_score_bytes`); raise it to allow more."""
 
 
 def check_score_bytes(
@@ -63,26 +64,23 @@ def check_score_bytes(
     dtype: torch.dtype,
     advice: str,
     *,
-    what: str = "a score matrix [B, H, Tq, Tk]",
+    what: str = "softmax attention's score matrix [B, H, Tq, Tk]",
 ) -> None:
-    """Refuse a softmax-attention pass whose score matrix of ``sizes`` (``(B, H, Tq, Tk)``, or
-    another ``what`` whose last two axes are queries and keys) in ``dtype`` would exceed
-    :data:`MAX_SCORE_BYTES`, before anything is allocated. The message names the caller's
-    ``names`` and gives ``advice`` (how to compute the same in pieces), in which ``{rows}``
-    becomes the number of query rows that fit at once."""
+    """Refuse to form ``what`` (by default the score matrix ``(B, H, Tq, Tk)``), of ``sizes``
+    in ``dtype``, above :data:`MAX_SCORE_BYTES`, before anything is allocated. The message
+    names the caller's ``names`` and gives ``advice`` (how to compute the same in pieces), in
+    which ``{rows}`` becomes how many rows (the second-last axis) fit at once."""
     n_bytes = math.prod(sizes) * dtype.itemsize
     if n_bytes <= MAX_SCORE_BYTES:
         return
     rows = MAX_SCORE_BYTES // (n_bytes // sizes[-2])
     if rows == 0:
-        advice = (
-            "even one query row over these keys is above it: use fewer keys"
-        )
+        advice = "even one row is above it: use a shorter last axis"
     shape = ", ".join(str(n) for n in sizes)
     raise ValueError(
-        f"{names}: softmax attention would form {what} = [{shape}] of "
-        f"{n_bytes / 2**30:.3g} GiB in {dtype}, above attnlab.attention.MAX_SCORE_BYTES "
-        f"({MAX_SCORE_BYTES / 2**30:.3g} GiB); {advice.format(rows=f'{rows:,}')}"
+        f"{names}: {what} = [{shape}] would take {n_bytes / 2**30:.3g} GiB in {dtype}, "
+        f"above attnlab.attention.MAX_SCORE_BYTES ({MAX_SCORE_BYTES / 2**30:.3g} GiB); "
+        f"{advice.format(rows=f'{rows:,}')}"
     )
 
 
@@ -181,7 +179,7 @@ def _check_mask_sizes(t_q: object, t_k: object, **_: object) -> None:
             f"t_q: expected at most t_k={t_k} queries, got {t_q}"
         )
     pieces = "build at most {rows} query rows at a time"
-    what = "a causal mask [Tq, Tk]"
+    what = "the causal mask [Tq, Tk]"
     check_score_bytes("t_q, t_k", (t_q, t_k), torch.bool, pieces, what=what)
 
 
@@ -292,7 +290,7 @@ def _check_online(block_size: object, **arguments: object) -> None:
             (t_q, t_k),
             torch.bool,
             pieces,
-            what="a causal mask [Tq, Tk]",
+            what="the causal mask [Tq, Tk]",
         )
 
 
@@ -417,6 +415,10 @@ def _check_rope_angles(
             f"dim: RoPE rotates pairs, expected an even head dim, got {dim}"
         )
     _check_positions(positions)
+    table = (positions.shape[0], dim // 2)
+    advice = "compute the angles of at most {rows} positions at a time"
+    what = "the table of RoPE angles [T, dim/2]"
+    check_score_bytes("dim", table, torch.float64, advice, what=what)
 
 
 @checked(_check_rope_angles)
