@@ -553,7 +553,7 @@ def test_a_huge_scale_is_refused_before_the_scores_overflow():
 
 
 # ---------------------------------------------------------------------------- memory guards
-def test_softmax_attention_refuses_a_score_matrix_above_the_limit_before_allocating():
+def test_the_memory_guards_refuse_before_allocating():
     q = torch.zeros(1, 1, 1, 8).expand(1, 1, 65_536, 8)  # no memory of its own
     with pytest.raises(ValueError, match=r"^q, k: .*\[1, 1, 65536, 65536\] would take 16 GiB .*"
                                          r"at most 4,096 query rows at a time"):
@@ -562,6 +562,8 @@ def test_softmax_attention_refuses_a_score_matrix_above_the_limit_before_allocat
         softmax_attention_online(q, q, q)
     with pytest.raises(ValueError, match=r"^t_q, t_k: .*causal mask"):
         causal_mask(10**6, 10**6)
+    with pytest.raises(ValueError, match=r"^dim: the table of RoPE angles \[T, dim/2\]"):
+        rope_angles(torch.arange(4), 2 * 10**9)
     with pytest.raises(ValueError, match=r"^x: .*feed x through the cache in pieces of at most"):
         MultiHeadAttention(8, 2, 4)(torch.zeros(1, 1, 8).expand(1, 65_536, 8))
 
