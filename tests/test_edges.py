@@ -137,6 +137,7 @@ def _inputs() -> dict[str, torch.Tensor]:
 
 X64 = _inputs()
 X32 = {name: x.float() for name, x in X64.items()}
+SEQUENCES = ("q", "k", "v", "g_channel", "g_scalar", "beta")  # the inputs with a time axis
 
 #: family -> (its recurrence, the gate and β it takes)
 FAMILIES = {
@@ -191,10 +192,11 @@ def _step_scale(step):
         return step(*_qkv(X32, 0), **_gates(family, X32, 0), state=X32["state"],
                     scale=value)[0]
 
-    def check(value):
-        expected, _ = step(*_qkv(X64, 0), **_gates(family, X64, 0), state=X64["state"],
-                           scale=value)
-        return lambda o: assert_right(o, expected)
+    def check(value):  # the recurrence's first token, from the same state
+        first = {name: X64[name][:, :, :1] for name in SEQUENCES}
+        expected, _ = FAMILIES[family][0](*_qkv(first), **_gates(family, first),
+                                          initial_state=X64["state"], scale=value)
+        return lambda o: assert_right(o, expected[:, :, 0])
 
     return call, check
 
