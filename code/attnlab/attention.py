@@ -245,15 +245,11 @@ def _check_attention(return_weights: object, **arguments: object) -> None:
     check_score_bytes("q, k", sizes, q.dtype, _IN_PIECES + online)
 
 
+# fmt: off
 @checked(_check_attention)
 def softmax_attention(
-    q: Tensor,
-    k: Tensor,
-    v: Tensor,
-    *,
-    causal: bool = True,
-    scale: float | None = None,
-    return_weights: bool = False,
+    q: Tensor, k: Tensor, v: Tensor, *, causal: bool = True,
+    scale: float | None = None, return_weights: bool = False,
 ) -> tuple[Tensor, Tensor | None]:
     """O = softmax(s · Q Kᵀ + log M) V, M the causal mask when ``causal``.
 
@@ -266,6 +262,7 @@ def softmax_attention(
         scores = scores.masked_fill(~allowed, -torch.inf)
     weights = stable_softmax(scores, dim=-1)
     return weights @ v, (weights if return_weights else None)
+# fmt: on
 
 
 def _check_online(block_size: object, **arguments: object) -> None:
@@ -294,16 +291,11 @@ def _check_online(block_size: object, **arguments: object) -> None:
         )
 
 
+# fmt: off
 @checked(_check_online)
-def softmax_attention_online(
-    q: Tensor,
-    k: Tensor,
-    v: Tensor,
-    *,
-    causal: bool = True,
-    scale: float | None = None,
-    block_size: int = 64,
-) -> tuple[Tensor, None]:
+def softmax_attention_online(q: Tensor, k: Tensor, v: Tensor, *,
+                             causal: bool = True, scale: float | None = None,
+                             block_size: int = 64) -> tuple[Tensor, None]:
     """Softmax attention one key block S_j at a time, with a running max m,
     denominator ℓ and accumulator A:
 
@@ -329,6 +321,7 @@ def softmax_attention_online(
         acc = correction * acc + p @ v[:, :, block]
         row_max = new_max
     return acc / row_sum, None
+# fmt: on
 
 
 # ------------------------------------------------------------------------------ heads

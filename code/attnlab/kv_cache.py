@@ -154,17 +154,14 @@ def _check_cache_sizes(
         )
 
 
+# fmt: off
 @checked(_check_cache_sizes)
-def kv_cache_bytes(
-    n_layers: int,
-    n_kv_heads: int,
-    head_dim: int,
-    context: int,
-    bytes_per_element: float,
-) -> int:
+def kv_cache_bytes(n_layers: int, n_kv_heads: int, head_dim: int,
+                   context: int, bytes_per_element: float) -> int:
     """Bytes of one sequence's KV cache: 2 (K and V) · L · ⌈H_kv · D · T · b⌉.
     b may be a fraction of a byte (0.5 for a 4-bit cache): each layer's K and
     V tensor is then rounded up to whole bytes."""
     bits = round(8 * bytes_per_element)
     per_tensor = -(-n_kv_heads * head_dim * context * bits // 8)  # ⌈bits / 8⌉
     return 2 * n_layers * per_tensor
+# fmt: on
