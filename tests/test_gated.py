@@ -12,6 +12,7 @@ from attnlab._chunk_engine import (
     channel_decay_scores,
     channel_decay_terms,
     factorised_decay_scores,
+    sums_from_first,
 )
 from attnlab.gated import (
     gla_chunk,
@@ -223,11 +224,12 @@ def pairwise_scores(q, k, b):
 def test_decay_score_forms_agree(seed, c, dk, per_step):
     gen = torch.Generator().manual_seed(seed)
     q, k = (torch.randn(2, c, dk, generator=gen, dtype=torch.float64) for _ in range(2))
-    b = (-per_step * torch.rand(2, c, dk, generator=gen, dtype=torch.float64)).cumsum(-2)
+    g = -per_step * torch.rand(2, c, dk, generator=gen, dtype=torch.float64)
+    b = g.cumsum(-2)
     expected = pairwise_scores(q, k, b)
-    assert_close(channel_decay_scores(q, k, b), expected)
+    assert_close(channel_decay_scores(q, k, g), expected)
     if (b[..., 0, :] - b[..., -1, :]).max() <= MAX_FACTORISED_SPAN:
-        assert_close(factorised_decay_scores(q, k, b), expected)
+        assert_close(factorised_decay_scores(q, k, sums_from_first(g)), expected)
 
 
 @settings(max_examples=20, deadline=None)
@@ -240,8 +242,9 @@ def test_decay_terms_equal_their_definitions(seed, c, dk, per_step):
     of its paths (one reference point when the span is small, the nested split otherwise)."""
     gen = torch.Generator().manual_seed(seed)
     q, k = (torch.randn(2, c, dk, generator=gen, dtype=torch.float64) for _ in range(2))
-    b = (-per_step * torch.rand(2, c, dk, generator=gen, dtype=torch.float64)).cumsum(-2)
-    (a_qk, a_kk), (q_start, k_start), k_end = channel_decay_terms((q, k), k, b)
+    g = -per_step * torch.rand(2, c, dk, generator=gen, dtype=torch.float64)
+    b = g.cumsum(-2)
+    (a_qk, a_kk), (q_start, k_start), k_end = channel_decay_terms((q, k), k, g)
     assert_close(a_qk, pairwise_scores(q, k, b))
     assert_close(a_kk, pairwise_scores(k, k, b))
     assert_close(q_start, q * b.exp())
@@ -254,18 +257,17 @@ def test_one_reference_point_overflows_where_nested_blocks_do_not():
     64-token chunk gives e^640."""
     gen = torch.Generator().manual_seed(0)
     q, k = (torch.randn(1, 64, 4, generator=gen) for _ in range(2))
-    b = torch.full((1, 64, 4), -20.0).cumsum(-2)
-    assert not torch.isfinite(factorised_decay_scores(q, k, b)).all()
-    assert torch.isfinite(channel_decay_scores(q, k, b)).all()
-    assert_close(channel_decay_scores(q, k, b), pairwise_scores(q, k, b))
+    g = torch.full((1, 64, 4), -20.0)
+    assert not torch.isfinite(factorised_decay_scores(q, k, sums_from_first(g))).all()
+    assert torch.isfinite(channel_decay_scores(q, k, g)).all()
+    assert_close(channel_decay_scores(q, k, g), pairwise_scores(q, k, g.cumsum(-2)))
 
 
 def test_channel_decay_scores_under_huge_decays():
     """With g = -1000 per step only the diagonal survives: A_ii = q_i · k_i, all else 0."""
     gen = torch.Generator().manual_seed(0)
     q, k = (torch.randn(3, 64, 5, generator=gen) for _ in range(2))
-    b = torch.full((3, 64, 5), -1000.0).cumsum(-2)
-    scores = channel_decay_scores(q, k, b)
+    scores = channel_decay_scores(q, k, torch.full((3, 64, 5), -1000.0))
     assert torch.isfinite(scores).all()
     assert_close(scores, torch.diag_embed((q * k).sum(-1)))
 

@@ -11,14 +11,17 @@ computes the same numbers (the tests check it in float64 to 1e-10) and is tuned 
   when the block's decay span is small, and split into halves otherwise
   (``channel_decay_terms``): matrix products instead of a ``[C, C, Dk]`` tensor of
   exponentials, with every factor finite for any gate;
+- every exponent is a sum of the gates it spans, taken inside its block or half: never the
+  difference of two long cumulative sums, which float32 cannot hold exactly once a very
+  negative gate (say −1e4) precedes small ones (``sums_from_first``, ``sums_to_end``);
 - the UT transform 𝒯 = L⁻¹ is inverted blockwise (``unit_lower_inverse``), so each chunk step
   of the delta rules is three fused matrix products (``delta_chunk_loop``).
 
 Shapes: q, k ``[B, H, T, Dk]``; v ``[B, H, T, Dv]``; beta ``[B, H, T]``; log-gates g
 ``[B, H, T]`` (one per head) or ``[B, H, T, Dk]`` (per key channel); states
-``[B, H, Dk, Dv]``. In every function here ``b`` is B, the log-gates summed along a chunk from
-its start (B_i = g_1 + … + g_i, the log of the decay over (start, i]), and b_C its last row;
-a ``*_decay`` is a factor e^(…) ≤ 1. The public wrappers have checked the inputs.
+``[B, H, Dk, Dv]``. In the equations B is the log-gates summed along a chunk from its start
+(B_i = g_1 + … + g_i, the log of the decay over (start, i]) and B_C its last row; a
+``*_decay`` is a factor e^(…) ≤ 1. The public wrappers have checked the inputs.
 """
 
 from __future__ import annotations
@@ -95,42 +98,63 @@ def decay_exp(x: torch.Tensor) -> torch.Tensor:
     return torch.exp(x.clamp(min=math.log(torch.finfo(x.dtype).tiny) + 1))
 
 
+def sums_from_first(g: torch.Tensor) -> torch.Tensor:
+    """F_i = g_2 + … + g_i along the block axis (F_1 = 0): the log-decay from a block's first
+    position to i, summed from there. g ``[..., C, D]`` -> F ``[..., C, D]``.
+
+    F_i − F_j is B_i − B_j without the gates before the block, so a very negative gate earlier
+    in the chunk (or the block's own first gate) cannot cancel the small gates that follow.
+    """
+    return F.pad(g[..., 1:, :].cumsum(-2), (0, 0, 1, 0))
+
+
+def sums_to_end(g: torch.Tensor) -> torch.Tensor:
+    """E_i = g_(i+1) + … + g_C along the block axis (E_C = 0): the log-decay over (i, C],
+    summed from the end, never as B_C − B_i. g ``[..., C, D]`` -> E ``[..., C, D]``."""
+    return F.pad(g[..., 1:, :].flip(-2).cumsum(-2).flip(-2), (0, 0, 0, 1))
+
+
+def spans_too_wide(from_first: torch.Tensor) -> bool:
+    """Whether some block decays by more than ``MAX_FACTORISED_SPAN`` in some channel (its
+    span −F_C, F = ``sums_from_first(g)``), so that one reference point cannot serve it."""
+    return (
+        from_first.numel() > 0
+        and from_first[..., -1, :].min() < -MAX_FACTORISED_SPAN
+    )
+
+
 def channel_decay_scores(
-    q: torch.Tensor, k: torch.Tensor, b: torch.Tensor
+    q: torch.Tensor, k: torch.Tensor, g: torch.Tensor
 ) -> torch.Tensor:
-    """A_ij = Σ_d q_id k_jd exp(B_id - B_jd) for j <= i (else 0), never forming exp(±B) alone.
+    """A_ij = Σ_d q_id k_jd e^(B_id − B_jd) for j <= i (else 0), each exponent a sum of the
+    gates it spans, (j, i].
 
-    q, k ``[..., C, Dk]``; b ``[..., C, Dk]`` holds B, the cumulative log-gates along C (it only
-    decreases). Returns A ``[..., C, C]``. If the span ``B_first - B_last`` is at most
-    ``MAX_FACTORISED_SPAN`` in every channel, one reference point serves the whole block
-    (``factorised_decay_scores``). Otherwise split it into an earlier half E and a later half L,
-    with ``r`` the value of B at the last position of E:
+    q, k ``[..., C, Dk]``; g ``[..., C, Dk or 1]`` the log-gates of each block. Returns A
+    ``[..., C, C]``. If the span g_2 + … + g_C is at least −``MAX_FACTORISED_SPAN`` in every
+    channel, one reference point serves the whole block (``factorised_decay_scores``).
+    Otherwise split it into an earlier half E and a later half L, h the last position of E:
 
-        A = [[A_EE, 0], [A_LE, A_LL]],    exp(B_i - B_j) = exp(B_i - r) · exp(r - B_j)  (i∈L, j∈E)
+        A = [[A_EE, 0], [A_LE, A_LL]],   e^(B_i − B_j) = e^(g over (h, i]) · e^(g over (j, h])
 
-    Both factors are <= 1, so ``A_LE`` is the matmul of bounded tensors. A_EE and A_LL are
-    computed the same way (all blocks of one level in one batched call): at most log2(C)
-    levels, finite for any gates.
+    for i in L and j in E: both factors are <= 1 and summed inside their half, so ``A_LE`` is
+    the matmul of bounded, accurate tensors. A_EE and A_LL are computed the same way (all
+    blocks of one level in one batched call): at most log2(C) levels, finite for any gates.
     """
     size = q.shape[-2]
-    if (
-        size == 1
-        or b.numel() == 0
-        or (b[..., 0, :] - b[..., -1, :]).max() <= MAX_FACTORISED_SPAN
-    ):
-        return factorised_decay_scores(q, k, b)
+    from_first = sums_from_first(g)
+    if not spans_too_wide(from_first):
+        return factorised_decay_scores(q, k, from_first)
     if (
         size % 2
-    ):  # one more step with a zero query and key and no decay, cropped at the end
-        q, k = (F.pad(x, (0, 0, 0, 1)) for x in (q, k))
-        b = torch.cat([b, b[..., -1:, :]], dim=-2)
+    ):  # one more step with a zero query, key and gate, cropped at the end
+        q, k, g = (F.pad(x, (0, 0, 0, 1)) for x in (q, k, g))
     half = (size + 1) // 2
-    reference = b[..., half - 1 : half, :]  # B at the end of the earlier half
-    q_later = q[..., half:, :] * decay_exp(b[..., half:, :] - reference)
-    k_earlier = k[..., :half, :] * decay_exp(reference - b[..., :half, :])
+    # q_i e^(g over (h, i]) for i in L, k_j e^(g over (j, h]) for j in E
+    q_later = q[..., half:, :] * decay_exp(g[..., half:, :].cumsum(-2))
+    k_earlier = k[..., :half, :] * decay_exp(sums_to_end(g[..., :half, :]))
     cross = q_later @ k_earlier.transpose(-1, -2)  # A_LE
     inner = channel_decay_scores(
-        *(x.unflatten(-2, (2, half)) for x in (q, k, b))
+        *(x.unflatten(-2, (2, half)) for x in (q, k, g))
     )
     scores = torch.cat(
         [
@@ -144,57 +168,58 @@ def channel_decay_scores(
 
 
 def factorised_decay_scores(
-    q: torch.Tensor, k: torch.Tensor, b: torch.Tensor
+    q: torch.Tensor, k: torch.Tensor, from_first: torch.Tensor
 ) -> torch.Tensor:
-    """A = ((Q ⊙ e^(B - r)) (K ⊙ e^(r - B))ᵀ) ⊙ M with one reference point per block and
-    channel, r = (B_first + B_last) / 2. Exact, but the factors reach e^(±span/2): safe for
-    spans up to ``MAX_FACTORISED_SPAN`` only. Shapes as ``channel_decay_scores``."""
-    reference = (b[..., :1, :] + b[..., -1:, :]) / 2
-    scores = (q * torch.exp(b - reference)) @ (
-        k * torch.exp(reference - b)
+    """A = ((Q ⊙ e^(F − r)) (K ⊙ e^(r − F))ᵀ) ⊙ M with F = ``sums_from_first(g)`` and one
+    reference point per block and channel, r = F_C / 2. Exact, but the factors reach
+    e^(±span/2): safe for spans up to ``MAX_FACTORISED_SPAN`` only. Shapes as
+    ``channel_decay_scores``, with F in place of g."""
+    reference = from_first[..., -1:, :] / 2
+    scores = (q * torch.exp(from_first - reference)) @ (
+        k * torch.exp(reference - from_first)
     ).transpose(-1, -2)
     return scores.tril_()
 
 
 def channel_decay_terms(
-    rows: tuple[torch.Tensor, ...], k: torch.Tensor, b: torch.Tensor
+    rows: tuple[torch.Tensor, ...], k: torch.Tensor, g: torch.Tensor
 ) -> tuple[list[torch.Tensor], list[torch.Tensor], torch.Tensor]:
     """Every decayed term of a chunkwise kernel with gates, for one or more row tensors x
     (GLA: q; the delta rules: q and k) against the keys k of the same chunks:
 
-        A_x[i, j] = Σ_d x_id k_jd e^(B_id − B_jd) [j ≤ i],     x ⊙ e^B,     k ⊙ e^(b_C − B)
+        A_x[i, j] = Σ_d x_id k_jd e^(B_id − B_jd) [j ≤ i],     x ⊙ e^B,     k ⊙ e^(B_C − B)
 
-    rows and k ``[..., C, Dk]``; b ``[..., C, Dk]`` (or ``[..., C, 1]``: one gate for all
-    channels) holds B, the cumulative log-gates, b_C its last row. Returns
-    ([A_x ``[..., C, C]``], [x ⊙ e^B], k ⊙ e^(b_C − B)).
+    rows and k ``[..., C, Dk]``; g ``[..., C, Dk]`` (or ``[..., C, 1]``: one gate for all
+    channels) the log-gates of each chunk, B their cumulative sum and B_C its last row.
+    Returns ([A_x ``[..., C, C]``], [x ⊙ e^B], k ⊙ e^(B_C − B)).
 
-    When every block's span B_first − B_last is at most ``MAX_FACTORISED_SPAN``, all of them
-    come from one exponential f = e^(B − r), r = (B_first + B_last) / 2, and 1 / f:
-    A_x = ((x ⊙ f) (k ⊙ 1/f)ᵀ) ⊙ M, x ⊙ e^B = (x ⊙ f) ⊙ e^r, k ⊙ e^(b_C − B) = (k ⊙ 1/f) ⊙
-    e^(b_C − r). Otherwise ``channel_decay_scores`` splits the blocks and ``decay_exp`` takes
-    the two decays directly; both ways every factor stays finite.
+    No exponent is a difference of two long sums (which cancels in float32 once a very
+    negative gate precedes small ones). With F = ``sums_from_first(g)``, B = g_1 + F: when
+    every chunk's span −F_C is at most ``MAX_FACTORISED_SPAN``, all terms come from one
+    exponential f = e^(F − r), r = F_C / 2, and 1 / f: A_x = ((x ⊙ f) (k ⊙ 1/f)ᵀ) ⊙ M,
+    x ⊙ e^B = (x ⊙ f) ⊙ e^(r + g_1), k ⊙ e^(B_C − B) = (k ⊙ 1/f) ⊙ e^r. Otherwise
+    ``channel_decay_scores`` splits the chunks, and the two decays are taken directly from
+    sums over (0, i] and (i, C]; both ways every factor stays finite.
     """
-    b_last = b[..., -1:, :]
-    if (
-        b.shape[-2] > 1
-        and (b[..., 0, :] - b[..., -1, :]).max() > MAX_FACTORISED_SPAN
-    ):
-        scores = [channel_decay_scores(x, k, b) for x in rows]
+    from_first = sums_from_first(g)
+    if spans_too_wide(from_first):
+        scores = [channel_decay_scores(x, k, g) for x in rows]
+        from_start = decay_exp(g.cumsum(-2))  # e^B
         return (
             scores,
-            [x * decay_exp(b) for x in rows],
-            k * decay_exp(b_last - b),
+            [x * from_start for x in rows],
+            k * decay_exp(sums_to_end(g)),
         )
-    reference = (b[..., :1, :] + b_last) / 2
-    up = torch.exp(b - reference)  # f = e^(B − r)
-    k_down = k / up  # k ⊙ e^(r − B)
+    reference = from_first[..., -1:, :] / 2  # r [..., 1, Dk]
+    up = torch.exp(from_first - reference)  # f = e^(F − r)
+    k_down = k / up  # k ⊙ e^(r − F)
     x_up = [x * up for x in rows]
     scores = [(x @ k_down.transpose(-1, -2)).tril_() for x in x_up]
-    exp_reference = torch.exp(reference)  # e^r [..., 1, Dk]
+    to_start = decay_exp(reference + g[..., :1, :])  # e^(r + g_1)
     return (
         scores,
-        [x * exp_reference for x in x_up],
-        k_down * torch.exp(b_last - reference),
+        [x * to_start for x in x_up],
+        k_down * torch.exp(reference),
     )
 
 
@@ -402,9 +427,9 @@ def gla_chunks(
     chunk_size: int,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Gated linear attention chunkwise (scalar or per-channel gate g), B the cumulative log-gate
-    inside each chunk and b_C its last row:
+    inside each chunk and B_C its last row:
 
-        O_[n] = (Q ⊙ e^B) S_[n] + A V,    S_[n+1] = Diag(e^(b_C)) S_[n] + (K ⊙ e^(b_C − B))ᵀ V
+        O_[n] = (Q ⊙ e^B) S_[n] + A V,    S_[n+1] = Diag(e^(B_C)) S_[n] + (K ⊙ e^(B_C − B))ᵀ V
 
     with A from ``channel_decay_terms``. Returns (o, S_T).
     """
@@ -414,11 +439,10 @@ def gla_chunks(
     qc, kc, vc, gc = (
         split_chunks(x, chunk_size) for x in (q, k, v, _per_channel(g))
     )
-    b = gc.cumsum(-2)  # B [B, H, N, C, Dk or 1]
-    [scores], [q_from_start], k_to_end = channel_decay_terms((qc,), kc, b)
+    [scores], [q_from_start], k_to_end = channel_decay_terms((qc,), kc, gc)
     increments = k_to_end.transpose(-1, -2) @ vc  # [B, H, N, Dk, Dv]
-    # e^(b_C) [B, H, N, Dk or 1, 1]
-    chunk_decay = decay_exp(b[..., -1:, :]).transpose(-1, -2)
+    # e^(B_C) [B, H, N, Dk or 1, 1]
+    chunk_decay = decay_exp(gc.sum(-2, keepdim=True)).transpose(-1, -2)
     states, state = chunk_states(state, increments, chunk_decay)
     return merge_chunks(q_from_start @ states + scores @ vc, length), state
 
@@ -467,11 +491,11 @@ def decayed_delta_rule_chunks(
     chunk_size: int,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The delta rule with a decay, chunkwise: Gated DeltaNet (g [B, H, T]) and KDA
-    (g [B, H, T, Dk]). With B the cumulative log-gate inside each chunk and b_C its last row:
+    (g [B, H, T, Dk]). With B the cumulative log-gate inside each chunk and B_C its last row:
 
         A_qk[i, j] = q_iᵀ Diag(e^(B_i − B_j)) k_j (i ≥ j),  A_kk[i, j] the same with k_i (i > j)
         V_new = L⁻¹ diag(β) (V − (e^B ⊙ K) S),   L = I + StrictTril(diag(β) A_kk)
-        O = (e^B ⊙ Q) S + A_qk V_new,            S ← Diag(e^(b_C)) S + (e^(b_C − B) ⊙ K)ᵀ V_new
+        O = (e^B ⊙ Q) S + A_qk V_new,            S ← Diag(e^(B_C)) S + (e^(B_C − B) ⊙ K)ᵀ V_new
 
     The decayed terms come from ``channel_decay_terms``, the rest from ``delta_chunk_loop``.
     Returns (o, S_T).
@@ -483,9 +507,8 @@ def decayed_delta_rule_chunks(
         split_chunks(x, chunk_size) for x in (q, k, v, _per_channel(g))
     )
     beta_c = _split_per_token(beta, chunk_size)  # [B, H, N, C]
-    b = gc.cumsum(dim=-2)  # B [B, H, N, C, Dk or 1]
     (a_qk, a_kk), (q_from_start, k_from_start), k_to_end = (
-        channel_decay_terms((qc, kc), kc, b)
+        channel_decay_terms((qc, kc), kc, gc)
     )
     o, state = delta_chunk_loop(
         q_from_start=q_from_start,
@@ -495,7 +518,7 @@ def decayed_delta_rule_chunks(
         k_to_end=k_to_end,
         lower=ut_lower(a_kk, beta_c),
         a_qk=a_qk,
-        chunk_decay=b[..., -1, :].exp(),
+        chunk_decay=decay_exp(gc.sum(dim=-2)),  # e^(B_C)
         state=state,
     )
     return merge_chunks(o, length), state
