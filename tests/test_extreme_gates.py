@@ -1,4 +1,4 @@
-"""Chunkwise kernels under mixed extreme gates: a few log-gates of −1e4, −1e6 or −1e30 among
+"""Chunkwise kernels (and KDA's parallel form) under mixed extreme gates: a few log-gates of −1e4, −1e6 or −1e30 among
 small ones (about −0.01), anywhere in the sequence (the first or last token of a chunk, a chunk
 boundary, the first or last token of the sequence), any T and chunk size, scalar and per-channel
 gates, with or without an initial state. In float32 the public ``*_chunk`` kernels and their
@@ -21,7 +21,7 @@ from attnlab.delta import (
     gated_delta_rule_recurrent,
 )
 from attnlab.gated import gla_chunk, gla_chunk_reference, gla_recurrent
-from attnlab.kda import kda_chunk, kda_chunk_reference, kda_recurrent
+from attnlab.kda import kda_chunk, kda_chunk_reference, kda_parallel, kda_recurrent
 from conftest import assert_close, seeds
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -145,3 +145,14 @@ def test_float32_gradients_finite_and_match_the_float64_recurrence(name, case, s
         actual = gradients(kernel, x32, s0.float(), takes_beta, chunk_size=chunk_size)
         assert_close([a.double() for a in actual], expected, tol=1e-4)
 
+
+@settings(max_examples=10)
+@given(case=mixed_gates(), seed=seeds)
+def test_float32_kda_parallel_matches_the_float64_recurrence(case, seed):
+    """The parallel form writes every decay out the same way (from S_0 = 0)."""
+    length, _, extremes, all_channels = case
+    x, _ = inputs(seed, length, extremes, all_channels, per_channel=True)
+    expected, _ = run(kda_recurrent, x, None, True)
+    q, k, v, beta, g = (x[key].float() for key in ("q", "k", "v", "beta", "g"))
+    o, _ = kda_parallel(q, k, v, g=g, beta=beta)
+    assert_close(o.double(), expected, tol=1e-4)

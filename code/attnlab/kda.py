@@ -133,12 +133,13 @@ def kda_parallel(q, k, v, *, g, beta, scale=None, include_start=False):
     [B, H, T, T, Dk] decays: short sequences only.
     """
     q = q * (q.shape[-1] ** -0.5 if scale is None else scale)
-    b = g.cumsum(dim=2)  # B  [B, H, T, Dk]
-    log_gamma = b[:, :, :, None] - b[:, :, None, :]  # B_i − B_j
+    size = q.shape[2]
+    later = q.new_ones(size, size, dtype=torch.bool).tril(-1)  # s > j
+    # B_i − B_j = Σ g_s over j < s ≤ i: a sum from j, never a difference
+    log_gamma = (later[..., None] * g[:, :, :, None]).cumsum(dim=2)
     if include_start:
         log_gamma = log_gamma + g[:, :, None]  # one more factor: α_j
-    size = q.shape[2]
-    future = q.new_ones(size, size, dtype=torch.bool).triu(1)
+    future = later.mT  # j > i
     gamma = log_gamma.masked_fill(future[..., None], -math.inf).exp()
     a_qk = torch.einsum("bhid,bhijd,bhjd->bhij", q, gamma, k)
     a_kk = torch.einsum("bhid,bhijd,bhjd->bhij", k, gamma, k)
