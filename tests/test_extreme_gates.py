@@ -1,13 +1,13 @@
-"""Chunkwise kernels (and KDA's parallel form) under mixed extreme gates: a few log-gates of −1e4, −1e6 or −1e30 among
-small ones (about −0.01), anywhere in the sequence (the first or last token of a chunk, a chunk
-boundary, the first or last token of the sequence), any T and chunk size, scalar and per-channel
-gates, with or without an initial state. In float32 the public ``*_chunk`` kernels and their
-readable ``*_chunk_reference`` forms agree with the float64 recurrence to 1e-4 of the output's
-scale, and so do their gradients (finite).
+"""Chunkwise kernels (and KDA's parallel form) under mixed extreme gates: a few log-gates of
+−1e4, −1e6, −1e30 or float32's most negative number among small ones (about −0.01), anywhere in
+the sequence (the first or last token of a chunk, a chunk boundary, the first or last token of
+the sequence), any T and chunk size, scalar and per-channel gates, with or without an initial
+state. In float32 the public ``*_chunk`` kernels and their readable ``*_chunk_reference`` forms
+agree with the float64 recurrence to 1e-4 of the output's scale, and so do their gradients.
 
-A decay over (j, i] summed as the difference of two cumulative sums, B_i − B_j, loses the small
-gates after a very negative one in float32 (−1e4 + −0.01 keeps only ~3 of the small gate's
-digits, −1e30 + −0.01 none): this is what these tests would catch.
+A decay over (j, i] taken as the difference of two cumulative sums, B_i − B_j, loses the small
+gates after a very negative one in float32 (−1e4 + −0.01 keeps about one digit of the small
+gate, −1e30 + −0.01 none): this is what these tests catch.
 """
 
 from __future__ import annotations

@@ -352,8 +352,9 @@ def gated_delta_rule_chunk(
     """The gated delta rule chunk by chunk: the numbers of
     :func:`gated_delta_rule_chunk_reference`, from the private fast engine,
     on KDA's path (a channel axis of size 1). No exponent in it exceeds
-    e^20, so gates of −30 per step stay finite in float32. Shapes as
-    :func:`gated_delta_rule_recurrent`; any T.
+    e^20 and each is a sum of the gates it spans, so float32 stays finite
+    and exact for any gates (−30 per step, or −1e30 among −0.01). Shapes
+    as :func:`gated_delta_rule_recurrent`; any T.
     """
     o, state = engine.decayed_delta_rule_chunks(
         q,

@@ -159,7 +159,8 @@ def gla_chunk(
     :func:`gla_chunk_reference`, from the private fast engine (all chunks'
     decayed scores at once, factorised around a reference point per block:
     no [C, C, Dk] tensor of exponentials, no exponent above e^20 for any
-    gate). Shapes as :func:`gla_recurrent`; any T.
+    gate, each a sum of the gates it spans, so float32 stays exact under
+    any mix of gates). Shapes as :func:`gla_recurrent`; any T.
     """
     o, state = engine.gla_chunks(
         q,

@@ -225,8 +225,10 @@ def kda_chunk(
     and A_qk by matrix products, factorised around one reference point per
     chunk (or per half, quarter, … when a chunk decays by more than e^40),
     the UT inverse for all chunks at once, then three fused products per
-    chunk. No exponent exceeds e^20, so gates of −30 per step stay finite
-    in float32, gradients too. Shapes as :func:`kda_recurrent`; any T.
+    chunk. No exponent exceeds e^20 and each is a sum of the gates it
+    spans, so float32 stays finite and exact for any gates (−30 per step,
+    or −1e30 among −0.01), gradients too. Shapes as :func:`kda_recurrent`;
+    any T.
     """
     o, state = engine.decayed_delta_rule_chunks(
         q,
