@@ -114,12 +114,12 @@ def sums_to_end(g: torch.Tensor) -> torch.Tensor:
     return F.pad(g[..., 1:, :].flip(-2).cumsum(-2).flip(-2), (0, 0, 0, 1))
 
 
-def spans_too_wide(from_first: torch.Tensor) -> bool:
-    """Whether some block decays by more than ``MAX_FACTORISED_SPAN`` in some channel (its
-    span −F_C, F = ``sums_from_first(g)``), so that one reference point cannot serve it."""
+def spans_too_wide(g: torch.Tensor) -> bool:
+    """Whether some block of gates g ``[..., C, D]`` decays by more than
+    ``MAX_FACTORISED_SPAN`` in some channel between its first and last position (its span
+    −(g_2 + … + g_C)), so that one reference point cannot serve it."""
     return (
-        from_first.numel() > 0
-        and from_first[..., -1, :].min() < -MAX_FACTORISED_SPAN
+        g.numel() > 0 and g[..., 1:, :].sum(-2).min() < -MAX_FACTORISED_SPAN
     )
 
 
@@ -141,9 +141,8 @@ def channel_decay_scores(
     blocks of one level in one batched call): at most log2(C) levels, finite for any gates.
     """
     size = q.shape[-2]
-    from_first = sums_from_first(g)
-    if not spans_too_wide(from_first):
-        return factorised_decay_scores(q, k, from_first)
+    if not spans_too_wide(g):
+        return factorised_decay_scores(q, k, sums_from_first(g))
     if (
         size % 2
     ):  # one more step with a zero query, key and gate, cropped at the end
@@ -201,8 +200,7 @@ def channel_decay_terms(
     ``channel_decay_scores`` splits the chunks, and the two decays are taken directly from
     sums over (0, i] and (i, C]; both ways every factor stays finite.
     """
-    from_first = sums_from_first(g)
-    if spans_too_wide(from_first):
+    if spans_too_wide(g):
         scores = [channel_decay_scores(x, k, g) for x in rows]
         from_start = decay_exp(g.cumsum(-2))  # e^B
         return (
@@ -210,6 +208,7 @@ def channel_decay_terms(
             [x * from_start for x in rows],
             k * decay_exp(sums_to_end(g)),
         )
+    from_first = sums_from_first(g)  # F
     reference = from_first[..., -1:, :] / 2  # r [..., 1, Dk]
     up = torch.exp(from_first - reference)  # f = e^(F − r)
     k_down = k / up  # k ⊙ e^(r − F)
