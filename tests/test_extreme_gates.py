@@ -3,7 +3,8 @@
 the sequence (the first or last token of a chunk, a chunk boundary, the first or last token of
 the sequence), any T and chunk size, scalar and per-channel gates, with or without an initial
 state. In float32 the public ``*_chunk`` kernels and their readable ``*_chunk_reference`` forms
-agree with the float64 recurrence to 1e-4 of the output's scale, and so do their gradients.
+agree with the float64 recurrence to 1e-4 of the output's scale (in float64 to 1e-10), and so
+do their gradients.
 
 A decay over (j, i] taken as the difference of two cumulative sums, B_i − B_j, loses the small
 gates after a very negative one in float32 (−1e4 + −0.01 keeps about one digit of the small
@@ -22,7 +23,7 @@ from attnlab.delta import (
 )
 from attnlab.gated import gla_chunk, gla_chunk_reference, gla_recurrent
 from attnlab.kda import kda_chunk, kda_chunk_reference, kda_parallel, kda_recurrent
-from conftest import assert_close, seeds
+from conftest import TOLERANCES, assert_close, seeds
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -90,21 +91,24 @@ def run(kernel, x, s0, takes_beta, **options):
 
 def check_against_float64_recurrence(name, seed, length, chunk_size, extremes, all_channels,
                                      with_state):
+    """The chunk kernel and reference of ``name`` in float32 (to 1e-4 of the output's scale)
+    and float64 (to 1e-10) against the float64 recurrence, outputs and final states."""
     recurrent, chunk_forms, per_channel, takes_beta = MECHANISMS[name]
     x, s0 = inputs(seed, length, extremes, all_channels, per_channel)
     s0 = s0 if with_state else None
     expected = run(recurrent, x, s0, takes_beta)
-    x32 = {key: value.float() for key, value in x.items()}
-    s0_32 = None if s0 is None else s0.float()
-    for kernel in chunk_forms:
-        o, s = run(kernel, x32, s0_32, takes_beta, chunk_size=chunk_size)
-        assert o.dtype == s.dtype == torch.float32
-        assert_close((o.double(), s.double()), expected, tol=1e-4)
+    for dtype in (torch.float32, torch.float64):
+        x_d = {key: value.to(dtype) for key, value in x.items()}
+        s0_d = None if s0 is None else s0.to(dtype)
+        for kernel in chunk_forms:
+            o, s = run(kernel, x_d, s0_d, takes_beta, chunk_size=chunk_size)
+            assert o.dtype == s.dtype == dtype
+            assert_close((o.double(), s.double()), expected, tol=TOLERANCES[dtype])
 
 
 @pytest.mark.parametrize("name", MECHANISMS)
 @given(case=mixed_gates(), seed=seeds, with_state=st.booleans())
-def test_float32_chunk_forms_match_the_float64_recurrence(name, case, seed, with_state):
+def test_chunk_forms_match_the_float64_recurrence(name, case, seed, with_state):
     length, chunk_size, extremes, all_channels = case
     check_against_float64_recurrence(name, seed, length, chunk_size, extremes, all_channels,
                                      with_state)

@@ -13,7 +13,7 @@ computes the same numbers (the tests check it in float64 to 1e-10) and is tuned 
   exponentials, with every factor finite for any gate;
 - every exponent is a sum of the gates it spans, taken inside its block or half: never the
   difference of two long cumulative sums, which float32 cannot hold exactly once a very
-  negative gate (say −1e4) precedes small ones (``sums_from_first``, ``sums_to_end``);
+  negative gate (say −1e4) precedes small ones (``gate_sums``);
 - the UT transform 𝒯 = L⁻¹ is inverted blockwise (``unit_lower_inverse``), so each chunk step
   of the delta rules is three fused matrix products (``delta_chunk_loop``).
 
@@ -88,30 +88,41 @@ def chunk_states(
 
 # --------------------------------------------------------------------------- decays
 def decay_exp(x: torch.Tensor) -> torch.Tensor:
-    """exp(x) for a log-decay x <= 0, floored just above the smallest normal float: at
-    e^-86.3 (3.3e-38) in float32, e^-707.4 in float64.
+    """exp(x) for a log-decay x <= 0, and exactly 0 below the square root of the smallest
+    normal float: e^-43.7 (1.1e-19) in float32, e^-354 in float64.
 
-    On x86 CPUs, exp of numbers near or below the underflow limit (and of -inf) takes a slow
-    path, 10 to 40 times slower (measured with torch 2.13). The floor changes a decay factor
-    by less than 3.3e-38 in float32, far below the precision of any sum it enters.
+    The two factors of a split decay, e^(B_i − B_h) · e^(B_h − B_j), meet in a matrix product:
+    with this cutoff their product is a normal float or exactly 0, never subnormal. On x86
+    CPUs, arithmetic on subnormal numbers, and exp near or below the underflow limit, take a
+    slow path, 10 to 40 times slower (measured with torch 2.13: a chunk kernel under gates of
+    −20 per step ran 5 to 15 times slower with a floor at the smallest normal float instead).
+    A factor dropped this way is below 1.1e-19 in float32, far below the precision of any sum
+    it enters.
     """
-    return torch.exp(x.clamp(min=math.log(torch.finfo(x.dtype).tiny) + 1))
+    cutoff = math.log(torch.finfo(x.dtype).tiny) / 2
+    # exp of x clamped just below the cutoff, then every value under e^cutoff set to 0
+    return F.threshold(
+        torch.exp(x.clamp(min=cutoff - 1)), math.exp(cutoff), 0.0
+    )
 
 
-def sums_from_first(g: torch.Tensor) -> torch.Tensor:
-    """F_i = g_2 + … + g_i along the block axis (F_1 = 0): the log-decay from a block's first
-    position to i, summed from there. g ``[..., C, D]`` -> F ``[..., C, D]``.
+def gate_sums(g: torch.Tensor, span: str) -> torch.Tensor:
+    """Log-gates summed along the block axis of g ``[..., C, D]``, each entry the sum of the
+    gates it spans (never the difference of two sums, which float32 cannot hold exactly once
+    a very negative gate comes before small ones):
 
-    F_i − F_j is B_i − B_j without the gates before the block, so a very negative gate earlier
-    in the chunk (or the block's own first gate) cannot cancel the small gates that follow.
+        "from_start"   B_i = g_1 + … + g_i                the log-decay over (start, i]
+        "from_first"   F_i = g_2 + … + g_i   (F_1 = 0)    over (first position, i]
+        "to_end"       E_i = g_(i+1) + … + g_C (E_C = 0)  over (i, C]
+
+    One product with a 0/1 matrix: on a CPU faster than ``torch.cumsum`` along this axis.
     """
-    return F.pad(g[..., 1:, :].cumsum(-2), (0, 0, 1, 0))
-
-
-def sums_to_end(g: torch.Tensor) -> torch.Tensor:
-    """E_i = g_(i+1) + … + g_C along the block axis (E_C = 0): the log-decay over (i, C],
-    summed from the end, never as B_C − B_i. g ``[..., C, D]`` -> E ``[..., C, D]``."""
-    return F.pad(g[..., 1:, :].flip(-2).cumsum(-2).flip(-2), (0, 0, 0, 1))
+    size = g.shape[-2]
+    ones = g.new_ones(size, size)
+    spans = ones.triu_(1) if span == "to_end" else ones.tril_()
+    if span == "from_first":
+        spans[:, 0] = 0
+    return spans @ g
 
 
 def spans_too_wide(g: torch.Tensor) -> bool:
@@ -124,14 +135,14 @@ def spans_too_wide(g: torch.Tensor) -> bool:
 
 
 def channel_decay_scores(
-    q: torch.Tensor, k: torch.Tensor, g: torch.Tensor
-) -> torch.Tensor:
-    """A_ij = Σ_d q_id k_jd e^(B_id − B_jd) for j <= i (else 0), each exponent a sum of the
-    gates it spans, (j, i].
+    rows: list[torch.Tensor], k: torch.Tensor, g: torch.Tensor
+) -> list[torch.Tensor]:
+    """A_x[i, j] = Σ_d x_id k_jd e^(B_id − B_jd) for j <= i (else 0), for each row tensor x,
+    each exponent a sum of the gates it spans, (j, i].
 
-    q, k ``[..., C, Dk]``; g ``[..., C, Dk or 1]`` the log-gates of each block. Returns A
-    ``[..., C, C]``. If the span g_2 + … + g_C is at least −``MAX_FACTORISED_SPAN`` in every
-    channel, one reference point serves the whole block (``factorised_decay_scores``).
+    rows and k ``[..., C, Dk]``; g ``[..., C, Dk or 1]`` the log-gates of each block. Returns
+    [A_x ``[..., C, C]``]. If the span −(g_2 + … + g_C) is at most ``MAX_FACTORISED_SPAN`` in
+    every channel, one reference point serves the whole block (``factorised_decay_scores``).
     Otherwise split it into an earlier half E and a later half L, h the last position of E:
 
         A = [[A_EE, 0], [A_LE, A_LL]],   e^(B_i − B_j) = e^(g over (h, i]) · e^(g over (j, h])
@@ -140,85 +151,88 @@ def channel_decay_scores(
     the matmul of bounded, accurate tensors. A_EE and A_LL are computed the same way (all
     blocks of one level in one batched call): at most log2(C) levels, finite for any gates.
     """
-    size = q.shape[-2]
+    size = k.shape[-2]
     if not spans_too_wide(g):
-        return factorised_decay_scores(q, k, sums_from_first(g))
+        return factorised_decay_scores(rows, k, gate_sums(g, "from_first"))
     if (
         size % 2
     ):  # one more step with a zero query, key and gate, cropped at the end
-        q, k, g = (F.pad(x, (0, 0, 0, 1)) for x in (q, k, g))
+        rows = [F.pad(x, (0, 0, 0, 1)) for x in rows]
+        k, g = (F.pad(x, (0, 0, 0, 1)) for x in (k, g))
     half = (size + 1) // 2
-    # q_i e^(g over (h, i]) for i in L, k_j e^(g over (j, h]) for j in E
-    q_later = q[..., half:, :] * decay_exp(g[..., half:, :].cumsum(-2))
-    k_earlier = k[..., :half, :] * decay_exp(sums_to_end(g[..., :half, :]))
-    cross = q_later @ k_earlier.transpose(-1, -2)  # A_LE
+    # e^(g over (h, i]) for i in L; k_j e^(g over (j, h]) for j in E
+    later_decay = decay_exp(gate_sums(g[..., half:, :], "from_start"))
+    k_earlier = k[..., :half, :] * decay_exp(
+        gate_sums(g[..., :half, :], "to_end")
+    )
     inner = channel_decay_scores(
-        *(x.unflatten(-2, (2, half)) for x in (q, k, g))
+        [x.unflatten(-2, (2, half)) for x in rows],
+        *(x.unflatten(-2, (2, half)) for x in (k, g)),
     )
-    scores = torch.cat(
-        [
-            # [A_EE, 0]
-            torch.cat([inner[..., 0, :, :], torch.zeros_like(cross)], dim=-1),
-            torch.cat([cross, inner[..., 1, :, :]], dim=-1),  # [A_LE, A_LL]
-        ],
-        dim=-2,
-    )
-    return scores[..., :size, :size]
+    scores = []
+    for x, a in zip(rows, inner, strict=True):
+        cross = (x[..., half:, :] * later_decay) @ k_earlier.mT  # A_LE
+        top = torch.cat([a[..., 0, :, :], torch.zeros_like(cross)], dim=-1)
+        bottom = torch.cat([cross, a[..., 1, :, :]], dim=-1)
+        scores.append(torch.cat([top, bottom], dim=-2)[..., :size, :size])
+    return scores
 
 
 def factorised_decay_scores(
-    q: torch.Tensor, k: torch.Tensor, from_first: torch.Tensor
-) -> torch.Tensor:
-    """A = ((Q ⊙ e^(F − r)) (K ⊙ e^(r − F))ᵀ) ⊙ M with F = ``sums_from_first(g)`` and one
-    reference point per block and channel, r = F_C / 2. Exact, but the factors reach
-    e^(±span/2): safe for spans up to ``MAX_FACTORISED_SPAN`` only. Shapes as
-    ``channel_decay_scores``, with F in place of g."""
+    rows: list[torch.Tensor], k: torch.Tensor, from_first: torch.Tensor
+) -> list[torch.Tensor]:
+    """A_x = ((x ⊙ e^(F − r)) (K ⊙ e^(r − F))ᵀ) ⊙ M for each row tensor x, with F =
+    ``gate_sums(g, "from_first")`` and one reference point per block and channel, r = F_C / 2.
+    Exact, but the factors reach e^(±span/2): safe for spans up to ``MAX_FACTORISED_SPAN``
+    only. Shapes as ``channel_decay_scores``, with F in place of g."""
     reference = from_first[..., -1:, :] / 2
-    scores = (q * torch.exp(from_first - reference)) @ (
-        k * torch.exp(reference - from_first)
-    ).transpose(-1, -2)
-    return scores.tril_()
+    up = torch.exp(from_first - reference)  # e^(F − r)
+    k_down = k / up  # k ⊙ e^(r − F)
+    return [((x * up) @ k_down.mT).tril_() for x in rows]
 
 
 def channel_decay_terms(
-    rows: tuple[torch.Tensor, ...], k: torch.Tensor, g: torch.Tensor
-) -> tuple[list[torch.Tensor], list[torch.Tensor], torch.Tensor]:
+    rows: list[torch.Tensor], k: torch.Tensor, g: torch.Tensor
+) -> tuple[
+    list[torch.Tensor], list[torch.Tensor], torch.Tensor, torch.Tensor
+]:
     """Every decayed term of a chunkwise kernel with gates, for one or more row tensors x
     (GLA: q; the delta rules: q and k) against the keys k of the same chunks:
 
-        A_x[i, j] = Σ_d x_id k_jd e^(B_id − B_jd) [j ≤ i],     x ⊙ e^B,     k ⊙ e^(B_C − B)
+        A_x[i, j] = Σ_d x_id k_jd e^(B_id − B_jd) [j ≤ i],   x ⊙ e^B,   k ⊙ e^(B_C − B),   e^(B_C)
 
     rows and k ``[..., C, Dk]``; g ``[..., C, Dk]`` (or ``[..., C, 1]``: one gate for all
     channels) the log-gates of each chunk, B their cumulative sum and B_C its last row.
-    Returns ([A_x ``[..., C, C]``], [x ⊙ e^B], k ⊙ e^(B_C − B)).
+    Returns ([A_x ``[..., C, C]``], [x ⊙ e^B], k ⊙ e^(B_C − B), e^(B_C) ``[..., 1, Dk]``).
 
-    No exponent is a difference of two long sums (which cancels in float32 once a very
-    negative gate precedes small ones). With F = ``sums_from_first(g)``, B = g_1 + F: when
-    every chunk's span −F_C is at most ``MAX_FACTORISED_SPAN``, all terms come from one
-    exponential f = e^(F − r), r = F_C / 2, and 1 / f: A_x = ((x ⊙ f) (k ⊙ 1/f)ᵀ) ⊙ M,
-    x ⊙ e^B = (x ⊙ f) ⊙ e^(r + g_1), k ⊙ e^(B_C − B) = (k ⊙ 1/f) ⊙ e^r. Otherwise
-    ``channel_decay_scores`` splits the chunks, and the two decays are taken directly from
-    sums over (0, i] and (i, C]; both ways every factor stays finite.
+    No exponent is a difference of two long sums (``gate_sums``). With F the gates summed from
+    each chunk's first position, B = g_1 + F: when every chunk's span −F_C is at most
+    ``MAX_FACTORISED_SPAN``, all terms come from one exponential f = e^(F − r), r = F_C / 2,
+    and 1 / f: A_x = ((x ⊙ f) (k ⊙ 1/f)ᵀ) ⊙ M, x ⊙ e^B = (x ⊙ f) ⊙ e^(r + g_1),
+    k ⊙ e^(B_C − B) = (k ⊙ 1/f) ⊙ e^r. Otherwise ``channel_decay_scores`` splits the chunks,
+    and the decays are taken directly from sums over (0, i] and (i, C]; both ways every
+    factor stays finite.
     """
     if spans_too_wide(g):
-        scores = [channel_decay_scores(x, k, g) for x in rows]
-        from_start = decay_exp(g.cumsum(-2))  # e^B
+        b = gate_sums(g, "from_start")  # B
+        from_start = decay_exp(b)
         return (
-            scores,
+            channel_decay_scores(rows, k, g),
             [x * from_start for x in rows],
-            k * decay_exp(sums_to_end(g)),
+            k * decay_exp(gate_sums(g, "to_end")),
+            decay_exp(b[..., -1:, :]),
         )
-    from_first = sums_from_first(g)  # F
+    from_first = gate_sums(g, "from_first")  # F
     reference = from_first[..., -1:, :] / 2  # r [..., 1, Dk]
     up = torch.exp(from_first - reference)  # f = e^(F − r)
     k_down = k / up  # k ⊙ e^(r − F)
     x_up = [x * up for x in rows]
-    scores = [(x @ k_down.transpose(-1, -2)).tril_() for x in x_up]
     to_start = decay_exp(reference + g[..., :1, :])  # e^(r + g_1)
     return (
-        scores,
+        [(x @ k_down.mT).tril_() for x in x_up],
         [x * to_start for x in x_up],
         k_down * torch.exp(reference),
+        decay_exp(g[..., :1, :] + from_first[..., -1:, :]),  # e^(g_1 + F_C)
     )
 
 
@@ -438,11 +452,12 @@ def gla_chunks(
     qc, kc, vc, gc = (
         split_chunks(x, chunk_size) for x in (q, k, v, _per_channel(g))
     )
-    [scores], [q_from_start], k_to_end = channel_decay_terms((qc,), kc, gc)
+    [scores], [q_from_start], k_to_end, chunk_decay = channel_decay_terms(
+        [qc], kc, gc
+    )
     increments = k_to_end.transpose(-1, -2) @ vc  # [B, H, N, Dk, Dv]
-    # e^(B_C) [B, H, N, Dk or 1, 1]
-    chunk_decay = decay_exp(gc.sum(-2, keepdim=True)).transpose(-1, -2)
-    states, state = chunk_states(state, increments, chunk_decay)
+    # e^(B_C) as [B, H, N, Dk or 1, 1]
+    states, state = chunk_states(state, increments, chunk_decay.mT)
     return merge_chunks(q_from_start @ states + scores @ vc, length), state
 
 
@@ -506,8 +521,8 @@ def decayed_delta_rule_chunks(
         split_chunks(x, chunk_size) for x in (q, k, v, _per_channel(g))
     )
     beta_c = _split_per_token(beta, chunk_size)  # [B, H, N, C]
-    (a_qk, a_kk), (q_from_start, k_from_start), k_to_end = (
-        channel_decay_terms((qc, kc), kc, gc)
+    (a_qk, a_kk), (q_from_start, k_from_start), k_to_end, chunk_decay = (
+        channel_decay_terms([qc, kc], kc, gc)
     )
     o, state = delta_chunk_loop(
         q_from_start=q_from_start,
@@ -517,7 +532,7 @@ def decayed_delta_rule_chunks(
         k_to_end=k_to_end,
         lower=ut_lower(a_kk, beta_c),
         a_qk=a_qk,
-        chunk_decay=decay_exp(gc.sum(dim=-2)),  # e^(B_C)
+        chunk_decay=chunk_decay.squeeze(-2),  # e^(B_C)
         state=state,
     )
     return merge_chunks(o, length), state
