@@ -279,15 +279,11 @@ def _attention_timing(contexts: object, **sizes: object) -> None:
     _timing_sizes(**sizes)
 
 
+# fmt: off
 @checked(_attention_timing)
 def time_cached_attention_step(
-    contexts: Sequence[int],
-    *,
-    n_heads: int = 2,
-    head_dim: int = 32,
-    repeats: int = 15,
-    checked: bool = False,
-    seed: int = 0,
+    contexts: Sequence[int], *, n_heads: int = 2, head_dim: int = 32,
+    repeats: int = 15, checked: bool = False, seed: int = 0,
 ) -> tuple[list[float], list[int]]:
     """Median seconds of one cached attention read at each position in
     ``contexts``, and the cache bytes there, 2 · H · t · D · 4:
@@ -329,6 +325,7 @@ def time_cached_attention_step(
         seconds.append(median_seconds(step, repeats=repeats))
         n_bytes.append(KVCache(k, v).num_bytes())
     return seconds, n_bytes
+# fmt: on
 
 
 def _timing_sizes(n_heads: int, head_dim: int, repeats: int, **_) -> None:
@@ -340,15 +337,10 @@ def _timing_sizes(n_heads: int, head_dim: int, repeats: int, **_) -> None:
         check_positive_int(name, value)
 
 
+# fmt: off
 @checked(_timing_sizes)
-def time_kda_step(
-    *,
-    n_heads: int = 2,
-    head_dim: int = 32,
-    repeats: int = 15,
-    checked: bool = False,
-    seed: int = 0,
-) -> tuple[float, int]:
+def time_kda_step(*, n_heads: int = 2, head_dim: int = 32, repeats: int = 15,
+                  checked: bool = False, seed: int = 0) -> tuple[float, int]:
     """Median seconds of one KDA decoding step (batch 1, float32) and the
     state's bytes, H · Dk · Dv · 4: random q, v, unit k, β ∈ (0, 1),
     g ∈ (−0.1, 0], state [1, H, D, D]. The step reads only the state, so it
@@ -378,3 +370,4 @@ def time_kda_step(
     return median_seconds(
         step, repeats=repeats
     ), state.numel() * state.element_size()
+# fmt: on

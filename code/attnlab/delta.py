@@ -114,18 +114,10 @@ def delta_rule_step(q, k, v, *, beta, state, scale=None):
     return torch.einsum("bhkv,bhk->bhv", state, q), state  # o_t = S_tᵀ q_t
 
 
+# fmt: off
 @checked(_delta_inputs)
-def delta_rule_recurrent(
-    q,
-    k,
-    v,
-    *,
-    beta,
-    scale=None,
-    initial_state=None,
-    output_final_state=False,
-    allow_unstable=False,
-):
+def delta_rule_recurrent(q, k, v, *, beta, scale=None, initial_state=None,
+                         output_final_state=False, allow_unstable=False):
     """The delta rule token by token (the definition): the step T times.
     q, k [B, H, T, Dk]; v [B, H, T, Dv]; beta [B, H, T] with β‖k‖² ≤ 2
     (``allow_unstable=True`` lifts the check, to watch the state blow up)
@@ -140,9 +132,8 @@ def delta_rule_recurrent(
             q_t, k_t, v_t, beta=beta_t, state=state, scale=scale
         )
         outputs.append(o_t)
-    return torch.stack(outputs, dim=2), (
-        state if output_final_state else None
-    )
+    return torch.stack(outputs, dim=2), state if output_final_state else None
+# fmt: on
 
 
 @checked(_delta_inputs)
@@ -247,18 +238,10 @@ def gated_delta_rule_step(q, k, v, *, g, beta, state, scale=None):
     return delta_rule_step(q, k, v, beta=beta, state=decayed, scale=scale)
 
 
+# fmt: off
 @checked(_gated_inputs)
-def gated_delta_rule_recurrent(
-    q,
-    k,
-    v,
-    *,
-    g,
-    beta,
-    scale=None,
-    initial_state=None,
-    output_final_state=False,
-):
+def gated_delta_rule_recurrent(q, k, v, *, g, beta, scale=None,
+                               initial_state=None, output_final_state=False):
     """The gated delta rule token by token (the definition): the step T
     times. q, k [B, H, T, Dk]; v [B, H, T, Dv]; g [B, H, T] ≤ 0;
     beta [B, H, T] -> o [B, H, T, Dv], S_T or None."""
@@ -272,9 +255,8 @@ def gated_delta_rule_recurrent(
             q_t, k_t, v_t, g=g_t, beta=beta_t, state=state, scale=scale
         )
         outputs.append(o_t)
-    return torch.stack(outputs, dim=2), (
-        state if output_final_state else None
-    )
+    return torch.stack(outputs, dim=2), state if output_final_state else None
+# fmt: on
 
 
 @checked(_gated_inputs)

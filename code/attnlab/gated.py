@@ -42,7 +42,7 @@ from ._kernel_checks import (
     check_sequences,
     check_tokens,
 )
-from .checks import check_positive_int, checked
+from .checks import check_finite, check_number, check_positive_int, checked
 
 GLA_GATE_NORMALIZER = 16.0
 """GLA's gate is ``logsigmoid(·) / 16`` (FLA ``gate_logit_normalizer``): decays close to 1."""
@@ -209,6 +209,27 @@ def retnet_gate(
     )
 
 
+def _decay_gate_inputs(x: object, A_log: object, dt_bias: object) -> None:  # noqa: N803
+    """x, A_log and dt_bias: finite float tensors; A_log and dt_bias broadcast to x's shape."""
+    for name, t in (("x", x), ("A_log", A_log), ("dt_bias", dt_bias)):
+        if not isinstance(t, torch.Tensor) or not t.is_floating_point():
+            raise ValueError(
+                f"{name}: expected a float tensor, got {type(t).__name__}"
+            )
+        check_finite(name, t)
+    for name, t in (("A_log", A_log), ("dt_bias", dt_bias)):
+        try:
+            shape = torch.broadcast_shapes(x.shape, t.shape)
+        except RuntimeError:
+            shape = None
+        if shape != x.shape:
+            raise ValueError(
+                f"{name}: expected a shape that broadcasts to x's {tuple(x.shape)}, "
+                f"got {tuple(t.shape)}"
+            )
+
+
+@checked(_decay_gate_inputs)
 def softplus_decay_gate(
     x: torch.Tensor,
     A_log: torch.Tensor,  # noqa: N803 (Mamba's name)
@@ -223,22 +244,22 @@ def softplus_decay_gate(
     ``dt_bias [H]``. Per channel (KDA): x ``[..., H, Dk]``, ``A_log [H, 1]``, ``dt_bias [H, Dk]``.
     Returns g with x's shape, ``g <= 0``.
     """
-    for name, t in (("x", x), ("A_log", A_log), ("dt_bias", dt_bias)):
-        if not isinstance(t, torch.Tensor) or not t.is_floating_point():
-            raise ValueError(
-                f"{name}: expected a float tensor, got {type(t).__name__}"
-            )
-    for name, t in (("A_log", A_log), ("dt_bias", dt_bias)):
-        try:
-            shape = torch.broadcast_shapes(x.shape, t.shape)
-        except RuntimeError:
-            shape = None
-        if shape != x.shape:
-            raise ValueError(
-                f"{name}: expected a shape that broadcasts to x's {tuple(x.shape)}, "
-                f"got {tuple(t.shape)}"
-            )
     return -torch.exp(A_log) * F.softplus(x + dt_bias)
+
+
+def _check_range_pair(name: str, pair: object) -> None:
+    """A pair (low, high) with 1/√max <= low <= high <= √max, max the default dtype's largest
+    number: the initial values, their logarithms and exponentials all stay finite."""
+    limit = math.sqrt(torch.finfo(torch.get_default_dtype()).max)
+    if not isinstance(pair, tuple | list) or len(pair) != 2:
+        raise ValueError(f"{name}: expected a pair (low, high), got {pair!r}")
+    low = check_number(name, pair[0])
+    high = check_number(name, pair[1])
+    if not 1 / limit <= low <= high <= limit:
+        raise ValueError(
+            f"{name}: expected a pair (low, high) with {1 / limit:.3g} <= low <= "
+            f"high <= {limit:.3g}, got {pair!r}"
+        )
 
 
 def init_softplus_decay(
@@ -251,6 +272,8 @@ def init_softplus_decay(
     """Mamba-2's initial ``(A_log [n_heads], dt_bias [dt_size])`` for ``softplus_decay_gate``:
     ``A ~ U(a_range)``, and ``dt_bias = softplus⁻¹(Δ)`` with Δ log-uniform in ``dt_range``,
     so that at x = 0 the step Δ = softplus(dt_bias) starts in ``dt_range``."""
+    _check_range_pair("a_range", a_range)
+    _check_range_pair("dt_range", dt_range)
     a = torch.empty(check_positive_int("n_heads", n_heads)).uniform_(*a_range)
     log_dt = torch.empty(check_positive_int("dt_size", dt_size)).uniform_(
         math.log(dt_range[0]), math.log(dt_range[1])

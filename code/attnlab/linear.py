@@ -31,6 +31,7 @@ import torch
 
 from . import _chunk_engine as engine
 from ._kernel_checks import check_sequences, check_tokens
+from .blocks import check_eps
 from .checks import check_finite, check_tensor, checked
 
 NORMALIZER_EPS = 1e-6
@@ -67,8 +68,7 @@ def _split_state(
         raise ValueError(
             f"normalize: expected True or False, got {normalize!r}"
         )
-    if isinstance(eps, bool) or not isinstance(eps, int | float) or eps < 0:
-        raise ValueError(f"eps: expected a number >= 0, got {eps!r}")
+    check_eps("eps", eps, inclusive=True)
     if not normalize or state is None:
         return state, None
     if not (isinstance(state, tuple | list) and len(state) == 2):
@@ -141,18 +141,11 @@ def _zero_state(q, v, normalize):
     return (state, q.new_zeros(state.shape[:-1])) if normalize else state
 
 
+# fmt: off
 @checked(_sequence_inputs)
-def linear_attention_recurrent(
-    q,
-    k,
-    v,
-    *,
-    scale=None,
-    normalize=False,
-    eps=NORMALIZER_EPS,
-    initial_state=None,
-    output_final_state=False,
-):
+def linear_attention_recurrent(q, k, v, *, scale=None, normalize=False,
+                               eps=NORMALIZER_EPS, initial_state=None,
+                               output_final_state=False):
     """Linear attention token by token (the definition): the step T times.
 
     q, k [B, H, T, Dk]; v [B, H, T, Dv] -> o [B, H, T, Dv], S_T or None.
@@ -172,23 +165,15 @@ def linear_attention_recurrent(
             eps=eps,
         )
         outputs.append(o_t)
-    return torch.stack(outputs, dim=2), (
-        state if output_final_state else None
-    )
+    return torch.stack(outputs, dim=2), state if output_final_state else None
+# fmt: on
 
 
+# fmt: off
 @checked(_sequence_inputs)
-def linear_attention_parallel(
-    q,
-    k,
-    v,
-    *,
-    scale=None,
-    normalize=False,
-    eps=NORMALIZER_EPS,
-    initial_state=None,
-    output_final_state=False,
-):
+def linear_attention_parallel(q, k, v, *, scale=None, normalize=False,
+                              eps=NORMALIZER_EPS, initial_state=None,
+                              output_final_state=False):
     """Linear attention for all positions at once: softmax attention without
     the softmax, O(T² D). Shapes as :func:`linear_attention_recurrent`."""
     q = q * (q.shape[-1] ** -0.5 if scale is None else scale)  # s Q
@@ -202,6 +187,7 @@ def linear_attention_parallel(
         o = o / (scores.sum(-1, keepdim=True) + q @ z[..., None] + eps)
         state = (state, z + k.sum(2))
     return o, (state if output_final_state else None)
+# fmt: on
 
 
 @checked(_sequence_inputs)

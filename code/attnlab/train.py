@@ -36,14 +36,10 @@ Batch = tuple[torch.Tensor, torch.Tensor]
 """``(input_ids [B, L], targets [B, L])``; targets are ``IGNORE`` where nothing is scored."""
 
 
-def train_step(
-    model: nn.Module,
-    optimizer: torch.optim.Optimizer,
-    inputs: torch.Tensor,
-    targets: torch.Tensor,
-    *,
-    clip_norm: float = 1.0,
-) -> float:
+# fmt: off
+def train_step(model: nn.Module, optimizer: torch.optim.Optimizer,
+               inputs: torch.Tensor, targets: torch.Tensor, *,
+               clip_norm: float = 1.0) -> float:
     """One optimiser step; inputs, targets [B, L] -> the loss before it,
     L = mean over t with y_t ≠ IGNORE of −log softmax(logits_t)[y_t]."""
     logits, _ = model(inputs)
@@ -55,6 +51,7 @@ def train_step(
     torch.nn.utils.clip_grad_norm_(model.parameters(), clip_norm)
     optimizer.step()
     return loss.item()
+# fmt: on
 
 
 @torch.no_grad()
@@ -260,17 +257,12 @@ def _language_model_options(
         raise ValueError(f"lr: expected a number > 0, got {lr!r}")
 
 
+# fmt: off
 @checked(_language_model_options)
 def train_language_model(
-    model: nn.Module,
-    token_ids: torch.Tensor,
-    *,
-    steps: int,
-    batch_size: int = 8,
-    seq_len: int = 32,
-    lr: float = 1e-2,
-    weight_decay: float = 0.1,
-    seed: int = 0,
+    model: nn.Module, token_ids: torch.Tensor, *, steps: int,
+    batch_size: int = 8, seq_len: int = 32, lr: float = 1e-2,
+    weight_decay: float = 0.1, seed: int = 0,
     on_step: Callable[[int], None] | None = None,
 ) -> list[float]:
     """Next-token training on windows of token_ids [N] at random offsets;
@@ -298,3 +290,4 @@ def train_language_model(
     )
     model.eval()
     return history.step_losses
+# fmt: on

@@ -104,12 +104,10 @@ def _check_flops(seq_len: object, **sizes: object) -> None:
     _head_sizes(**sizes)
 
 
+# fmt: off
 @checked(_check_flops)
 def mha_flops(
-    seq_len: int,
-    d_model: int,
-    n_heads: int,
-    head_dim: int | None = None,
+    seq_len: int, d_model: int, n_heads: int, head_dim: int | None = None,
     n_kv_heads: int | None = None,
 ) -> dict[str, int]:
     """FLOPs of the matrix products of one multi-head layer on T tokens:
@@ -130,3 +128,4 @@ def mha_flops(
     }
     flops["total"] = sum(flops.values())
     return flops
+# fmt: on
