@@ -10,10 +10,7 @@ computes the same numbers (the tests check it in float64 to 1e-10) and is tuned 
 - the per-channel decays e^(B_i − B_j) are factorised around one reference point per block
   when the block's decay span is small, and split into halves otherwise
   (``channel_decay_terms``): matrix products instead of a ``[C, C, Dk]`` tensor of
-  exponentials, with every factor finite for any gate;
-- every exponent is a sum of the gates it spans, taken inside its block or half: never the
-  difference of two long cumulative sums, which float32 cannot hold exactly once a very
-  negative gate (say −1e4) precedes small ones (``gate_sums``);
+  exponentials, every factor finite and every exponent a sum of the gates it spans;
 - the UT transform 𝒯 = L⁻¹ is inverted blockwise (``unit_lower_inverse``), so each chunk step
   of the delta rules is three fused matrix products (``delta_chunk_loop``).
 
@@ -88,37 +85,26 @@ def chunk_states(
 
 # --------------------------------------------------------------------------- decays
 def decay_exp(x: torch.Tensor) -> torch.Tensor:
-    """exp(x) for a log-decay x <= 0, and exactly 0 below the square root of the smallest
-    normal float: e^-43.7 (1.1e-19) in float32, e^-354 in float64.
-
-    The two factors of a split decay, e^(B_i − B_h) · e^(B_h − B_j), meet in a matrix product:
-    with this cutoff their product is a normal float or exactly 0, never subnormal. On x86
-    CPUs, arithmetic on subnormal numbers, and exp near or below the underflow limit, take a
-    slow path, 10 to 40 times slower (measured with torch 2.13: a chunk kernel under gates of
-    −20 per step ran 5 to 15 times slower with a floor at the smallest normal float instead).
-    A factor dropped this way is below 1.1e-19 in float32, far below the precision of any sum
-    it enters.
-    """
+    """exp(x) for a log-decay x <= 0, and exactly 0 below √(smallest normal float) (e^-43.7 in
+    float32, e^-354 in float64), so that no product of two factors is subnormal: x86 CPUs
+    compute with subnormal numbers on a slow path (with a floor at the smallest normal float,
+    gates of −20 per step made a chunk kernel 5 to 15 times slower, torch 2.13)."""
     cutoff = math.log(torch.finfo(x.dtype).tiny) / 2
     # exp of x clamped just below the cutoff, then every value under e^cutoff set to 0
-    return F.threshold(
-        torch.exp(x.clamp(min=cutoff - 1)), math.exp(cutoff), 0.0
-    )
+    return F.threshold(x.clamp(min=cutoff - 1).exp(), math.exp(cutoff), 0.0)
 
 
 def gate_sums(g: torch.Tensor, span: str) -> torch.Tensor:
-    """Log-gates summed along the block axis of g ``[..., C, D]``, each entry the sum of the
-    gates it spans (never the difference of two sums, which float32 cannot hold exactly once
-    a very negative gate comes before small ones):
+    """Log-gates g ``[..., C, D]`` summed along the block axis, each entry a sum of the gates
+    it spans, never the difference of two sums (which float32 cannot hold exactly once a very
+    negative gate comes before small ones). By one product with a 0/1 matrix (on a CPU faster
+    than ``torch.cumsum`` along this axis):
 
-        "from_start"   B_i = g_1 + … + g_i                the log-decay over (start, i]
-        "from_first"   F_i = g_2 + … + g_i   (F_1 = 0)    over (first position, i]
-        "to_end"       E_i = g_(i+1) + … + g_C (E_C = 0)  over (i, C]
-
-    One product with a 0/1 matrix: on a CPU faster than ``torch.cumsum`` along this axis.
+        "from_start"   B_i = g_1 + … + g_i                 the log-decay over (start, i]
+        "from_first"   F_i = g_2 + … + g_i (F_1 = 0)       over (first position, i]
+        "to_end"       E_i = g_(i+1) + … + g_C (E_C = 0)   over (i, C]
     """
-    size = g.shape[-2]
-    ones = g.new_ones(size, size)
+    ones = g.new_ones(g.shape[-2], g.shape[-2])
     spans = ones.triu_(1) if span == "to_end" else ones.tril_()
     if span == "from_first":
         spans[:, 0] = 0
@@ -126,9 +112,8 @@ def gate_sums(g: torch.Tensor, span: str) -> torch.Tensor:
 
 
 def spans_too_wide(g: torch.Tensor) -> bool:
-    """Whether some block of gates g ``[..., C, D]`` decays by more than
-    ``MAX_FACTORISED_SPAN`` in some channel between its first and last position (its span
-    −(g_2 + … + g_C)), so that one reference point cannot serve it."""
+    """Whether a block of gates g ``[..., C, D]`` decays by more than ``MAX_FACTORISED_SPAN``
+    in some channel from its first position to its last, −(g_2 + … + g_C)."""
     return (
         g.numel() > 0 and g[..., 1:, :].sum(-2).min() < -MAX_FACTORISED_SPAN
     )
@@ -137,13 +122,13 @@ def spans_too_wide(g: torch.Tensor) -> bool:
 def channel_decay_scores(
     rows: list[torch.Tensor], k: torch.Tensor, g: torch.Tensor
 ) -> list[torch.Tensor]:
-    """A_x[i, j] = Σ_d x_id k_jd e^(B_id − B_jd) for j <= i (else 0), for each row tensor x,
-    each exponent a sum of the gates it spans, (j, i].
+    """A_x[i, j] = Σ_d x_id k_jd e^(B_id − B_jd) for j <= i (else 0), for each row tensor x.
 
     rows and k ``[..., C, Dk]``; g ``[..., C, Dk or 1]`` the log-gates of each block. Returns
-    [A_x ``[..., C, C]``]. If the span −(g_2 + … + g_C) is at most ``MAX_FACTORISED_SPAN`` in
-    every channel, one reference point serves the whole block (``factorised_decay_scores``).
-    Otherwise split it into an earlier half E and a later half L, h the last position of E:
+    [A_x ``[..., C, C]``]. Unless ``spans_too_wide``, one reference point r serves the whole
+    block: A_x = ((x ⊙ e^(F − r)) (K ⊙ e^(r − F))ᵀ) ⊙ M, F = ``gate_sums(g, "from_first")``,
+    r = F_C / 2 (exact, but the factors reach e^(±span/2)). Otherwise split it into an earlier
+    half E and a later half L, h the last position of E:
 
         A = [[A_EE, 0], [A_LE, A_LL]],   e^(B_i − B_j) = e^(g over (h, i]) · e^(g over (j, h])
 
@@ -152,17 +137,17 @@ def channel_decay_scores(
     blocks of one level in one batched call): at most log2(C) levels, finite for any gates.
     """
     size = k.shape[-2]
-    if not spans_too_wide(g):
-        return factorised_decay_scores(rows, k, gate_sums(g, "from_first"))
-    if (
-        size % 2
-    ):  # one more step with a zero query, key and gate, cropped at the end
+    if not spans_too_wide(g):  # one reference point, r = F_C / 2
+        from_first = gate_sums(g, "from_first")  # F
+        up = torch.exp(from_first - from_first[..., -1:, :] / 2)  # e^(F − r)
+        return [((x * up) @ (k / up).mT).tril_() for x in rows]
+    if size % 2:  # a zero query, key and gate appended, cropped at the end
         rows = [F.pad(x, (0, 0, 0, 1)) for x in rows]
         k, g = (F.pad(x, (0, 0, 0, 1)) for x in (k, g))
     half = (size + 1) // 2
     # e^(g over (h, i]) for i in L; k_j e^(g over (j, h]) for j in E
-    later_decay = decay_exp(gate_sums(g[..., half:, :], "from_start"))
-    k_earlier = k[..., :half, :] * decay_exp(
+    to_later = decay_exp(gate_sums(g[..., half:, :], "from_start"))
+    k_early = k[..., :half, :] * decay_exp(
         gate_sums(g[..., :half, :], "to_end")
     )
     inner = channel_decay_scores(
@@ -171,24 +156,11 @@ def channel_decay_scores(
     )
     scores = []
     for x, a in zip(rows, inner, strict=True):
-        cross = (x[..., half:, :] * later_decay) @ k_earlier.mT  # A_LE
+        cross = (x[..., half:, :] * to_later) @ k_early.mT  # A_LE
         top = torch.cat([a[..., 0, :, :], torch.zeros_like(cross)], dim=-1)
         bottom = torch.cat([cross, a[..., 1, :, :]], dim=-1)
         scores.append(torch.cat([top, bottom], dim=-2)[..., :size, :size])
     return scores
-
-
-def factorised_decay_scores(
-    rows: list[torch.Tensor], k: torch.Tensor, from_first: torch.Tensor
-) -> list[torch.Tensor]:
-    """A_x = ((x ⊙ e^(F − r)) (K ⊙ e^(r − F))ᵀ) ⊙ M for each row tensor x, with F =
-    ``gate_sums(g, "from_first")`` and one reference point per block and channel, r = F_C / 2.
-    Exact, but the factors reach e^(±span/2): safe for spans up to ``MAX_FACTORISED_SPAN``
-    only. Shapes as ``channel_decay_scores``, with F in place of g."""
-    reference = from_first[..., -1:, :] / 2
-    up = torch.exp(from_first - reference)  # e^(F − r)
-    k_down = k / up  # k ⊙ e^(r − F)
-    return [((x * up) @ k_down.mT).tril_() for x in rows]
 
 
 def channel_decay_terms(
@@ -202,16 +174,13 @@ def channel_decay_terms(
         A_x[i, j] = Σ_d x_id k_jd e^(B_id − B_jd) [j ≤ i],   x ⊙ e^B,   k ⊙ e^(B_C − B),   e^(B_C)
 
     rows and k ``[..., C, Dk]``; g ``[..., C, Dk]`` (or ``[..., C, 1]``: one gate for all
-    channels) the log-gates of each chunk, B their cumulative sum and B_C its last row.
-    Returns ([A_x ``[..., C, C]``], [x ⊙ e^B], k ⊙ e^(B_C − B), e^(B_C) ``[..., 1, Dk]``).
+    channels) the log-gates of each chunk, B their cumulative sum, B_C its last row. Returns
+    ([A_x ``[..., C, C]``], [x ⊙ e^B], k ⊙ e^(B_C − B), e^(B_C) ``[..., 1, Dk]``).
 
-    No exponent is a difference of two long sums (``gate_sums``). With F the gates summed from
-    each chunk's first position, B = g_1 + F: when every chunk's span −F_C is at most
-    ``MAX_FACTORISED_SPAN``, all terms come from one exponential f = e^(F − r), r = F_C / 2,
-    and 1 / f: A_x = ((x ⊙ f) (k ⊙ 1/f)ᵀ) ⊙ M, x ⊙ e^B = (x ⊙ f) ⊙ e^(r + g_1),
-    k ⊙ e^(B_C − B) = (k ⊙ 1/f) ⊙ e^r. Otherwise ``channel_decay_scores`` splits the chunks,
-    and the decays are taken directly from sums over (0, i] and (i, C]; both ways every
-    factor stays finite.
+    Unless ``spans_too_wide``, all come from one exponential f = e^(F − r) and 1 / f (as in
+    ``channel_decay_scores``; B = g_1 + F): x ⊙ e^B = (x ⊙ f) ⊙ e^(r + g_1) and k ⊙ e^(B_C − B)
+    = (k ⊙ 1/f) ⊙ e^r. Otherwise ``channel_decay_scores`` splits the chunks, and the decays
+    come directly from sums over (0, i] and (i, C]. Both ways every factor stays finite.
     """
     if spans_too_wide(g):
         b = gate_sums(g, "from_start")  # B

@@ -12,9 +12,8 @@ S_t = S' + β_t k_t (v_t − S'ᵀ k_t)ᵀ. The order matters: Diag(α) and k k�
 Inside a chunk (or a whole sequence, in the parallel form) ``B_i = g_1 + … + g_i ∈ R^{Dk}``
 sums the log-gates from the start to position i (in the code ``b``), and a write at j reaches
 position i decayed by ``γ_(j,i] = exp(B_i − B_j)`` per channel, over the half-open interval
-(j, i]: α_j acted before token j wrote. ``log_gamma`` is B_i − B_j, summed as
-g_(j+1) + … + g_i: the difference of the two sums would cancel in float32 once a very negative
-gate comes before small ones.
+(j, i]: α_j acted before token j wrote. ``log_gamma`` is B_i − B_j, summed as g_(j+1) + … +
+g_i (the difference of two sums cancels in float32 after a very negative gate).
 Reading the Kimi Linear report's own definition literally (γ over [j, i]) is an index erratum
 (the Notation appendix, §6 and §10); ``kda_parallel(..., include_start=True)`` computes it, to
 measure the difference.
@@ -226,9 +225,8 @@ def kda_chunk(
     chunk (or per half, quarter, … when a chunk decays by more than e^40),
     the UT inverse for all chunks at once, then three fused products per
     chunk. No exponent exceeds e^20 and each is a sum of the gates it
-    spans, so float32 stays finite and exact for any gates (−30 per step,
-    or −1e30 among −0.01), gradients too. Shapes as :func:`kda_recurrent`;
-    any T.
+    spans: float32 stays exact for any gates (−30 per step, or −1e30 among
+    −0.01), gradients too. Shapes as :func:`kda_recurrent`; any T.
     """
     o, state = engine.decayed_delta_rule_chunks(
         q,
