@@ -16,8 +16,10 @@ One kernel covers three models, by the shape and origin of the log-gate ``g = lo
 A scalar gate is the per-channel gate broadcast over Dk. The chunkwise form needs the decay
 between two positions of a chunk: with ``B_i = g_1 + … + g_i`` the log-gates summed from the
 chunk's start (in the code ``b``), a write at j reaches position i decayed by
-``γ_(j,i] = exp(B_i − B_j)`` (``log_gamma`` is B_i − B_j). It is always formed from differences
-(never ``exp(-B)`` alone, which overflows float32 once ``-B ≳ 88``).
+``γ_(j,i] = exp(B_i − B_j)`` (``log_gamma`` is B_i − B_j). It is always formed as the sum
+g_(j+1) + … + g_i of the gates it spans: never ``exp(-B)`` alone, which overflows float32 once
+``-B ≳ 88``, and never as the difference of the two sums B_i and B_j, which float32 cannot hold
+exactly once a very negative gate (say −1e4) comes before small ones.
 
 The forms: ``gla_step`` (one token), ``gla_recurrent`` (the step T times: the definition),
 ``gla_chunk_reference`` (chunk by chunk, written out) and ``gla_chunk`` (the same numbers from
@@ -111,7 +113,8 @@ def gla_chunk_reference(
 ):
     """Gated linear attention chunk by chunk, written out (GLA, Yang et al.
     2024; the Notation appendix, §3). Every exponent is ≤ 0 (j > i is
-    masked before exp). Shapes as :func:`gla_recurrent`; any T."""
+    masked before exp) and a sum of the gates it spans. Shapes as
+    :func:`gla_recurrent`; any T."""
     q = q * (q.shape[-1] ** -0.5 if scale is None else scale)
     if g.dim() == 3:  # one gate per head: broadcast over the channels
         g = g[..., None]
@@ -122,19 +125,21 @@ def gla_chunk_reference(
     for start in range(0, q.shape[2], chunk_size):
         chunk = slice(start, start + chunk_size)  # the last may be shorter
         q_n, k_n, v_n = q[:, :, chunk], k[:, :, chunk], v[:, :, chunk]
-        b = g[:, :, chunk].cumsum(dim=2)  # B  [B, H, C, Dk or 1]
-        b_last = b[:, :, -1:]  # B_C  [B, H, 1, Dk or 1]
-        log_gamma = b[:, :, :, None] - b[:, :, None, :]  # B_i − B_j
+        g_n = g[:, :, chunk]  # [B, H, C, Dk or 1]
+        b = g_n.cumsum(dim=2)  # B  [B, H, C, Dk or 1]
         size = q_n.shape[2]
-        future = q_n.new_ones(size, size, dtype=torch.bool).triu(1)
+        later = q_n.new_ones(size, size, dtype=torch.bool).tril(-1)  # s > j
+        # B_i − B_j = Σ g_s over j < s ≤ i: a sum from j, never a difference
+        log_gamma = (later[..., None] * g_n[:, :, :, None]).cumsum(dim=2)
+        future = later.mT  # j > i
         gamma = log_gamma.masked_fill(future[..., None], -math.inf).exp()  # γ
         # A_ij = Σ_d q_id k_jd e^(B_id − B_jd) for j ≤ i: the decayed scores
         scores = torch.einsum("bhid,bhijd,bhjd->bhij", q_n, gamma, k_n)
         # O_[n] = (Q ⊙ e^B) S_[n] + A V
         outputs.append((q_n * b.exp()) @ state + scores @ v_n)
-        k_to_end = k_n * (b_last - b).exp()  # K ⊙ e^(B_C − B)
+        k_to_end = k_n * gamma[:, :, -1]  # K ⊙ e^(B_C − B): γ's last row
         # S_[n+1] = Diag(e^(B_C)) S_[n] + (K ⊙ e^(B_C − B))ᵀ V
-        state = b_last.exp().mT * state + k_to_end.mT @ v_n
+        state = b[:, :, -1:].exp().mT * state + k_to_end.mT @ v_n
     return torch.cat(outputs, dim=2), (state if output_final_state else None)
 
 
@@ -154,7 +159,8 @@ def gla_chunk(
     :func:`gla_chunk_reference`, from the private fast engine (all chunks'
     decayed scores at once, factorised around a reference point per block:
     no [C, C, Dk] tensor of exponentials, no exponent above e^20 for any
-    gate). Shapes as :func:`gla_recurrent`; any T.
+    gate, each a sum of the gates it spans, so float32 stays exact under
+    any mix of gates). Shapes as :func:`gla_recurrent`; any T.
     """
     o, state = engine.gla_chunks(
         q,
