@@ -167,18 +167,11 @@ def ut_transform(k, v, *, beta):
     return w, u
 
 
+# fmt: off
 @checked(_delta_inputs)
-def delta_rule_chunk_reference(
-    q,
-    k,
-    v,
-    *,
-    beta,
-    scale=None,
-    initial_state=None,
-    output_final_state=False,
-    chunk_size=64,
-):
+def delta_rule_chunk_reference(q, k, v, *, beta, scale=None,
+                               initial_state=None, output_final_state=False,
+                               chunk_size=64):
     """The delta rule chunk by chunk, written out (the WY / UT form of Yang
     et al. 2024; the Notation appendix, §4). Shapes as
     :func:`delta_rule_recurrent`; any T."""
@@ -197,6 +190,7 @@ def delta_rule_chunk_reference(
         outputs.append(q_n @ state + inside @ v_new)  # O_[n]
         state = state + k_n.mT @ v_new  # S_[n+1] = S + Kᵀ (U − W S)
     return torch.cat(outputs, dim=2), (state if output_final_state else None)
+# fmt: on
 
 
 @checked(_delta_inputs)

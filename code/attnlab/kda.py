@@ -150,19 +150,10 @@ def kda_parallel(q, k, v, *, g, beta, scale=None, include_start=False):
     return a_qk @ u, None
 
 
+# fmt: off
 @checked(_sequence_inputs)
-def kda_chunk_reference(
-    q,
-    k,
-    v,
-    *,
-    g,
-    beta,
-    scale=None,
-    initial_state=None,
-    output_final_state=False,
-    chunk_size=64,
-):
+def kda_chunk_reference(q, k, v, *, g, beta, scale=None, initial_state=None,
+                        output_final_state=False, chunk_size=64):
     """KDA chunk by chunk, written out: Kimi Linear eqs. 6–9, (1)–(4) below,
     with the index erratum fixed (the Notation appendix, §6). One decay per
     channel: the scores are summed over a [C, C, Dk] tensor of decays.
@@ -204,6 +195,7 @@ def kda_chunk_reference(
         k_to_end = gamma[:, :, -1] * k_n  # γ's last row: e^(B_C − B_j) ⊙ k_j
         state = b[:, :, -1:].exp().mT * state + k_to_end.mT @ v_new
     return torch.cat(outputs, dim=2), (state if output_final_state else None)
+# fmt: on
 
 
 @checked(_sequence_inputs)
