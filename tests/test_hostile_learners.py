@@ -23,10 +23,14 @@ from attnlab.kda import kda_step
 from hypothesis import given
 from hypothesis import strategies as st
 
-#: The time limit the tests give every check (seconds), and when its diagnosis must be there
-#: (stopping the function takes up to a second more; the rest is room for a busy machine).
+#: The time limit the tests give a check whose answer never returns (seconds), and the limit
+#: every other check gets: so generous that no correct or wrong answer meets it, on any machine
+#: however busy (a correct answer checked under a short limit would fail on a slow machine).
 LIMIT = 0.5
-PROMPT = LIMIT + 2.0
+GENEROUS = 60.0
+#: Room on top of a limit for the diagnosis to arrive (stopping the function takes up to a
+#: second more); only a stuck answer's diagnosis is timed, never the speed of the checks.
+ROOM = 10.0
 
 
 def causal_reference(q, k, v):
@@ -55,12 +59,12 @@ PAIRS = [name for name, (_, _, pair) in CHECKS.items() if pair]
 STATEFUL = PAIRS
 
 
-def check(name: str, answer) -> sc.CheckResult:
-    """Run checker ``name`` on ``answer`` with the tests' time limit; it must answer in time."""
+def check(name: str, answer, time_limit: float = GENEROUS) -> sc.CheckResult:
+    """Run checker ``name`` on ``answer`` under ``time_limit``; its diagnosis must come."""
     start = time.perf_counter()
-    result = CHECKS[name][0](answer, time_limit=LIMIT)
+    result = CHECKS[name][0](answer, time_limit=time_limit)
     seconds = time.perf_counter() - start
-    assert seconds < PROMPT, f"{name}: the diagnosis took {seconds:.1f} s"
+    assert seconds < time_limit + ROOM, f"{name}: the diagnosis took {seconds:.1f} s"
     assert isinstance(result, sc.CheckResult) and result.message
     return result
 
@@ -70,7 +74,7 @@ def diagnosed(result: sc.CheckResult, mistake: str) -> None:
 
 
 @pytest.mark.parametrize("name", CHECKS)
-def test_the_correct_answer_passes_within_the_tests_time_limit(name):
+def test_the_correct_answer_passes(name):
     assert check(name, CHECKS[name][1]).ok
 
 
@@ -159,7 +163,7 @@ def returns_a_generator(*args, **kwargs):
     (returns_a_generator, "type"),
 ])
 def test_what_the_learners_code_does_becomes_a_diagnosis(name, answer, mistake):
-    result = check(name, answer)
+    result = check(name, answer, LIMIT if answer is never_returns else GENEROUS)
     diagnosed(result, mistake)
     assert len(result.message) < 1000
     if answer is never_returns:
@@ -175,7 +179,7 @@ def test_an_interrupt_raised_by_the_function_is_not_swallowed(name):
         raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        CHECKS[name][0](interrupted, time_limit=LIMIT)
+        CHECKS[name][0](interrupted, time_limit=GENEROUS)
 
 
 def test_interrupting_the_kernel_interrupts_the_check_and_stops_the_function():
@@ -187,10 +191,16 @@ def test_interrupting_the_kernel_interrupts_the_check_and_stops_the_function():
     start = time.perf_counter()
     with pytest.raises(KeyboardInterrupt):
         sc.check_attention(never_returns, time_limit=20)
-    assert time.perf_counter() - start < 2
-    time.sleep(0.2)
-    assert not [t for t in threading.enumerate()
+    assert time.perf_counter() - start < ROOM  # not the 20 s limit
+
+    def checks_alive():
+        return [t for t in threading.enumerate()
                 if t.name.startswith("self-check") and t.is_alive()]
+
+    deadline = time.perf_counter() + ROOM
+    while checks_alive() and time.perf_counter() < deadline:
+        time.sleep(0.05)
+    assert not checks_alive()
 
 
 def test_a_loop_that_swallows_the_stop_signal_is_reported_honestly():
@@ -207,7 +217,7 @@ def test_a_loop_that_swallows_the_stop_signal_is_reported_honestly():
                 pass
 
     try:
-        result = check("attention", swallows_everything)
+        result = check("attention", swallows_everything, LIMIT)
     finally:
         done.set()  # end the loop if the check could not
     diagnosed(result, "timeout")
@@ -216,7 +226,7 @@ def test_a_loop_that_swallows_the_stop_signal_is_reported_honestly():
 
 def test_a_function_stuck_inside_one_long_call_is_reported_as_still_running():
     """Python cannot stop ``time.sleep``: the diagnosis comes on time and says to restart."""
-    result = check("attention", lambda q, k, v: time.sleep(LIMIT + 2))
+    result = check("attention", lambda q, k, v: time.sleep(LIMIT + 2), LIMIT)
     diagnosed(result, "timeout")
     assert "still running" in result.message and "Restart the kernel" in result.message
 

@@ -384,8 +384,8 @@ def browser_moves(slider, index: int) -> None:
 
 
 def test_quick_moves_from_the_browser_draw_only_where_the_slider_stops():
-    """Seven moves queued while a 0.3 s draw runs: one frame drawn, the last, in less time
-    than drawing every frame on the way takes (7 × 0.3 s = 2.1 s and more)."""
+    """Seven moves queued while a 0.3 s draw runs: one frame drawn, the last (drawing every
+    frame on the way would take 7 × 0.3 s and more)."""
     import asyncio
     import time
 
@@ -408,8 +408,8 @@ def test_quick_moves_from_the_browser_draw_only_where_the_slider_stops():
             await asyncio.sleep(0.01)
         return time.perf_counter() - start
 
-    seconds = asyncio.run(reader())
-    assert drawn == [7] and seconds < 2.0, (drawn, seconds)
+    asyncio.run(reader())
+    assert drawn == [7], drawn  # not the six frames on the way
     assert not any(panel.frames[(i,)].value for i in range(1, 7))
 
 
