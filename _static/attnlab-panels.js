@@ -32,10 +32,29 @@
     var status = panel.querySelector(".attnlab-status");
     if (status) status.textContent = alt;
   }
+  // Whatever goes wrong is said in the panel (a message above its figure), not only in the
+  // console: a reader sees why the figure stopped following the controls.
+  function safely(panel) {
+    try {
+      update(panel);
+      var old = panel.querySelector(".attnlab-script-error");
+      if (old) old.remove();
+    } catch (error) {
+      var note = panel.querySelector(".attnlab-script-error");
+      if (!note) {
+        note = document.createElement("div");
+        note.className = "attnlab-message attnlab-script-error";
+        note.setAttribute("role", "status");
+        panel.insertBefore(note, panel.querySelector(".attnlab-frames"));
+      }
+      note.textContent = "The sliders stopped working (" + error + "); the figure shows " +
+        "the last setting that worked.";
+    }
+  }
   function wire(panel) {
-    panel.addEventListener("input", function () { update(panel); });
-    panel.addEventListener("change", function () { update(panel); });
-    update(panel);  // a browser may restore control positions on reload
+    panel.addEventListener("input", function () { safely(panel); });
+    panel.addEventListener("change", function () { safely(panel); });
+    safely(panel);  // a browser may restore control positions on reload
   }
   function start() { document.querySelectorAll(".attnlab-static").forEach(wire); }
   // Printing: open the solutions and "going deeper" boxes (not the folded code cells), and

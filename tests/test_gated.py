@@ -7,12 +7,7 @@ import math
 
 import pytest
 import torch
-from attnlab._chunk_engine import (
-    MAX_FACTORISED_SPAN,
-    channel_decay_scores,
-    channel_decay_terms,
-    factorised_decay_scores,
-)
+from attnlab._chunk_engine import channel_decay_scores, channel_decay_terms
 from attnlab.gated import (
     gla_chunk,
     gla_chunk_reference,
@@ -220,14 +215,13 @@ def pairwise_scores(q, k, b):
 @settings(max_examples=20, deadline=None)
 @given(seed=seeds, c=st.integers(1, 64), dk=st.integers(1, 8),
        per_step=st.sampled_from([0.0, 0.01, 0.5, 2.0, 5.0, 30.0]))
-def test_decay_score_forms_agree(seed, c, dk, per_step):
+def test_decay_scores_equal_their_definition(seed, c, dk, per_step):
+    """channel_decay_scores (one reference point when the span is small, nested halves
+    otherwise) against the pairwise scores."""
     gen = torch.Generator().manual_seed(seed)
     q, k = (torch.randn(2, c, dk, generator=gen, dtype=torch.float64) for _ in range(2))
-    b = (-per_step * torch.rand(2, c, dk, generator=gen, dtype=torch.float64)).cumsum(-2)
-    expected = pairwise_scores(q, k, b)
-    assert_close(channel_decay_scores(q, k, b), expected)
-    if (b[..., 0, :] - b[..., -1, :]).max() <= MAX_FACTORISED_SPAN:
-        assert_close(factorised_decay_scores(q, k, b), expected)
+    g = -per_step * torch.rand(2, c, dk, generator=gen, dtype=torch.float64)
+    assert_close(channel_decay_scores([q], k, g), [pairwise_scores(q, k, g.cumsum(-2))])
 
 
 @settings(max_examples=20, deadline=None)
@@ -236,17 +230,20 @@ def test_decay_score_forms_agree(seed, c, dk, per_step):
 @example(seed=0, c=64, dk=4, per_step=0.01)  # one reference point
 @example(seed=0, c=64, dk=4, per_step=30.0)  # the nested split
 def test_decay_terms_equal_their_definitions(seed, c, dk, per_step):
-    """channel_decay_terms against pairwise scores and e^B, e^(b_C − B) taken directly, on both
-    of its paths (one reference point when the span is small, the nested split otherwise)."""
+    """channel_decay_terms against pairwise scores and e^B, e^(B_C − B), e^(B_C) taken directly,
+    on both of its paths (one reference point when the span is small, the nested split
+    otherwise)."""
     gen = torch.Generator().manual_seed(seed)
     q, k = (torch.randn(2, c, dk, generator=gen, dtype=torch.float64) for _ in range(2))
-    b = (-per_step * torch.rand(2, c, dk, generator=gen, dtype=torch.float64)).cumsum(-2)
-    (a_qk, a_kk), (q_start, k_start), k_end = channel_decay_terms((q, k), k, b)
+    g = -per_step * torch.rand(2, c, dk, generator=gen, dtype=torch.float64)
+    b = g.cumsum(-2)
+    (a_qk, a_kk), (q_start, k_start), k_end, chunk_decay = channel_decay_terms([q, k], k, g)
     assert_close(a_qk, pairwise_scores(q, k, b))
     assert_close(a_kk, pairwise_scores(k, k, b))
     assert_close(q_start, q * b.exp())
     assert_close(k_start, k * b.exp())
     assert_close(k_end, k * (b[..., -1:, :] - b).exp())
+    assert_close(chunk_decay, b[..., -1:, :].exp())
 
 
 def test_one_reference_point_overflows_where_nested_blocks_do_not():
@@ -254,18 +251,19 @@ def test_one_reference_point_overflows_where_nested_blocks_do_not():
     64-token chunk gives e^640."""
     gen = torch.Generator().manual_seed(0)
     q, k = (torch.randn(1, 64, 4, generator=gen) for _ in range(2))
-    b = torch.full((1, 64, 4), -20.0).cumsum(-2)
-    assert not torch.isfinite(factorised_decay_scores(q, k, b)).all()
-    assert torch.isfinite(channel_decay_scores(q, k, b)).all()
-    assert_close(channel_decay_scores(q, k, b), pairwise_scores(q, k, b))
+    g = torch.full((1, 64, 4), -20.0)
+    b = g.cumsum(-2)
+    r = (b[..., :1, :] + b[..., -1:, :]) / 2  # one reference point for the whole chunk
+    assert not torch.isfinite((q * (b - r).exp()) @ (k * (r - b).exp()).mT).all()
+    [nested] = channel_decay_scores([q], k, g)
+    assert_close(nested, pairwise_scores(q, k, b))
 
 
 def test_channel_decay_scores_under_huge_decays():
     """With g = -1000 per step only the diagonal survives: A_ii = q_i · k_i, all else 0."""
     gen = torch.Generator().manual_seed(0)
     q, k = (torch.randn(3, 64, 5, generator=gen) for _ in range(2))
-    b = torch.full((3, 64, 5), -1000.0).cumsum(-2)
-    scores = channel_decay_scores(q, k, b)
+    [scores] = channel_decay_scores([q], k, torch.full((3, 64, 5), -1000.0))
     assert torch.isfinite(scores).all()
     assert_close(scores, torch.diag_embed((q * k).sum(-1)))
 

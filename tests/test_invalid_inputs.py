@@ -1,11 +1,11 @@
 """Bad input, as a caller sends it, to every public function and layer of ``attnlab``.
 
 Hypothesis draws valid sizes for every sequence kernel and layer, and each kind of mistake is
-tried on each (a missing dimension, an integer tensor, NaN or inf, an empty sequence,
-mismatched lengths, a gate or β out of range, a bad chunk size); the other public functions get
-a table of typical mistakes. Every case must end in a ``ValueError`` or ``TypeError`` whose
-message names an argument the caller passed: never a traceback from inside torch, never a
-silent NaN.
+tried on each (a missing dimension, an integer tensor, NaN or inf, an empty sequence, batch or
+head axis, mismatched lengths, a gate or β out of range, a bad chunk size, a NaN or zero scale);
+the other public functions get a table of typical mistakes, issue 24's among them. Every case
+must end in a ``ValueError`` or ``TypeError`` whose message names an argument the caller
+passed: never a traceback from inside torch, never a silent NaN.
 """
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 from attnlab import (
+    KIMI_LINEAR_48B_A3B,
+    LLAMA3_8B,
     SOPHIA,
     SOPHIA_NANO,
     DeltaNetLayer,
@@ -24,6 +26,7 @@ from attnlab import (
     HybridLM,
     KDALayer,
     KVCache,
+    LatentCache,
     LinearAttentionLayer,
     MultiHeadAttention,
     MultiHeadLatentAttention,
@@ -53,10 +56,14 @@ from attnlab import (
     split_heads,
     stable_softmax,
 )
+from attnlab.blocks import RMSNorm, ShortConvolution
 from attnlab.delta import delta_rule_chunk_reference, gated_delta_rule_chunk_reference
 from attnlab.gated import gla_chunk_reference
 from attnlab.kda import kda_chunk_reference
+from attnlab.layers import l2_normalise
 from attnlab.linear import linear_attention_chunk_reference
+from attnlab.model import next_token
+from attnlab.serving import decode_step_bytes, step_seconds, what_if
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -82,7 +89,8 @@ KERNELS = {
     kda_chunk_reference: ("channel", True),
 }
 MISTAKES = ("missing_dim", "int_dtype", "nan", "inf", "empty", "length_mismatch",
-            "positive_gate", "beta_out_of_range", "bad_chunk_size")
+            "positive_gate", "beta_out_of_range", "bad_chunk_size", "nan_scale", "zero_scale",
+            "empty_batch", "empty_heads")
 
 
 def kernel_arguments(kernel, b, h, t, dk, dv) -> dict[str, torch.Tensor]:
@@ -130,6 +138,12 @@ def spoil(args: dict, mistake: str, target: str) -> dict:
         args["beta"] = args["beta"] + 2.5
     elif mistake == "bad_chunk_size":
         args["chunk_size"] = 0
+    elif mistake in ("nan_scale", "zero_scale"):
+        args["scale"] = float("nan") if mistake == "nan_scale" else 0.0
+    elif mistake == "empty_batch":
+        args = {name: value[:0] for name, value in args.items()}
+    elif mistake == "empty_heads":
+        args = {name: value[:, :0] for name, value in args.items()}
     return args
 
 
@@ -147,7 +161,7 @@ KERNEL_CASES = [(kernel, mistake) for kernel in KERNELS for mistake in MISTAKES
 
 
 def test_the_grid_holds_every_applicable_mistake():
-    assert len(KERNEL_CASES) == 137  # 18 kernels x 9 mistakes, less the 25 that cannot apply
+    assert len(KERNEL_CASES) == 209  # 18 kernels x 13 mistakes, less the 25 that cannot apply
     assert not applies(softmax_attention, "positive_gate")
     assert applies(kda_chunk, "bad_chunk_size") and not applies(kda_recurrent, "bad_chunk_size")
 
@@ -168,7 +182,8 @@ def test_every_kernel_refuses_bad_input_naming_the_argument(kernel, mistake, siz
     target = data.draw(st.sampled_from(targets))
     bad = spoil(args, mistake, target)
     q, k, v = bad.pop("q"), bad.pop("k"), bad.pop("v")
-    assert_clear_error(lambda: kernel(q, k, v, **bad), {"q", "k", "v", *bad})
+    named = {"scale"} if mistake.endswith("_scale") else {"q", "k", "v", *bad}
+    assert_clear_error(lambda: kernel(q, k, v, **bad), named)
 
 
 D_MODEL = 12
@@ -181,7 +196,8 @@ LAYERS = {
     "mha": lambda: MultiHeadAttention(D_MODEL, 2, 4),
     "mla": lambda: MultiHeadLatentAttention(D_MODEL, 2, 4, kv_lora_rank=6, qk_rope_head_dim=2),
 }
-LAYER_MISTAKES = ("missing_dim", "wrong_width", "int_dtype", "nan", "inf", "empty")
+LAYER_MISTAKES = ("missing_dim", "wrong_width", "int_dtype", "nan", "inf", "empty",
+                  "empty_batch")
 
 
 @pytest.fixture(scope="module")
@@ -206,6 +222,8 @@ def test_every_layer_refuses_bad_input_naming_x(layers, name, mistake, b, t):
         x[0, 0, 0] = float("nan") if mistake == "nan" else float("inf")
     elif mistake == "empty":
         x = x[:, :0]
+    elif mistake == "empty_batch":
+        x = x[:0]
     assert_clear_error(lambda: layers[name](x), {"x"})
 
 
@@ -254,7 +272,73 @@ OTHER_CALLS = {
                                               "v"),
     "HybridLM: token ids out of range": (
         lambda: HybridLM(SOPHIA_NANO)(torch.tensor([[SOPHIA_NANO.vocab_size]])), "input_ids"),
+    # issue 24: NaN and inf parameters, and the model and layers at their edges
+    "softmax_attention: a NaN scale": (
+        lambda: softmax_attention(_x(1, 1, 2, 4), _x(1, 1, 2, 4), _x(1, 1, 2, 3),
+                                  scale=float("nan")), "scale"),
+    "softmax_attention: an infinite scale": (
+        lambda: softmax_attention(_x(1, 1, 2, 4), _x(1, 1, 2, 4), _x(1, 1, 2, 3),
+                                  scale=float("inf")), "scale"),
+    "softmax_attention_online: a NaN scale": (
+        lambda: softmax_attention_online(_x(1, 1, 2, 4), _x(1, 1, 2, 4), _x(1, 1, 2, 3),
+                                         scale=float("nan")), "scale"),
+    "softmax_attention: Dk = 0": (
+        lambda: softmax_attention(_x(1, 1, 2, 0), _x(1, 1, 2, 0), _x(1, 1, 2, 3)), "q"),
+    "softmax_attention: T = 65,536 (a 16 GiB score matrix)": (
+        lambda: softmax_attention(*[torch.zeros(1, 1, 1, 8).expand(1, 1, 65_536, 8)] * 3),
+        "q"),
+    "stable_softmax: a +inf score": (
+        lambda: stable_softmax(torch.tensor([1.0, float("inf"), 2.0])), "x"),
+    "stable_softmax: a NaN score": (
+        lambda: stable_softmax(torch.tensor([1.0, float("nan"), 2.0])), "x"),
+    "apply_rope: base 0": (lambda: apply_rope(_x(1, 1, 2, 4), torch.arange(2), 0.0), "base"),
+    "apply_rope: a negative base": (
+        lambda: apply_rope(_x(1, 1, 2, 4), torch.arange(2), -10.0), "base"),
+    "rope_angles: a NaN base": (
+        lambda: rope_angles(torch.arange(4), 4, float("nan")), "base"),
+    "MultiHeadAttention: rope_base 0": (
+        lambda: MultiHeadAttention(D_MODEL, 2, 4, rope_base=0), "rope_base"),
+    "MultiHeadAttention: conv_size 0": (
+        lambda: MultiHeadAttention(D_MODEL, 2, 4, conv_size=0), "conv_size"),
+    "KDALayer: conv_size 0": (lambda: KDALayer(D_MODEL, 2, 4, conv_size=0), "conv_size"),
+    "RMSNorm: a NaN eps": (lambda: RMSNorm(4, eps=float("nan")), "eps"),
+    "kv_cache_bytes: NaN bytes per element": (
+        lambda: kv_cache_bytes(2, 2, 4, 8, float("nan")), "bytes_per_element"),
+    "what_if: context 0": (lambda: what_if(LLAMA3_8B, 0, 1, 80 * 10**9), "context"),
+    "step_seconds: a NaN bandwidth": (
+        lambda: step_seconds(decode_step_bytes(LLAMA3_8B, 16), float("nan")), "bandwidth"),
+    "next_token: a NaN temperature": (
+        lambda: next_token(torch.zeros(1, 4), float("nan")), "temperature"),
+    "HybridLM.generate: a NaN temperature": (
+        lambda: HybridLM(SOPHIA_NANO).generate(torch.zeros(1, 2, dtype=torch.long), 2,
+                                               temperature=float("nan")), "temperature"),
+    "HybridLM.generate: temperature 1e-45 (0 in float32)": (
+        lambda: HybridLM(SOPHIA_NANO).generate(torch.zeros(1, 2, dtype=torch.long), 2,
+                                               temperature=1e-45), "temperature"),
+    "HybridLM.generate: a [0, 5] prompt": (
+        lambda: HybridLM(SOPHIA_NANO).generate(torch.zeros(0, 5, dtype=torch.long), 2),
+        "input_ids"),
+    "HybridLM: int16 token ids": (
+        lambda: HybridLM(SOPHIA_NANO)(torch.zeros(1, 2, dtype=torch.int16)), "input_ids"),
+    "HybridLM: uint8 token ids": (
+        lambda: HybridLM(SOPHIA_NANO)(torch.full((1, 2), 255, dtype=torch.uint8)),
+        "input_ids"),
+    "HybridLM: Kimi Linear's preset (12.9 GiB in float32)": (
+        lambda: HybridLM(KIMI_LINEAR_48B_A3B), "config"),
+    "KVCache: NaN keys": (lambda: KVCache(_nan(1, 1, 2, 4), _x(1, 1, 2, 4)), "k"),
+    "LatentCache: a NaN latent": (lambda: LatentCache(_nan(1, 2, 6), _x(1, 2, 2)), "c_kv"),
+    "ShortConvolution: NaN x": (lambda: ShortConvolution(4)(_nan(1, 3, 4)), "x"),
+    "RMSNorm: NaN x": (lambda: RMSNorm(4)(_nan(1, 3, 4)), "x"),
+    "l2_normalise: NaN x": (lambda: l2_normalise(_nan(1, 2, 3, 4)), "x"),
+    "KDALayer: a cache whose state is NaN": (lambda: _continue_with_a_nan_state(), "cache.state"),
 }
+
+
+def _continue_with_a_nan_state():
+    layer = KDALayer(D_MODEL, 2, 4)
+    _, cache = layer(_x(1, 3, D_MODEL), use_cache=True)
+    cache.state = torch.full_like(cache.state, float("nan"))
+    layer(_x(1, 1, D_MODEL), cache)
 
 
 @pytest.mark.parametrize("case", list(OTHER_CALLS))

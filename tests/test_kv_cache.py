@@ -94,7 +94,7 @@ K = randn(1, 2, 3, 4)
         (lambda: decode_with_cache(K, randn(1, 2, 4, 4), K), "k"),
         (lambda: decode_with_cache(K, K, randn(1, 2, 3)), "v"),
         (lambda: decode_with_cache(K, K.float(), K), "k"),
-        (lambda: decode_with_cache(K[:, :, :0], K[:, :, :0], K[:, :, :0]), "T"),
+        (lambda: decode_with_cache(K[:, :, :0], K[:, :, :0], K[:, :, :0]), "q"),
         (lambda: decode_with_cache(K, K, K.clone().fill_(float("nan"))), "v"),
         (lambda: decode_with_cache(K, K, K, scale="big"), "scale"),
         (lambda: kv_cache_bytes(0, 16, 96, 4096, 2), "n_layers"),

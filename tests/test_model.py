@@ -241,7 +241,7 @@ def test_bad_caches_and_generation_arguments_raise_clear_errors():
         nano(ids, cache=zoo_cache)
     with pytest.raises(ValueError, match="max_new_tokens: expected an integer >= 0"):
         nano.generate(ids, -1)
-    with pytest.raises(ValueError, match="temperature: expected a number >= 0"):
+    with pytest.raises(ValueError, match="temperature: expected a finite number >= 0"):
         nano.generate(ids, 2, temperature=-0.5)
     with pytest.raises(ValueError, match="config: expected a ModelConfig"):
         HybridLM({"d_model": 64})

@@ -6,8 +6,9 @@ tests: they are the only proof that the pages render offline.
 Checks on every page: no console error, no failed or external request, no HTTP error, math typeset
 by MathJax, every widget rendered, every image loaded, no broken internal link, no Thebe code, the
 licences in the footer and a "last updated" date from git. On every lesson page: every slider moves
-its figure with no kernel behind the page, and the Colab button opens that lesson's notebook. A
-screenshot of each page is saved under ``_build/screenshots/``.
+its figure with no kernel behind the page, a page without JavaScript says the sliders need it and
+shows each panel's first figure, and the Colab button opens that lesson's notebook. A screenshot
+of each page is saved under ``_build/screenshots/``.
 """
 
 from __future__ import annotations
@@ -183,6 +184,59 @@ def test_every_control_moves_its_figure_without_a_kernel(browser, base_url, rel)
                     " [r.getAttribute('aria-valuetext'),"
                     "  r.parentNode.querySelector('output').textContent])")
                 assert all(a == b for a, b in spoken), f"panel {i}: sliders announce {spoken}"
+    finally:
+        page.close()
+    assert not log["errors"], f"console errors: {log['errors'][:5]}"
+
+
+@pytest.mark.parametrize("rel", LESSONS)
+def test_without_javascript_every_panel_says_so_and_shows_its_first_figure(browser, base_url,
+                                                                             rel):
+    """With JavaScript off the controls move nothing: each panel says so in its <noscript>
+    line and shows one frame, the first setting, loaded. With JavaScript on, the line is not
+    shown."""
+    context = browser.new_context(java_script_enabled=False)
+    try:
+        page = context.new_page()
+        page.goto(f"{base_url}/{rel}", wait_until="load")
+        panels = page.locator(".attnlab-static")
+        assert panels.count() > 0, "a lesson needs at least one slider panel"
+        for i in range(panels.count()):
+            panel = panels.nth(i)
+            line = panel.locator(".attnlab-noscript")
+            assert line.count() == 1 and line.is_visible(), f"panel {i}: no <noscript> line"
+            assert "need JavaScript" in line.inner_text()
+            shown = panel.evaluate(
+                "el => [...el.querySelectorAll('.attnlab-frame')].filter(f => !f.hidden)"
+                ".map(f => { const img = f.querySelector('img');"
+                " return img ? img.complete && img.naturalWidth > 0 : true; })")
+            assert shown == [True], f"panel {i}: frames shown without JavaScript: {shown}"
+    finally:
+        context.close()
+    page, _ = open_page(browser, f"{base_url}/{rel}")
+    try:
+        assert page.locator(".attnlab-noscript").count() == 0
+    finally:
+        page.close()
+
+
+def test_a_panel_whose_script_fails_says_so_in_the_panel(browser, base_url):
+    """A script error while switching frames (here: a slider's list of values made unreadable)
+    shows as a message in the panel, not only in the console, and goes away once it works."""
+    rel = next(r for r in LESSONS if "type=\"range\"" in (HTML / r).read_text("utf-8"))
+    page, log = open_page(browser, f"{base_url}/{rel}")
+    try:
+        panel = page.locator(".attnlab-static:has(input[type=range])").first
+        panel.scroll_into_view_if_needed()
+        slider = panel.locator("input[type=range]").first
+        values = slider.get_attribute("data-values")
+        slider.evaluate("r => { r.dataset.values = 'not a list'; }")
+        move_control(page, slider.locator(".."))
+        note = panel.locator(".attnlab-script-error")
+        assert note.count() == 1 and "stopped working" in note.inner_text()
+        slider.evaluate("(r, v) => { r.dataset.values = v; }", values)
+        move_control(page, slider.locator(".."))
+        assert note.count() == 0
     finally:
         page.close()
     assert not log["errors"], f"console errors: {log['errors'][:5]}"

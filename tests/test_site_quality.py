@@ -131,3 +131,22 @@ def test_search_finds_chinese_terms_and_their_parts(browser, base_url, query):
     finally:
         page.close()
     assert any("glossary" in h for h in hits), f"{query!r}: results {hits[:10]}"
+
+
+def test_the_search_field_leaves_the_query_readable(browser, base_url):
+    """The magnifier icon sits before the text of the search field, never over its first
+    characters (the theme drew it over them on the search page)."""
+    page, _ = open_page(browser, f"{base_url}/search.html?q=attention")
+    try:
+        field = page.evaluate(
+            "() => { const form = document.querySelector('.bd-search-container form.bd-search');"
+            " const icon = form.querySelector('.fa-magnifying-glass').getBoundingClientRect();"
+            " const input = form.querySelector('input');"
+            " const box = input.getBoundingClientRect();"
+            " const text = box.left + parseFloat(getComputedStyle(input).paddingLeft);"
+            " return {icon: [icon.left, icon.right], text, value: input.value,"
+            "  width: icon.width}; }")
+    finally:
+        page.close()
+    assert field["value"] == "attention" and field["width"] > 0, field
+    assert field["icon"][1] <= field["text"], f"the icon covers the query: {field}"

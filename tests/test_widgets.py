@@ -304,3 +304,123 @@ def test_fast_sliders_changes_no_frame():
         fast_sliders(False)
     assert after.frames.keys() == before.frames.keys()
     assert all(after.frames[key].value == before.frames[key].value for key in before.frames)
+
+
+# ---------------------------------------------------------------- nothing escapes a panel
+
+
+class Unprintable(Exception):
+    def __str__(self):
+        raise RuntimeError("no message")
+
+
+def alt_fails_at_3(slope, intercept=0):
+    if slope == 3:
+        raise KeyError("slope 3 has no description")
+    return alt(slope)
+
+
+def alt_cannot_print_its_error(slope, intercept=0):
+    raise Unprintable
+
+
+@pytest.mark.parametrize("mode", ["static", "live"])
+@pytest.mark.parametrize(("alt_text", "expected"), [
+    (alt_fails_at_3, "KeyError"),
+    (alt_cannot_print_its_error, "Unprintable"),
+    (lambda slope: 3, "expected a non-empty text"),
+])
+def test_an_alt_text_that_fails_shows_a_message_in_its_frame(mode, alt_text, expected):
+    panel = slider_panel(draw_line, {"slope": [1, 3]}, alt=alt_text, mode=mode)
+    if mode == "static":
+        frames = static_frames(panel)
+        shown = frames["1"][1]
+        assert 'aria-live="polite">' in panel.page_html
+    else:
+        panel.sliders[0].value = 3
+        shown = panel.frames[(1,)].value
+    assert "attnlab-message" in shown and "alt text" in shown and expected in shown
+    assert "<img" not in shown
+
+
+def test_a_static_frame_announces_its_message_when_the_figure_cannot_be_shown():
+    panel = slider_panel(draw_line, {"slope": [3, 1]}, alt=alt_fails_at_3, mode="static")
+    status = re.search(r'aria-live="polite">(.*?)</p>', panel.page_html).group(1)
+    assert "could not be written" in status and "KeyError" in status
+
+
+@pytest.mark.parametrize("mode", ["static", "live"])
+@pytest.mark.parametrize("fmt", [lambda v: 1 / 0, lambda v: v * 10, lambda v: None])
+def test_a_format_function_that_fails_leaves_plain_values_and_says_so(mode, fmt):
+    panel = slider_panel(draw_line, {"slope": [1, 2]}, alt=alt, formats={"slope": fmt},
+                         mode=mode)
+    if mode == "static":
+        page = panel.page_html
+        assert 'data-values="[&quot;1&quot;, &quot;2&quot;]"' in page
+    else:
+        import ipywidgets as widgets
+
+        assert panel.sliders[0].options == (("1", 1), ("2", 2))
+        notes = [c for c in panel.widget.children if isinstance(c, widgets.HTML)]
+        page = "".join(note.value for note in notes)
+        panel.sliders[0].value = 2
+        assert panel.frames[(1,)].value.startswith("<img")  # the panel keeps working
+    assert "This panel has a problem" in page and "format function failed" in page
+
+
+def test_a_static_panel_says_its_sliders_need_javascript():
+    panel = slider_panel(draw_line, {"slope": [1, 2]}, alt=alt, mode="static")
+    noscript = re.search(r"<noscript>(.*?)</noscript>", panel.page_html).group(1)
+    assert "The sliders need JavaScript; the figure shows its first setting." in noscript
+
+
+# ---------------------------------------------------------------- live moves: the last one wins
+
+
+def browser_moves(slider, index: int) -> None:
+    """What JupyterLab sends when a reader moves a slider: a comm message with the new index."""
+    slider._handle_msg({"content": {"data": {"method": "update", "state": {"index": index},
+                                             "buffer_paths": []}}, "buffers": []})
+
+
+def test_quick_moves_from_the_browser_draw_only_where_the_slider_stops():
+    """Seven moves queued while a 0.3 s draw runs: one frame drawn, the last (drawing every
+    frame on the way would take 7 × 0.3 s and more)."""
+    import asyncio
+    import time
+
+    drawn = []
+
+    def slow_draw(fig, step):
+        time.sleep(0.3)
+        drawn.append(step)
+        draw_line(fig, step)
+
+    panel = slider_panel(slow_draw, {"step": list(range(8))}, alt="a line", mode="live")
+    drawn.clear()
+
+    async def reader() -> float:
+        start = time.perf_counter()
+        for index in range(1, 8):
+            browser_moves(panel.sliders[0], index)
+            await asyncio.sleep(0)  # the kernel handles each message, then the next
+        while not panel.frames[(7,)].value:
+            await asyncio.sleep(0.01)
+        return time.perf_counter() - start
+
+    asyncio.run(reader())
+    assert drawn == [7], drawn  # not the six frames on the way
+    assert not any(panel.frames[(i,)].value for i in range(1, 7))
+
+
+def test_a_move_made_in_code_draws_at_once_even_in_a_running_kernel():
+    """``make bench`` moves sliders from a cell (an event loop runs): each move draws."""
+    import asyncio
+
+    panel = slider_panel(draw_line, {"slope": [1, 2, 3]}, alt=alt, mode="live")
+
+    async def cell() -> None:
+        panel.sliders[0].index = 2
+        assert panel.frames[(2,)].value.startswith("<img")
+
+    asyncio.run(cell())

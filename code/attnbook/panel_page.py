@@ -8,8 +8,11 @@ controls — no widget library — which keeps a lesson page light and accessibl
   shown, not its position; a categorical grid (words, true/false) is a group of radio buttons
   (at most :data:`MAX_TOGGLES` options) or a ``<select>``;
 * every frame is an element with ``data-index="i,j"`` (one position per control); only the
-  selected one is visible, so a page without JavaScript, and a printed page, shows the default;
-* a visually hidden ``aria-live="polite"`` line announces the new frame's alt text.
+  selected one is visible, so a page without JavaScript, and a printed page, shows the default,
+  and a ``<noscript>`` line says so (:data:`NO_SCRIPT`);
+* a visually hidden ``aria-live="polite"`` line announces the new frame's alt text;
+* a frame that could not be drawn, and a note about the whole panel, is a message
+  (:func:`message_html`) instead of an image.
 
 ``_static/attnlab-panels.js`` (about 40 lines, loaded on every page) wires the controls to the
 frames. :func:`panel_html` is all the package needs; the JavaScript relies on the class names and
@@ -26,6 +29,12 @@ from collections.abc import Mapping, Sequence
 
 #: A categorical control with at most this many options is a row of toggles, else a dropdown.
 MAX_TOGGLES = 5
+
+#: What a panel says where JavaScript does not run: its controls then move nothing.
+NO_SCRIPT = "The sliders need JavaScript; the figure shows its first setting."
+
+#: The heading of a note about a whole panel (e.g. a control whose labels could not be written).
+NOTE_HEADING = "This panel has a problem:"
 
 
 def is_ordered(values: Sequence[object]) -> bool:
@@ -79,16 +88,27 @@ def _control_html(
     )
 
 
+def message_html(message: str, heading: str) -> str:
+    """A message shown in a panel in place of a figure (or above it): a heading and the text."""
+    return (
+        '<div class="attnlab-message" role="status" style="border-left:4px solid #D55E00;'
+        'padding:0.5em 1em;background:#fff4ec">'
+        f"<strong>{html.escape(heading)}</strong> {html.escape(message)}</div>"
+    )
+
+
 def panel_html(
     panel_id: str,
     controls: Sequence[tuple[str, Sequence[str], bool]],
     frames: Mapping[tuple[int, ...], tuple[str, str]],
     default: tuple[int, ...],
+    notes: Sequence[str] = (),
 ) -> str:
     """The page fragment of one panel.
 
     ``controls``: per control, ``(label, formatted options, ordered)``. ``frames``: for every
-    combination of positions, ``(frame HTML, alt text)``; ``default``: the positions shown first.
+    combination of positions, ``(frame HTML, alt text)``; ``default``: the positions shown first;
+    ``notes``: problems of the whole panel, shown above its figure.
     Raises ``ValueError`` when ``frames`` does not hold exactly one frame per combination.
     """
     shape = [len(options) for _, options, _ in controls]
@@ -112,9 +132,12 @@ def panel_html(
         for index, (content, _alt) in sorted(frames.items())
     )
     status = html.escape(frames[default][1])
+    problems = "".join(message_html(note, NOTE_HEADING) for note in notes)
     return (
         f'<div class="attnlab-panel attnlab-static" id="{panel_id}">'
         f'<div class="attnlab-controls">{inputs}</div>'
+        f'<noscript><p class="attnlab-noscript">{html.escape(NO_SCRIPT)}</p></noscript>'
+        f"{problems}"
         f'<div class="attnlab-frames">{body}</div>'
         f'<p class="attnlab-status" aria-live="polite">{status}</p></div>'
     )

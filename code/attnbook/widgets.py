@@ -14,15 +14,23 @@ One call, ``slider_panel(draw, controls)``, gives both behaviours:
   switches frames with no kernel and no widget library.
 
 ``draw(fig, **values)`` adds its axes (``fig.subplots(...)``) to a cleared figure that the panel
-reuses, in the course style, so nothing flickers and no figure leaks. If ``draw`` rejects a
-combination with ``ValueError``, the frame shows that message instead of a traceback, and the
-panel keeps working.
+reuses, in the course style, so nothing flickers and no figure leaks. Nothing the author's
+functions raise escapes the panel, in either mode: if ``draw`` rejects a combination with
+``ValueError`` the frame shows that message; any other error in ``draw``, in the alt text function
+or in rendering the frame shows its type and message in the frame; a ``formats`` function that
+fails leaves its control with the plain values and a note above the figure. The panel keeps
+working either way.
+
+Live moves are debounced: a move that comes from the reader's browser while the kernel's event
+loop runs draws its frame :data:`DEBOUNCE_SECONDS` later, with the controls where they are then,
+so a run of quick moves draws the frame where they stop instead of every frame on the way (a move
+made in code, e.g. by ``make bench``, draws at once).
 """
 
 from __future__ import annotations
 
+import asyncio
 import gc
-import html
 import itertools
 import time
 import weakref
@@ -35,7 +43,13 @@ from matplotlib.figure import Figure
 from matplotlib.layout_engine import ConstrainedLayoutEngine
 
 from ._mode import widget_mode
-from .panel_page import MAX_TOGGLES, is_ordered, panel_html
+from .panel_page import (
+    MAX_TOGGLES,
+    NOTE_HEADING,
+    is_ordered,
+    message_html,
+    panel_html,
+)
 from .plotting import PIXEL_DENSITY, course_style, figure_html, new_figure
 
 DrawFunction = Callable[..., None]
@@ -43,6 +57,9 @@ AltText = str | Callable[..., str]
 
 #: Frames beyond this many per panel make pages heavy (≈ 20–40 KB each): choose coarser grids.
 MAX_FRAMES = 40
+
+#: Seconds a live panel waits after a move from the browser before it draws (see the module doc).
+DEBOUNCE_SECONDS = 0.05
 
 #: Every panel alive in this process (its sliders keep it alive), by number: ``make bench``
 #: moves their sliders.
@@ -115,6 +132,8 @@ class SliderPanel:
     render_seconds: list[float] = field(default_factory=list)
     layouts: dict[tuple[str, ...], list[Any]] = field(default_factory=dict)
     number: int = field(default_factory=lambda: next(_PANEL_NUMBERS))
+    notes: list[str] = field(default_factory=list)
+    pending: asyncio.TimerHandle | None = field(default=None, repr=False)
 
     @property
     def name(self) -> str:
@@ -156,31 +175,48 @@ class SliderPanel:
                 ax.get_position() for ax in self.figure.axes
             ]
 
-    def render(self, index: tuple[int, ...]) -> str:
-        """Run ``draw`` for one combination and return the frame's HTML (image or message).
+    def render(self, index: tuple[int, ...]) -> tuple[str, str]:
+        """Run ``draw`` for one combination: the frame's HTML (its image, or a message) and its
+        text (the image's alt text, or the message), which the website announces.
 
-        A ``ValueError`` (a combination ``draw`` rejects) shows its message; any other error
-        shows its type and message too, so the panel keeps working either way."""
+        A ``ValueError`` from ``draw`` (a combination it rejects) shows its message; any other
+        error in ``draw``, in the alt text or in rendering shows its type and message, so the
+        panel keeps working either way."""
         start = time.perf_counter()
         values = self.values_at(index)
         try:
-            layout = self.draw_frame(index)
             alt = self.alt(**values) if callable(self.alt) else self.alt
-            content = figure_html(self.figure, alt, density=self.density)
-        except ValueError as error:
-            content = _message_html(str(error))
-        except (
-            Exception
-        ) as error:  # any other failure: a frame must never stay blank
-            content = _message_html(
-                f"{type(error).__name__}: {error}",
-                heading="This frame could not be drawn:",
+            if not isinstance(alt, str) or not alt.strip():
+                raise ValueError(f"expected a non-empty text, got {alt!r}")
+        except Exception as error:  # noqa: BLE001 - a frame must never stay blank
+            frame = _message(
+                _describe(error),
+                heading="The alt text of this frame could not be written:",
             )
         else:
-            self.remember_layout(layout)
-        seconds = time.perf_counter() - start
-        self.render_seconds.append(seconds)
-        return content
+            frame = self._draw_and_render(index, alt)
+        self.render_seconds.append(time.perf_counter() - start)
+        return frame
+
+    def _draw_and_render(
+        self, index: tuple[int, ...], alt: str
+    ) -> tuple[str, str]:
+        try:
+            layout = self.draw_frame(index)
+        except ValueError as error:  # a combination draw rejects: it says why
+            return _message(_text(error))
+        except Exception as error:  # noqa: BLE001 - a frame must never stay blank
+            return _message(
+                _describe(error), heading="This frame could not be drawn:"
+            )
+        try:
+            content = figure_html(self.figure, alt, density=self.density)
+        except Exception as error:  # noqa: BLE001 - e.g. an artist that cannot be saved
+            return _message(
+                _describe(error), heading="This frame could not be drawn:"
+            )
+        self.remember_layout(layout)
+        return content, alt
 
     def _reuse_layout(self, fig: Figure) -> tuple[str, ...] | None:
         """Place the axes where constrained layout put them for an earlier frame of the same shape.
@@ -212,9 +248,28 @@ class SliderPanel:
         """Render the frame at ``index`` unless it already holds its figure."""
         frame = self.frames[index]
         if not frame.value:
-            frame.value = self.render(index)
+            frame.value = self.render(index)[0]
 
     def _on_slider(self, _change: dict) -> None:
+        """A control moved: draw its frame now, or, for a move from the browser in a running
+        kernel, :data:`DEBOUNCE_SECONDS` after the last of a run of moves (the last wins)."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # no event loop: a script, a test, no kernel
+            loop = None
+        # ipywidgets locks the properties a browser message sets while it notifies observers
+        from_browser = any(slider._property_lock for slider in self.sliders)
+        if loop is None or not from_browser:
+            self.fill(self.current_index())
+            return
+        if self.pending is not None:
+            self.pending.cancel()
+        self.pending = loop.call_later(
+            DEBOUNCE_SECONDS, self._fill_where_the_controls_are
+        )
+
+    def _fill_where_the_controls_are(self) -> None:
+        self.pending = None
         self.fill(self.current_index())
 
     def _ipython_display_(self) -> None:
@@ -227,22 +282,38 @@ class SliderPanel:
     def static_html(self) -> str:
         """Every frame rendered, as the plain-HTML panel of the website (no widgets)."""
         controls = [
-            (c.label, [c.fmt(v) for v in c.values], is_ordered(c.values))
+            (c.label, self.option_labels(c), is_ordered(c.values))
             for c in self.controls
         ]
-        frames = {}
-        for index in itertools.product(
-            *(range(len(c.values)) for c in self.controls)
-        ):
-            values = self.values_at(index)
-            alt = self.alt(**values) if callable(self.alt) else self.alt
-            frames[index] = (self.render(index), alt)
+        frames = {
+            index: self.render(index)
+            for index in itertools.product(
+                *(range(len(c.values)) for c in self.controls)
+            )
+        }
         return panel_html(
             f"attnlab-panel-{self.number}",
             controls,
             frames,
             self.current_index(),
+            notes=self.notes,
         )
+
+    def option_labels(self, control: Control) -> list[str]:
+        """What a control shows for each value: ``control.fmt`` of it, or, when that fails
+        or gives no text, the value as written by default (and a note in :attr:`notes`)."""
+        try:
+            labels = [control.fmt(v) for v in control.values]
+            wrong = [x for x in labels if not isinstance(x, str)]
+            if wrong:
+                raise TypeError(f"returned {wrong[0]!r}, not text")
+        except Exception as error:  # noqa: BLE001 - the panel still works with plain labels
+            self.notes.append(
+                f"the values of the control {control.label!r} are shown as they are: "
+                f"its format function failed ({_describe(error)})."
+            )
+            return [_format_value(v) for v in control.values]
+        return labels
 
 
 def slider_panel(
@@ -306,15 +377,18 @@ def slider_panel(
         panel.page_html = panel.static_html()
         return panel
     _OPEN_PANELS[panel.number] = panel
-    panel.sliders = [_make_control(c) for c in parsed]
+    panel.sliders = [_make_control(c, panel.option_labels(c)) for c in parsed]
     shape = [len(c.values) for c in parsed]
     panel.frames = {
         index: widgets.HTML()  # no fixed height: the image scales with the column, no gap
         for index in itertools.product(*(range(n) for n in shape))
     }
     stack = _nested_stack(panel, (), 0)
+    notes = [
+        widgets.HTML(message_html(note, NOTE_HEADING)) for note in panel.notes
+    ]
     panel.widget = widgets.VBox(
-        [*panel.sliders, stack], layout=widgets.Layout(width="100%")
+        [*panel.sliders, *notes, stack], layout=widgets.Layout(width="100%")
     )
     panel.widget.add_class("attnlab-panel")
 
@@ -372,10 +446,11 @@ def _nested_stack(
     return stack
 
 
-def _make_control(control: Control) -> widgets.ValueWidget:
+def _make_control(control: Control, labels: list[str]) -> widgets.ValueWidget:
     """A slider for an ordered grid (numbers); toggle buttons, or a dropdown past
-    ``MAX_TOGGLES`` options, for categories — as on the website (see ``panel_page``)."""
-    options = [(control.fmt(v), v) for v in control.values]
+    ``MAX_TOGGLES`` options, for categories — as on the website (see ``panel_page``).
+    ``labels``: what it shows for each value."""
+    options = list(zip(labels, control.values, strict=True))
     common = dict(
         options=options,
         value=control.default,
@@ -399,11 +474,22 @@ def _format_value(value: Any) -> str:
     return str(value)
 
 
-def _message_html(
+def _message(
     message: str, heading: str = "Not a valid combination:"
-) -> str:
-    return (
-        '<div class="attnlab-message" role="status" style="border-left:4px solid #D55E00;'
-        'padding:0.5em 1em;background:#fff4ec">'
-        f"<strong>{html.escape(heading)}</strong> {html.escape(message)}</div>"
-    )
+) -> tuple[str, str]:
+    """A message in place of a figure: its HTML and its plain text."""
+    return (message_html(message, heading), f"{heading} {message}")
+
+
+def _describe(error: BaseException) -> str:
+    """The exception's type and message, e.g. "TypeError: …"."""
+    text = _text(error)
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
+def _text(error: BaseException) -> str:
+    """The exception's message, even when it cannot print itself."""
+    try:
+        return str(error)
+    except Exception as inner:  # noqa: BLE001 - the message of a message
+        return f"(no message: its __str__ raised {type(inner).__name__})"

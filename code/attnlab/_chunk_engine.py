@@ -10,15 +10,15 @@ computes the same numbers (the tests check it in float64 to 1e-10) and is tuned 
 - the per-channel decays e^(B_i − B_j) are factorised around one reference point per block
   when the block's decay span is small, and split into halves otherwise
   (``channel_decay_terms``): matrix products instead of a ``[C, C, Dk]`` tensor of
-  exponentials, with every factor finite for any gate;
+  exponentials, every factor finite and every exponent a sum of the gates it spans;
 - the UT transform 𝒯 = L⁻¹ is inverted blockwise (``unit_lower_inverse``), so each chunk step
   of the delta rules is three fused matrix products (``delta_chunk_loop``).
 
 Shapes: q, k ``[B, H, T, Dk]``; v ``[B, H, T, Dv]``; beta ``[B, H, T]``; log-gates g
 ``[B, H, T]`` (one per head) or ``[B, H, T, Dk]`` (per key channel); states
-``[B, H, Dk, Dv]``. In every function here ``b`` is B, the log-gates summed along a chunk from
-its start (B_i = g_1 + … + g_i, the log of the decay over (start, i]), and b_C its last row;
-a ``*_decay`` is a factor e^(…) ≤ 1. The public wrappers have checked the inputs.
+``[B, H, Dk, Dv]``. In the equations B is the log-gates summed along a chunk from its start
+(B_i = g_1 + … + g_i, the log of the decay over (start, i]) and B_C its last row; a
+``*_decay`` is a factor e^(…) ≤ 1. The public wrappers have checked the inputs.
 """
 
 from __future__ import annotations
@@ -85,116 +85,123 @@ def chunk_states(
 
 # --------------------------------------------------------------------------- decays
 def decay_exp(x: torch.Tensor) -> torch.Tensor:
-    """exp(x) for a log-decay x <= 0, floored just above the smallest normal float: at
-    e^-86.3 (3.3e-38) in float32, e^-707.4 in float64.
+    """exp(x) for a log-decay x <= 0, and exactly 0 below √(smallest normal float) (e^-43.7 in
+    float32, e^-354 in float64), so that no product of two factors is subnormal: x86 CPUs
+    compute with subnormal numbers on a slow path (with a floor at the smallest normal float,
+    gates of −20 per step made a chunk kernel 5 to 15 times slower, torch 2.13)."""
+    cutoff = math.log(torch.finfo(x.dtype).tiny) / 2
+    # exp of x clamped just below the cutoff, then every value under e^cutoff set to 0
+    return F.threshold(x.clamp(min=cutoff - 1).exp(), math.exp(cutoff), 0.0)
 
-    On x86 CPUs, exp of numbers near or below the underflow limit (and of -inf) takes a slow
-    path, 10 to 40 times slower (measured with torch 2.13). The floor changes a decay factor
-    by less than 3.3e-38 in float32, far below the precision of any sum it enters.
+
+def gate_sums(g: torch.Tensor, span: str) -> torch.Tensor:
+    """Log-gates g ``[..., C, D]`` summed along the block axis, each entry a sum of the gates
+    it spans, never the difference of two sums (which float32 cannot hold exactly once a very
+    negative gate comes before small ones). By one product with a 0/1 matrix (on a CPU faster
+    than ``torch.cumsum`` along this axis):
+
+        "from_start"   B_i = g_1 + … + g_i                 the log-decay over (start, i]
+        "from_first"   F_i = g_2 + … + g_i (F_1 = 0)       over (first position, i]
+        "to_end"       E_i = g_(i+1) + … + g_C (E_C = 0)   over (i, C]
     """
-    return torch.exp(x.clamp(min=math.log(torch.finfo(x.dtype).tiny) + 1))
+    ones = g.new_ones(g.shape[-2], g.shape[-2])
+    spans = ones.triu_(1) if span == "to_end" else ones.tril_()
+    if span == "from_first":
+        spans[:, 0] = 0
+    return spans @ g
+
+
+def spans_too_wide(g: torch.Tensor) -> bool:
+    """Whether a block of gates g ``[..., C, D]`` decays by more than ``MAX_FACTORISED_SPAN``
+    in some channel from its first position to its last, −(g_2 + … + g_C)."""
+    return (
+        g.numel() > 0 and g[..., 1:, :].sum(-2).min() < -MAX_FACTORISED_SPAN
+    )
 
 
 def channel_decay_scores(
-    q: torch.Tensor, k: torch.Tensor, b: torch.Tensor
-) -> torch.Tensor:
-    """A_ij = Σ_d q_id k_jd exp(B_id - B_jd) for j <= i (else 0), never forming exp(±B) alone.
+    rows: list[torch.Tensor], k: torch.Tensor, g: torch.Tensor
+) -> list[torch.Tensor]:
+    """A_x[i, j] = Σ_d x_id k_jd e^(B_id − B_jd) for j <= i (else 0), for each row tensor x.
 
-    q, k ``[..., C, Dk]``; b ``[..., C, Dk]`` holds B, the cumulative log-gates along C (it only
-    decreases). Returns A ``[..., C, C]``. If the span ``B_first - B_last`` is at most
-    ``MAX_FACTORISED_SPAN`` in every channel, one reference point serves the whole block
-    (``factorised_decay_scores``). Otherwise split it into an earlier half E and a later half L,
-    with ``r`` the value of B at the last position of E:
+    rows and k ``[..., C, Dk]``; g ``[..., C, Dk or 1]`` the log-gates of each block. Returns
+    [A_x ``[..., C, C]``]. Unless ``spans_too_wide``, one reference point r serves the whole
+    block: A_x = ((x ⊙ e^(F − r)) (K ⊙ e^(r − F))ᵀ) ⊙ M, F = ``gate_sums(g, "from_first")``,
+    r = F_C / 2 (exact, but the factors reach e^(±span/2)). Otherwise split it into an earlier
+    half E and a later half L, h the last position of E:
 
-        A = [[A_EE, 0], [A_LE, A_LL]],    exp(B_i - B_j) = exp(B_i - r) · exp(r - B_j)  (i∈L, j∈E)
+        A = [[A_EE, 0], [A_LE, A_LL]],   e^(B_i − B_j) = e^(g over (h, i]) · e^(g over (j, h])
 
-    Both factors are <= 1, so ``A_LE`` is the matmul of bounded tensors. A_EE and A_LL are
-    computed the same way (all blocks of one level in one batched call): at most log2(C)
-    levels, finite for any gates.
+    for i in L and j in E: both factors are <= 1 and summed inside their half, so ``A_LE`` is
+    the matmul of bounded, accurate tensors. A_EE and A_LL are computed the same way (all
+    blocks of one level in one batched call): at most log2(C) levels, finite for any gates.
     """
-    size = q.shape[-2]
-    if (
-        size == 1
-        or b.numel() == 0
-        or (b[..., 0, :] - b[..., -1, :]).max() <= MAX_FACTORISED_SPAN
-    ):
-        return factorised_decay_scores(q, k, b)
-    if (
-        size % 2
-    ):  # one more step with a zero query and key and no decay, cropped at the end
-        q, k = (F.pad(x, (0, 0, 0, 1)) for x in (q, k))
-        b = torch.cat([b, b[..., -1:, :]], dim=-2)
+    size = k.shape[-2]
+    if not spans_too_wide(g):  # one reference point, r = F_C / 2
+        from_first = gate_sums(g, "from_first")  # F
+        up = torch.exp(from_first - from_first[..., -1:, :] / 2)  # e^(F − r)
+        return [((x * up) @ (k / up).mT).tril_() for x in rows]
+    if size % 2:  # a zero query, key and gate appended, cropped at the end
+        rows = [F.pad(x, (0, 0, 0, 1)) for x in rows]
+        k, g = (F.pad(x, (0, 0, 0, 1)) for x in (k, g))
     half = (size + 1) // 2
-    reference = b[..., half - 1 : half, :]  # B at the end of the earlier half
-    q_later = q[..., half:, :] * decay_exp(b[..., half:, :] - reference)
-    k_earlier = k[..., :half, :] * decay_exp(reference - b[..., :half, :])
-    cross = q_later @ k_earlier.transpose(-1, -2)  # A_LE
+    # e^(g over (h, i]) for i in L; k_j e^(g over (j, h]) for j in E
+    to_later = decay_exp(gate_sums(g[..., half:, :], "from_start"))
+    k_early = k[..., :half, :] * decay_exp(
+        gate_sums(g[..., :half, :], "to_end")
+    )
     inner = channel_decay_scores(
-        *(x.unflatten(-2, (2, half)) for x in (q, k, b))
+        [x.unflatten(-2, (2, half)) for x in rows],
+        *(x.unflatten(-2, (2, half)) for x in (k, g)),
     )
-    scores = torch.cat(
-        [
-            # [A_EE, 0]
-            torch.cat([inner[..., 0, :, :], torch.zeros_like(cross)], dim=-1),
-            torch.cat([cross, inner[..., 1, :, :]], dim=-1),  # [A_LE, A_LL]
-        ],
-        dim=-2,
-    )
-    return scores[..., :size, :size]
-
-
-def factorised_decay_scores(
-    q: torch.Tensor, k: torch.Tensor, b: torch.Tensor
-) -> torch.Tensor:
-    """A = ((Q ⊙ e^(B - r)) (K ⊙ e^(r - B))ᵀ) ⊙ M with one reference point per block and
-    channel, r = (B_first + B_last) / 2. Exact, but the factors reach e^(±span/2): safe for
-    spans up to ``MAX_FACTORISED_SPAN`` only. Shapes as ``channel_decay_scores``."""
-    reference = (b[..., :1, :] + b[..., -1:, :]) / 2
-    scores = (q * torch.exp(b - reference)) @ (
-        k * torch.exp(reference - b)
-    ).transpose(-1, -2)
-    return scores.tril_()
+    scores = []
+    for x, a in zip(rows, inner, strict=True):
+        cross = (x[..., half:, :] * to_later) @ k_early.mT  # A_LE
+        top = torch.cat([a[..., 0, :, :], torch.zeros_like(cross)], dim=-1)
+        bottom = torch.cat([cross, a[..., 1, :, :]], dim=-1)
+        scores.append(torch.cat([top, bottom], dim=-2)[..., :size, :size])
+    return scores
 
 
 def channel_decay_terms(
-    rows: tuple[torch.Tensor, ...], k: torch.Tensor, b: torch.Tensor
-) -> tuple[list[torch.Tensor], list[torch.Tensor], torch.Tensor]:
+    rows: list[torch.Tensor], k: torch.Tensor, g: torch.Tensor
+) -> tuple[
+    list[torch.Tensor], list[torch.Tensor], torch.Tensor, torch.Tensor
+]:
     """Every decayed term of a chunkwise kernel with gates, for one or more row tensors x
     (GLA: q; the delta rules: q and k) against the keys k of the same chunks:
 
-        A_x[i, j] = Σ_d x_id k_jd e^(B_id − B_jd) [j ≤ i],     x ⊙ e^B,     k ⊙ e^(b_C − B)
+        A_x[i, j] = Σ_d x_id k_jd e^(B_id − B_jd) [j ≤ i],   x ⊙ e^B,   k ⊙ e^(B_C − B),   e^(B_C)
 
-    rows and k ``[..., C, Dk]``; b ``[..., C, Dk]`` (or ``[..., C, 1]``: one gate for all
-    channels) holds B, the cumulative log-gates, b_C its last row. Returns
-    ([A_x ``[..., C, C]``], [x ⊙ e^B], k ⊙ e^(b_C − B)).
+    rows and k ``[..., C, Dk]``; g ``[..., C, Dk]`` (or ``[..., C, 1]``: one gate for all
+    channels) the log-gates of each chunk, B their cumulative sum, B_C its last row. Returns
+    ([A_x ``[..., C, C]``], [x ⊙ e^B], k ⊙ e^(B_C − B), e^(B_C) ``[..., 1, Dk]``).
 
-    When every block's span B_first − B_last is at most ``MAX_FACTORISED_SPAN``, all of them
-    come from one exponential f = e^(B − r), r = (B_first + B_last) / 2, and 1 / f:
-    A_x = ((x ⊙ f) (k ⊙ 1/f)ᵀ) ⊙ M, x ⊙ e^B = (x ⊙ f) ⊙ e^r, k ⊙ e^(b_C − B) = (k ⊙ 1/f) ⊙
-    e^(b_C − r). Otherwise ``channel_decay_scores`` splits the blocks and ``decay_exp`` takes
-    the two decays directly; both ways every factor stays finite.
+    Unless ``spans_too_wide``, all come from one exponential f = e^(F − r) and 1 / f (as in
+    ``channel_decay_scores``; B = g_1 + F): x ⊙ e^B = (x ⊙ f) ⊙ e^(r + g_1) and k ⊙ e^(B_C − B)
+    = (k ⊙ 1/f) ⊙ e^r. Otherwise ``channel_decay_scores`` splits the chunks, and the decays
+    come directly from sums over (0, i] and (i, C]. Both ways every factor stays finite.
     """
-    b_last = b[..., -1:, :]
-    if (
-        b.shape[-2] > 1
-        and (b[..., 0, :] - b[..., -1, :]).max() > MAX_FACTORISED_SPAN
-    ):
-        scores = [channel_decay_scores(x, k, b) for x in rows]
+    if spans_too_wide(g):
+        b = gate_sums(g, "from_start")  # B
+        from_start = decay_exp(b)
         return (
-            scores,
-            [x * decay_exp(b) for x in rows],
-            k * decay_exp(b_last - b),
+            channel_decay_scores(rows, k, g),
+            [x * from_start for x in rows],
+            k * decay_exp(gate_sums(g, "to_end")),
+            decay_exp(b[..., -1:, :]),
         )
-    reference = (b[..., :1, :] + b_last) / 2
-    up = torch.exp(b - reference)  # f = e^(B − r)
-    k_down = k / up  # k ⊙ e^(r − B)
+    from_first = gate_sums(g, "from_first")  # F
+    reference = from_first[..., -1:, :] / 2  # r [..., 1, Dk]
+    up = torch.exp(from_first - reference)  # f = e^(F − r)
+    k_down = k / up  # k ⊙ e^(r − F)
     x_up = [x * up for x in rows]
-    scores = [(x @ k_down.transpose(-1, -2)).tril_() for x in x_up]
-    exp_reference = torch.exp(reference)  # e^r [..., 1, Dk]
+    to_start = decay_exp(reference + g[..., :1, :])  # e^(r + g_1)
     return (
-        scores,
-        [x * exp_reference for x in x_up],
-        k_down * torch.exp(b_last - reference),
+        [(x @ k_down.mT).tril_() for x in x_up],
+        [x * to_start for x in x_up],
+        k_down * torch.exp(reference),
+        decay_exp(g[..., :1, :] + from_first[..., -1:, :]),  # e^(g_1 + F_C)
     )
 
 
@@ -402,9 +409,9 @@ def gla_chunks(
     chunk_size: int,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Gated linear attention chunkwise (scalar or per-channel gate g), B the cumulative log-gate
-    inside each chunk and b_C its last row:
+    inside each chunk and B_C its last row:
 
-        O_[n] = (Q ⊙ e^B) S_[n] + A V,    S_[n+1] = Diag(e^(b_C)) S_[n] + (K ⊙ e^(b_C − B))ᵀ V
+        O_[n] = (Q ⊙ e^B) S_[n] + A V,    S_[n+1] = Diag(e^(B_C)) S_[n] + (K ⊙ e^(B_C − B))ᵀ V
 
     with A from ``channel_decay_terms``. Returns (o, S_T).
     """
@@ -414,12 +421,12 @@ def gla_chunks(
     qc, kc, vc, gc = (
         split_chunks(x, chunk_size) for x in (q, k, v, _per_channel(g))
     )
-    b = gc.cumsum(-2)  # B [B, H, N, C, Dk or 1]
-    [scores], [q_from_start], k_to_end = channel_decay_terms((qc,), kc, b)
+    [scores], [q_from_start], k_to_end, chunk_decay = channel_decay_terms(
+        [qc], kc, gc
+    )
     increments = k_to_end.transpose(-1, -2) @ vc  # [B, H, N, Dk, Dv]
-    # e^(b_C) [B, H, N, Dk or 1, 1]
-    chunk_decay = decay_exp(b[..., -1:, :]).transpose(-1, -2)
-    states, state = chunk_states(state, increments, chunk_decay)
+    # e^(B_C) as [B, H, N, Dk or 1, 1]
+    states, state = chunk_states(state, increments, chunk_decay.mT)
     return merge_chunks(q_from_start @ states + scores @ vc, length), state
 
 
@@ -467,11 +474,11 @@ def decayed_delta_rule_chunks(
     chunk_size: int,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The delta rule with a decay, chunkwise: Gated DeltaNet (g [B, H, T]) and KDA
-    (g [B, H, T, Dk]). With B the cumulative log-gate inside each chunk and b_C its last row:
+    (g [B, H, T, Dk]). With B the cumulative log-gate inside each chunk and B_C its last row:
 
         A_qk[i, j] = q_iᵀ Diag(e^(B_i − B_j)) k_j (i ≥ j),  A_kk[i, j] the same with k_i (i > j)
         V_new = L⁻¹ diag(β) (V − (e^B ⊙ K) S),   L = I + StrictTril(diag(β) A_kk)
-        O = (e^B ⊙ Q) S + A_qk V_new,            S ← Diag(e^(b_C)) S + (e^(b_C − B) ⊙ K)ᵀ V_new
+        O = (e^B ⊙ Q) S + A_qk V_new,            S ← Diag(e^(B_C)) S + (e^(B_C − B) ⊙ K)ᵀ V_new
 
     The decayed terms come from ``channel_decay_terms``, the rest from ``delta_chunk_loop``.
     Returns (o, S_T).
@@ -483,9 +490,8 @@ def decayed_delta_rule_chunks(
         split_chunks(x, chunk_size) for x in (q, k, v, _per_channel(g))
     )
     beta_c = _split_per_token(beta, chunk_size)  # [B, H, N, C]
-    b = gc.cumsum(dim=-2)  # B [B, H, N, C, Dk or 1]
-    (a_qk, a_kk), (q_from_start, k_from_start), k_to_end = (
-        channel_decay_terms((qc, kc), kc, b)
+    (a_qk, a_kk), (q_from_start, k_from_start), k_to_end, chunk_decay = (
+        channel_decay_terms([qc, kc], kc, gc)
     )
     o, state = delta_chunk_loop(
         q_from_start=q_from_start,
@@ -495,7 +501,7 @@ def decayed_delta_rule_chunks(
         k_to_end=k_to_end,
         lower=ut_lower(a_kk, beta_c),
         a_qk=a_qk,
-        chunk_decay=b[..., -1, :].exp(),
+        chunk_decay=chunk_decay.squeeze(-2),  # e^(B_C)
         state=state,
     )
     return merge_chunks(o, length), state

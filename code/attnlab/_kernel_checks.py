@@ -19,8 +19,8 @@ from .checks import (
     check_finite,
     check_positive_int,
     check_range,
+    check_score_range,
     check_tensor,
-    resolve_scale,
 )
 
 SEQUENCE = ("B", "H", "T")
@@ -43,7 +43,7 @@ def check_sequences(
     (if given), the ``scale`` and the ``chunk_size``; return the sizes by name.
 
     All tensors must share q's dtype (float32 or float64) and device, have no empty axis (at
-    least one time step) and hold only finite numbers.
+    least one time step) and hold only finite numbers, at a scale that keeps them finite.
     """
     sizes = check_tensor("q", q, (*SEQUENCE, "Dk"))
     if sizes["T"] == 0:
@@ -65,7 +65,7 @@ def check_sequences(
         check_finite(name, x)
     if initial_state is not None:
         check_finite("initial_state", initial_state)
-    resolve_scale(scale, sizes["Dk"])
+    check_score_range(q, k, scale, initial_state)
     check_positive_int("chunk_size", chunk_size)
     return sizes
 
@@ -74,7 +74,7 @@ def check_tokens(
     q: object, k: object, v: object, *, state: object, scale: object = None
 ) -> dict[str, int]:
     """Check one token: q, k ``[B, H, Dk]``, v ``[B, H, Dv]`` and ``state [B, H, Dk, Dv]``, with
-    q's dtype and device, all finite, and the ``scale``; return the sizes by name."""
+    q's dtype and device, non-empty, all finite, and the ``scale``; return the sizes by name."""
     sizes = check_tensor("q", q, (*TOKEN, "Dk"))
     like = {"dtype": q.dtype, "device": q.device}
     check_tensor("k", k, (*TOKEN, "Dk"), sizes, **like)
@@ -82,7 +82,9 @@ def check_tokens(
     check_tensor("state", state, (*TOKEN, "Dk", "Dv"), sizes, **like)
     for name, x in (("q", q), ("k", k), ("v", v), ("state", state)):
         check_finite(name, x)
-    resolve_scale(scale, sizes["Dk"])
+    if 0 in sizes.values():
+        raise ValueError(f"q, v: expected non-empty axes, got sizes {sizes}")
+    check_score_range(q, k, scale, state)
     return sizes
 
 

@@ -22,9 +22,17 @@ and cast to the input's dtype.
 
 Every public function checks its inputs once, at the call (``checks.checked``): a wrong shape,
 dtype or value raises a ``ValueError`` naming the argument, and the bodies are the equations.
+Scores may be finite or -inf (a masked entry, weight 0; a row masked entirely gets weights 0,
+not NaN); a NaN or +inf score is refused. The scale is a finite number > 0 at which the scores
+stay finite (``checks.check_score_range``), the RoPE base a finite number >= 1. A pass whose
+score matrix ``[B, H, Tq, Tk]`` would exceed ``MAX_SCORE_BYTES`` (1 GiB) is refused before
+anything is allocated, with the number of query rows that fit at once.
 """
 
 from __future__ import annotations
+
+import math
+from collections.abc import Sequence
 
 import torch
 from torch import Tensor, nn
@@ -32,29 +40,78 @@ from torch import Tensor, nn
 from .blocks import ShortConvolution
 from .checks import (
     check_finite,
+    check_int_in,
     check_layer_input,
+    check_number,
     check_positive_int,
+    check_score_range,
     check_tensor,
     checked,
-    resolve_scale,
 )
 from .kv_cache import KVCache
+
+# ------------------------------------------------------------------------------ memory
+MAX_SCORE_BYTES = 2**30
+"""The largest score matrix ``[B, H, Tq, Tk]`` softmax attention may form, 1 GiB (a pass holds
+about three such matrices at once: the scores, the masked scores, the weights), and the largest
+causal mask or table of RoPE angles. Larger ones are refused before anything is allocated
+(:func:`check_score_bytes`); raise it to allow more."""
+
+
+def check_score_bytes(
+    names: str,
+    sizes: Sequence[int],
+    dtype: torch.dtype,
+    advice: str,
+    *,
+    what: str = "softmax attention's score matrix [B, H, Tq, Tk]",
+) -> None:
+    """Refuse to form ``what`` (by default the score matrix ``(B, H, Tq, Tk)``), of ``sizes``
+    in ``dtype``, above :data:`MAX_SCORE_BYTES`, before anything is allocated. The message
+    names the caller's ``names`` and gives ``advice`` (how to compute the same in pieces), in
+    which ``{rows}`` becomes how many rows (the second-last axis) fit at once."""
+    n_bytes = math.prod(sizes) * dtype.itemsize
+    if n_bytes <= MAX_SCORE_BYTES:
+        return
+    rows = MAX_SCORE_BYTES // (n_bytes // sizes[-2])
+    if rows == 0:
+        advice = "even one row is above it: use a shorter last axis"
+    shape = ", ".join(str(n) for n in sizes)
+    raise ValueError(
+        f"{names}: {what} = [{shape}] would take {n_bytes / 2**30:.3g} GiB in {dtype}, "
+        f"above attnlab.attention.MAX_SCORE_BYTES ({MAX_SCORE_BYTES / 2**30:.3g} GiB); "
+        f"{advice.format(rows=f'{rows:,}')}"
+    )
+
 
 # ------------------------------------------------------------------------------ softmax
 
 
-def naive_softmax(x: Tensor, dim: int = -1) -> Tensor:
-    """softmax(x)_i = exp(x_i) / Σ_j exp(x_j) literally: it can overflow."""
-    e = torch.exp(x)
-    return e / e.sum(dim, keepdim=True)
-
-
-def _check_scores(x: object, **_: object) -> None:
+def _check_scores(x: object, dim: object) -> None:
+    """x: a floating-point tensor of scores, finite or -inf (a masked entry, weight 0): a NaN
+    or a +inf score has no softmax weight (the result would be NaN or zeros)."""
     if not isinstance(x, Tensor) or not x.is_floating_point():
         got = getattr(x, "dtype", type(x).__name__)
         raise ValueError(
             f"x: expected a floating-point tensor of scores, got {got}"
         )
+    axes = max(x.dim(), 1)
+    check_int_in("dim", dim, -axes, axes - 1)
+    if x.numel():
+        top = x.detach().max()  # NaN if any entry is NaN
+        if top.isnan() or top == torch.inf:
+            found = "NaN" if top.isnan() else "+inf"
+            raise ValueError(
+                f"x: expected finite scores or -inf (a masked entry), got {found} "
+                f"(shape {tuple(x.shape)})"
+            )
+
+
+@checked(_check_scores)
+def naive_softmax(x: Tensor, dim: int = -1) -> Tensor:
+    """softmax(x)_i = exp(x_i) / Σ_j exp(x_j) literally: it can overflow."""
+    e = torch.exp(x)
+    return e / e.sum(dim, keepdim=True)
 
 
 @checked(_check_scores)
@@ -70,11 +127,38 @@ def stable_softmax(x: Tensor, dim: int = -1) -> Tensor:
 # ------------------------------------------------------------------------------ scores and mask
 
 
+def _check_nonempty(**tensors: Tensor) -> None:
+    """No axis of the named tensors is empty (B, H, Dk and Dv at least 1, a time step)."""
+    for name, x in tensors.items():
+        if 0 in x.shape:
+            raise ValueError(
+                f"{name}: expected non-empty axes (at least one batch row, head, "
+                f"time step and feature), got shape {tuple(x.shape)}"
+            )
+
+
+_IN_PIECES = (
+    "compute at most {rows} query rows at a time (softmax_attention(q[:, :, i:j], "
+    "k[:, :, :j], v[:, :, :j]) gives rows i to j - 1 of the causal pass)"
+)
+
+
 def _check_q_k(q: object, k: object, scale: object, **_: object) -> None:
+    """q ``[B,H,Tq,Dk]``, k ``[B,H,Tk,Dk]`` (same dtype and device, finite, non-empty), a valid
+    scale, and a score matrix within ``MAX_SCORE_BYTES``."""
     sizes = check_tensor("q", q, ("B", "H", "Tq", "Dk"))
     like = {"dtype": q.dtype, "device": q.device}
     check_tensor("k", k, ("B", "H", "Tk", "Dk"), sizes, **like)
-    resolve_scale(scale, sizes["Dk"])
+    _check_nonempty(q=q, k=k)
+    check_finite("q", q)
+    check_finite("k", k)
+    check_score_range(q, k, scale)
+    b, h, t_q, t_k = (sizes[n] for n in ("B", "H", "Tq", "Tk"))
+    pieces = (
+        "compute at most {rows} query rows at a time "
+        "(attention_scores(q[:, :, i:j], k))"
+    )
+    check_score_bytes("q, k", (b, h, t_q, t_k), q.dtype, pieces)
 
 
 @checked(_check_q_k)
@@ -94,6 +178,9 @@ def _check_mask_sizes(t_q: object, t_k: object, **_: object) -> None:
         raise ValueError(
             f"t_q: expected at most t_k={t_k} queries, got {t_q}"
         )
+    pieces = "build at most {rows} query rows at a time"
+    what = "the causal mask [Tq, Tk]"
+    check_score_bytes("t_q, t_k", (t_q, t_k), torch.bool, pieces, what=what)
 
 
 @checked(_check_mask_sizes)
@@ -124,30 +211,45 @@ def _check_qkv(
     like = {"dtype": q.dtype, "device": q.device}
     check_tensor("k", k, ("B", "H", "Tk", "Dk"), sizes, **like)
     check_tensor("v", v, ("B", "H", "Tk", "Dv"), sizes, **like)
-    for name, x in (("q", q), ("k", k), ("v", v)):
-        check_finite(name, x)
     for name, x, length in (("q", q, "Tq"), ("k", k, "Tk")):
         if sizes[length] == 0:
             raise ValueError(
                 f"{name}: expected at least one time step, got shape {tuple(x.shape)}"
             )
+    _check_nonempty(q=q, k=k, v=v)
+    for name, x in (("q", q), ("k", k), ("v", v)):
+        check_finite(name, x)
+    if not isinstance(causal, bool):
+        raise ValueError(f"causal: expected True or False, got {causal!r}")
     if causal and sizes["Tq"] > sizes["Tk"]:
         raise ValueError(
             f"q: expected at most as many queries as keys when causal (Tk={sizes['Tk']}), "
             f"got Tq={sizes['Tq']}"
         )
-    resolve_scale(scale, sizes["Dk"])
+    check_score_range(q, k, scale)
 
 
-@checked(_check_qkv)
+def _check_attention(return_weights: object, **arguments: object) -> None:
+    """The inputs of ``softmax_attention``, and a score matrix within ``MAX_SCORE_BYTES``."""
+    _check_qkv(**arguments)
+    if not isinstance(return_weights, bool):
+        raise ValueError(
+            f"return_weights: expected True or False, got {return_weights!r}"
+        )
+    q, k = arguments["q"], arguments["k"]
+    sizes = (*q.shape[:3], k.shape[2])
+    online = (
+        ", or use softmax_attention_online (one block of scores at a time, "
+        "and a [Tq, Tk] causal mask of booleans)"
+    )
+    check_score_bytes("q, k", sizes, q.dtype, _IN_PIECES + online)
+
+
+# fmt: off
+@checked(_check_attention)
 def softmax_attention(
-    q: Tensor,
-    k: Tensor,
-    v: Tensor,
-    *,
-    causal: bool = True,
-    scale: float | None = None,
-    return_weights: bool = False,
+    q: Tensor, k: Tensor, v: Tensor, *, causal: bool = True,
+    scale: float | None = None, return_weights: bool = False,
 ) -> tuple[Tensor, Tensor | None]:
     """O = softmax(s · Q Kᵀ + log M) V, M the causal mask when ``causal``.
 
@@ -160,23 +262,40 @@ def softmax_attention(
         scores = scores.masked_fill(~allowed, -torch.inf)
     weights = stable_softmax(scores, dim=-1)
     return weights @ v, (weights if return_weights else None)
+# fmt: on
 
 
 def _check_online(block_size: object, **arguments: object) -> None:
+    """The inputs of ``softmax_attention``, a block size, and the two largest tensors the
+    online form makes (one block's scores, and the causal mask of booleans) within
+    ``MAX_SCORE_BYTES``."""
     _check_qkv(**arguments)
     check_positive_int("block_size", block_size)
+    q, k = arguments["q"], arguments["k"]
+    b, h, t_q = q.shape[:3]
+    t_k = k.shape[2]
+    block = (b, h, t_q, min(block_size, t_k))
+    check_score_bytes(
+        "block_size", block, q.dtype, "use a smaller block_size"
+    )
+    if arguments["causal"]:
+        pieces = _IN_PIECES.replace(
+            "softmax_attention(", "softmax_attention_online("
+        )
+        check_score_bytes(
+            "q, k",
+            (t_q, t_k),
+            torch.bool,
+            pieces,
+            what="the causal mask [Tq, Tk]",
+        )
 
 
+# fmt: off
 @checked(_check_online)
-def softmax_attention_online(
-    q: Tensor,
-    k: Tensor,
-    v: Tensor,
-    *,
-    causal: bool = True,
-    scale: float | None = None,
-    block_size: int = 64,
-) -> tuple[Tensor, None]:
+def softmax_attention_online(q: Tensor, k: Tensor, v: Tensor, *,
+                             causal: bool = True, scale: float | None = None,
+                             block_size: int = 64) -> tuple[Tensor, None]:
     """Softmax attention one key block S_j at a time, with a running max m,
     denominator ℓ and accumulator A:
 
@@ -202,6 +321,7 @@ def softmax_attention_online(
         acc = correction * acc + p @ v[:, :, block]
         row_max = new_max
     return acc / row_sum, None
+# fmt: on
 
 
 # ------------------------------------------------------------------------------ heads
@@ -262,19 +382,36 @@ def _check_positions(positions: object, length: int | None = None) -> None:
         raise ValueError(
             f"positions: expected a 1-D tensor {want}, got shape {tuple(positions.shape)}"
         )
+    if positions.is_complex() or positions.dtype == torch.bool:
+        raise ValueError(
+            f"positions: expected integer or real positions, got {positions.dtype}"
+        )
     if positions.is_floating_point() and not torch.isfinite(positions).all():
         raise ValueError(
             "positions: expected finite positions, got NaN or inf"
         )
 
 
-def _check_rope_angles(positions: object, dim: object, **_: object) -> None:
+def _check_base(base: object) -> None:
+    """A RoPE base: finite and >= 1, so every frequency base^(-2i/d) is at most 1 and every
+    angle is finite (0, a negative or a NaN base gives NaN angles)."""
+    check_number("base", base, low=1.0, inclusive=True)
+
+
+def _check_rope_angles(
+    positions: object, dim: object, base: object, **_: object
+) -> None:
     check_positive_int("dim", dim)
+    _check_base(base)
     if dim % 2:
         raise ValueError(
             f"dim: RoPE rotates pairs, expected an even head dim, got {dim}"
         )
     _check_positions(positions)
+    table = (positions.shape[0], dim // 2)
+    advice = "compute the angles of at most {rows} positions at a time"
+    what = "the table of RoPE angles [T, dim/2]"
+    check_score_bytes("dim", table, torch.float64, advice, what=what)
 
 
 @checked(_check_rope_angles)
@@ -285,8 +422,11 @@ def rope_angles(positions: Tensor, dim: int, base: float = 10000.0) -> Tensor:
     return positions.to(torch.float64)[:, None] * base ** (-2 * i / dim)
 
 
-def _check_rope(x: object, positions: object, **_: object) -> None:
+def _check_rope(
+    x: object, positions: object, base: object, **_: object
+) -> None:
     sizes = check_tensor("x", x, ("B", "H", "T", "D"))
+    _check_base(base)
     if sizes["D"] % 2:
         raise ValueError(
             f"x: RoPE rotates pairs, expected an even head dim D, got {sizes['D']}"
@@ -313,12 +453,15 @@ def _check_layer_call(
     self: MultiHeadAttention, x: object, cache: object, use_cache: bool
 ) -> None:
     """x ``[B, T, d_model]`` like the layer's weights; a cache that holds this layer's keys."""
-    b, _ = check_layer_input(x, self.d_model, self.w_o.weight)
+    b, t = check_layer_input(x, self.d_model, self.w_o.weight)
     if self.q_conv is not None and (use_cache or cache is not None):
         raise ValueError(
             "use_cache: a layer with a short convolution (conv_size) runs full "
             "passes only"
         )
+    past = cache.length if isinstance(cache, KVCache) else 0
+    sizes = (b, self.n_heads, t, past + t)
+    check_score_bytes("x", sizes, x.dtype, _layer_pieces(self.q_conv is None))
     if cache is None:
         return
     if not isinstance(cache, KVCache):
@@ -329,6 +472,28 @@ def _check_layer_call(
     like = {"dtype": x.dtype, "device": x.device, "like": "x"}
     check_tensor("cache.k", cache.k, ("B", "H_kv", "T", "D"), sizes, **like)
     check_tensor("cache.v", cache.v, ("B", "H_kv", "T", "D"), sizes, **like)
+
+
+def _layer_pieces(can_cache: bool) -> str:
+    """How to run a sequence too long for one pass through an attention layer."""
+    if can_cache:
+        return (
+            "feed x through the cache in pieces of at most {rows} tokens "
+            "(layer(x[:, :t], use_cache=True), then layer(x[:, t:], cache))"
+        )
+    return "use a shorter x"
+
+
+def _check_layer_options(
+    rope: object, rope_base: object, conv_size: object
+) -> None:
+    """The options of an attention layer: a rope flag, a RoPE base (see ``apply_rope``) and a
+    short-convolution width or None."""
+    if not isinstance(rope, bool):
+        raise ValueError(f"rope: expected True or False, got {rope!r}")
+    check_number("rope_base", rope_base, low=1.0, inclusive=True)
+    if conv_size is not None:
+        check_positive_int("conv_size", conv_size)
 
 
 class MultiHeadAttention(nn.Module):
@@ -374,6 +539,7 @@ class MultiHeadAttention(nn.Module):
             raise ValueError(
                 f"head_dim: RoPE rotates pairs, expected an even size, got {head_dim}"
             )
+        _check_layer_options(rope, rope_base, conv_size)
         self.rope = rope
         self.rope_base = rope_base
         self.w_q = nn.Linear(d_model, n_heads * head_dim, bias=False)
@@ -417,7 +583,9 @@ def _check_weights_call(layer: object, x: object) -> None:
         raise ValueError(
             f"layer: expected a MultiHeadAttention, got {type(layer).__name__}"
         )
-    check_layer_input(x, layer.d_model, layer.w_o.weight)
+    b, t = check_layer_input(x, layer.d_model, layer.w_o.weight)
+    sizes = (b, layer.n_heads, t, t)
+    check_score_bytes("x", sizes, x.dtype, "use a shorter x")
 
 
 @checked(_check_weights_call)

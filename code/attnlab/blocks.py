@@ -19,16 +19,24 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .checks import check_positive_int, check_tensor, checked
+from .checks import (
+    check_finite,
+    check_number,
+    check_positive_int,
+    check_tensor,
+    checked,
+)
 
 
 def _conv_inputs(
     self: ShortConvolution, x: torch.Tensor, cache: torch.Tensor | None
 ) -> None:
     sizes = check_tensor("x", x, ("B", "T", "C"), {"C": self.channels})
+    check_finite("x", x)
     if cache is not None:
         sizes["K-1"] = self.kernel_size - 1
         check_tensor("cache", cache, ("B", "K-1", "C"), sizes)
+        check_finite("cache", cache)
 
 
 class ShortConvolution(nn.Module):
@@ -65,6 +73,16 @@ class ShortConvolution(nn.Module):
         return y, padded[:, padded.shape[1] - (k - 1) :, :]
 
 
+EPS_MAX = math.sqrt(torch.finfo(torch.float32).max)
+"""The largest eps a norm or a normaliser takes (√ of float32's largest number, 1.8e19): x² + eps
+and its square root stay finite in float32, the smallest range the package computes in."""
+
+
+def check_eps(name: str, value: object, *, inclusive: bool = False) -> float:
+    """An eps: a finite number > 0 (>= 0 when ``inclusive``) and at most :data:`EPS_MAX`."""
+    return check_number(name, value, inclusive=inclusive, high=EPS_MAX)
+
+
 def _norm_input(self: RMSNorm, x: torch.Tensor) -> None:
     if not isinstance(x, torch.Tensor) or x.dim() == 0:
         raise ValueError(
@@ -74,6 +92,11 @@ def _norm_input(self: RMSNorm, x: torch.Tensor) -> None:
         raise ValueError(
             f"x: expected last axis of size {self.dim}, got shape {tuple(x.shape)}"
         )
+    if not x.is_floating_point():
+        raise ValueError(
+            f"x: expected a floating-point tensor, got {x.dtype}"
+        )
+    check_finite("x", x)
 
 
 class RMSNorm(nn.Module):
@@ -89,7 +112,7 @@ class RMSNorm(nn.Module):
     def __init__(self, dim: int, eps: float = 1e-6) -> None:
         super().__init__()
         self.dim = check_positive_int("dim", dim)
-        self.eps = eps
+        self.eps = check_eps("eps", eps)
         self.weight = nn.Parameter(torch.ones(dim))
 
     @checked(_norm_input)

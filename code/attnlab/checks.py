@@ -13,6 +13,8 @@ from __future__ import annotations
 import contextvars
 import functools
 import inspect
+import math
+import numbers
 from collections.abc import Callable, Mapping, Sequence
 
 import torch
@@ -174,24 +176,72 @@ def check_choice(
     return value
 
 
+def check_number(
+    name: str,
+    value: object,
+    *,
+    low: float = 0.0,
+    inclusive: bool = False,
+    high: float = math.inf,
+) -> float:
+    """Check that ``value`` is a finite real number above ``low`` (or equal to it when
+    ``inclusive``) and at most ``high``; return it as a float. Bools, NaN, ±inf and integers
+    too large for a float are refused, so no float parameter turns into zeros or NaN."""
+    real = isinstance(value, numbers.Real) and not isinstance(value, bool)
+    try:
+        x = float(value) if real else math.nan
+    except OverflowError:  # an int beyond the float range
+        x = math.nan
+    above = x >= low if inclusive else x > low
+    if not (above and x <= high and math.isfinite(x)):
+        bound = f"{'>=' if inclusive else '>'} {low:g}"
+        bound += "" if high == math.inf else f" and <= {high:.3g}"
+        raise ValueError(
+            f"{name}: expected a finite number {bound}, got {value!r}"
+        )
+    return x
+
+
 def resolve_scale(scale: float | None, head_dim: int) -> float:
-    """``scale`` if given, else ``1/sqrt(head_dim)``."""
+    """``scale`` if given (a finite number > 0), else ``1/sqrt(head_dim)`` (head_dim >= 1)."""
     if scale is None:
-        return head_dim**-0.5
-    if isinstance(scale, bool) or not isinstance(scale, int | float):
-        raise ValueError(f"scale: expected a number or None, got {scale!r}")
-    return float(scale)
+        return check_positive_int("head_dim", head_dim) ** -0.5
+    return check_number("scale", scale)
+
+
+def check_score_range(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    scale: float | None,
+    initial_state: torch.Tensor | None = None,
+) -> None:
+    """Check the scale (:func:`resolve_scale`) and that the scores s·q·k and reads s·q·S_0,
+    at most s·Dk·max|q|·max(|k|, |S_0|), stay below √ of the largest float (1.8e19 in
+    float32), leaving as much room again for sums over tokens: no overflow to inf or NaN."""
+    s = resolve_scale(scale, q.shape[-1])
+    given = [x.detach() for x in (q, k, initial_state) if x is not None]
+    top = [x.norm(math.inf).item() for x in given]  # max |x| of each
+    bound = s * q.shape[-1] * top[0] * max(top[1:])
+    limit = torch.finfo(q.dtype).max ** 0.5
+    if bound > limit:
+        raise ValueError(
+            f"scale, q, k: expected scores |s·q·k| <= {limit:.3g} (√ of {q.dtype}'s "
+            f"largest number, so sums over tokens stay finite), got s·Dk·max|q|·max|k| "
+            f"up to {bound:.3g} with scale s = {s:.3g}; lower the scale or q and k"
+        )
 
 
 def check_layer_input(
     x: torch.Tensor, d_model: int, weight: torch.Tensor
 ) -> tuple[int, int]:
-    """Check a layer input x ``[B, T, d_model]`` with T >= 1 and finite values against the dtype
-    and device of the layer; return (B, T). Errors name ``x``, the argument the caller passed."""
+    """Check a layer input x ``[B, T, d_model]`` with B, T >= 1 and finite values against the
+    dtype and device of the layer; return (B, T). Errors name ``x``, the argument the caller
+    passed."""
     sizes = check_tensor("x", x, ("B", "T", "d_model"), {"d_model": d_model})
-    if sizes["T"] == 0:
+    if 0 in (sizes["B"], sizes["T"]):
         raise ValueError(
-            f"x: expected at least one token (T >= 1), got shape {tuple(x.shape)}"
+            f"x: expected at least one token in at least one sequence (B, T >= 1), got "
+            f"shape {tuple(x.shape)}"
         )
     if x.dtype != weight.dtype or x.device != weight.device:
         raise ValueError(

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .checks import check_choice, check_positive_int
+from .checks import check_choice, check_number, check_positive_int
 from .kinds import KINDS
 from .mla import mla_cache_elements_per_token
 
@@ -173,15 +173,7 @@ class ModelConfig:
         _check_field_bool("ModelConfig.rope", self.rope)
         _check_field_bool("ModelConfig.tie_embeddings", self.tie_embeddings)
         _check_field_bool("ModelConfig.attn_conv", self.attn_conv)
-        eps = self.norm_eps
-        if (
-            isinstance(eps, bool)
-            or not isinstance(eps, int | float)
-            or eps <= 0
-        ):
-            raise ValueError(
-                f"ModelConfig.norm_eps: expected a number > 0, got {eps!r}"
-            )
+        check_number("ModelConfig.norm_eps", self.norm_eps)
         pattern = self.layer_pattern
         if (
             isinstance(pattern, str)

@@ -19,7 +19,9 @@ steps instead of ``T``. The ``*_chunk_reference`` forms write this out chunk by 
 public ``*_chunk`` kernels compute the same numbers with the private fast engine
 (``attnlab._chunk_engine``), which inverts the systems for all chunks at once. In the gated
 reference ``b_i = g_1 + … + g_i`` sums the log-gates from the chunk's start, and
-``Γ_ij = exp(b_i − b_j)`` is the decay from position j to i (``log_gamma`` is b_i − b_j).
+``Γ_ij = exp(b_i − b_j)`` is the decay from position j to i (``log_gamma`` is b_i − b_j, summed
+as g_(j+1) + … + g_i: the difference of the two sums would cancel in float32 once a very
+negative gate comes before small ones).
 
 Shapes: q, k ``[B, H, T, Dk]``; v ``[B, H, T, Dv]``; beta ``[B, H, T]``; scalar log-gates g
 ``[B, H, T]``; states ``[B, H, Dk, Dv]``, read as ``o = Sᵀ q``; the one-token steps drop the T
@@ -165,18 +167,11 @@ def ut_transform(k, v, *, beta):
     return w, u
 
 
+# fmt: off
 @checked(_delta_inputs)
-def delta_rule_chunk_reference(
-    q,
-    k,
-    v,
-    *,
-    beta,
-    scale=None,
-    initial_state=None,
-    output_final_state=False,
-    chunk_size=64,
-):
+def delta_rule_chunk_reference(q, k, v, *, beta, scale=None,
+                               initial_state=None, output_final_state=False,
+                               chunk_size=64):
     """The delta rule chunk by chunk, written out (the WY / UT form of Yang
     et al. 2024; the Notation appendix, §4). Shapes as
     :func:`delta_rule_recurrent`; any T."""
@@ -195,6 +190,7 @@ def delta_rule_chunk_reference(
         outputs.append(q_n @ state + inside @ v_new)  # O_[n]
         state = state + k_n.mT @ v_new  # S_[n+1] = S + Kᵀ (U − W S)
     return torch.cat(outputs, dim=2), (state if output_final_state else None)
+# fmt: on
 
 
 @checked(_delta_inputs)
@@ -280,8 +276,8 @@ def gated_delta_rule_chunk_reference(
         O_[n] = (Q ⊙ e^b) S + (Q Kᵀ ⊙ Γ) (U − W S)
         S_[n+1] = e^(b_C) S + (K ⊙ e^(b_C − b))ᵀ (U − W S)
 
-    Every exponent is ≤ 0 (j > i is masked before exp). Shapes as
-    :func:`gated_delta_rule_recurrent`; any T.
+    Every exponent is ≤ 0 (j > i is masked before exp) and a sum of the
+    gates it spans. Shapes as :func:`gated_delta_rule_recurrent`; any T.
     """
     q = q * (q.shape[-1] ** -0.5 if scale is None else scale)
     state = initial_state
@@ -291,12 +287,14 @@ def gated_delta_rule_chunk_reference(
     for start in range(0, q.shape[2], chunk_size):
         chunk = slice(start, start + chunk_size)  # the last may be shorter
         q_n, k_n, v_n = q[:, :, chunk], k[:, :, chunk], v[:, :, chunk]
+        g_n = g[:, :, chunk, None]  # [B, H, C, 1]
         beta_n = beta[:, :, chunk, None]  # [B, H, C, 1]
-        b = g[:, :, chunk, None].cumsum(dim=2)  # b  [B, H, C, 1]
-        b_last = b[:, :, -1:]  # b_C  [B, H, 1, 1]
+        b = g_n.cumsum(dim=2)  # b  [B, H, C, 1]
         size = q_n.shape[2]
-        future = q_n.new_ones(size, size, dtype=torch.bool).triu(1)
-        log_gamma = b - b.mT  # b_i − b_j  [B, H, C, C]
+        later = q_n.new_ones(size, size, dtype=torch.bool).tril(-1)  # s > j
+        # b_i − b_j = Σ g_s over j < s ≤ i: a sum from j, never a difference
+        log_gamma = (later * g_n).cumsum(dim=2)  # [B, H, C, C]
+        future = later.mT  # j > i
         gamma = log_gamma.masked_fill(future, -math.inf).exp()  # Γ
         eye = torch.eye(size, dtype=q.dtype, device=q.device)
         lower = eye + (beta_n * (k_n @ k_n.mT * gamma)).tril(-1)  # L
@@ -309,8 +307,8 @@ def gated_delta_rule_chunk_reference(
         v_new = u - w @ state  # U − W S
         inside = q_n @ k_n.mT * gamma  # Q Kᵀ ⊙ Γ
         outputs.append((q_n * b.exp()) @ state + inside @ v_new)  # O_[n]
-        k_to_end = k_n * (b_last - b).exp()  # K ⊙ e^(b_C − b)
-        state = b_last.exp() * state + k_to_end.mT @ v_new  # S_[n+1]
+        k_to_end = k_n * gamma[:, :, -1:].mT  # K ⊙ e^(b_C − b): Γ's last row
+        state = b[:, :, -1:].exp() * state + k_to_end.mT @ v_new  # S_[n+1]
     return torch.cat(outputs, dim=2), (state if output_final_state else None)
 
 
@@ -330,8 +328,9 @@ def gated_delta_rule_chunk(
     """The gated delta rule chunk by chunk: the numbers of
     :func:`gated_delta_rule_chunk_reference`, from the private fast engine,
     on KDA's path (a channel axis of size 1). No exponent in it exceeds
-    e^20, so gates of −30 per step stay finite in float32. Shapes as
-    :func:`gated_delta_rule_recurrent`; any T.
+    e^20 and each is a sum of the gates it spans, so float32 stays finite
+    and exact for any gates (−30 per step, or −1e30 among −0.01). Shapes
+    as :func:`gated_delta_rule_recurrent`; any T.
     """
     o, state = engine.decayed_delta_rule_chunks(
         q,

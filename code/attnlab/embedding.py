@@ -12,6 +12,7 @@ lessons' toy corpus without downloading a model.
 
 from __future__ import annotations
 
+import operator
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -57,12 +58,22 @@ class WordTokenizer:
 
     def decode(self, ids: Sequence[int]) -> str:
         """Token ids -> text (words joined by spaces)."""
-        for i in ids:
-            if not 0 <= int(i) < self.size:
-                raise ValueError(
-                    f"ids: expected values in [0, {self.size}), got {int(i)}"
-                )
-        return " ".join(self.vocab[int(i)] for i in ids)
+        ids = [_token_id(i, self.size) for i in ids]
+        return " ".join(self.vocab[i] for i in ids)
+
+
+def _token_id(i: object, size: int) -> int:
+    """One token id: an integer (a Python, NumPy or one-element integer torch value) in
+    [0, size)."""
+    try:
+        index = None if isinstance(i, bool) else operator.index(i)
+    except TypeError:
+        index = None
+    if index is None:
+        raise ValueError(f"ids: expected integer token ids, got {i!r}")
+    if not 0 <= index < size:
+        raise ValueError(f"ids: expected values in [0, {size}), got {index}")
+    return index
 
 
 def split_words(text: str) -> list[str]:

@@ -10,9 +10,10 @@ i.e. first decay, S' = Diag(α_t) S_{t-1}, then the delta-rule write on the deca
 S_t = S' + β_t k_t (v_t − S'ᵀ k_t)ᵀ. The order matters: Diag(α) and k kᵀ do not commute.
 
 Inside a chunk (or a whole sequence, in the parallel form) ``B_i = g_1 + … + g_i ∈ R^{Dk}``
-sums the log-gates from the start to position i (in the code ``b``, its last row ``b_last``),
-and a write at j reaches position i decayed by ``γ_(j,i] = exp(B_i − B_j)`` per channel, over
-the half-open interval (j, i]: α_j acted before token j wrote. ``log_gamma`` is B_i − B_j.
+sums the log-gates from the start to position i (in the code ``b``), and a write at j reaches
+position i decayed by ``γ_(j,i] = exp(B_i − B_j)`` per channel, over the half-open interval
+(j, i]: α_j acted before token j wrote. ``log_gamma`` is B_i − B_j, summed as g_(j+1) + … +
+g_i (the difference of two sums cancels in float32 after a very negative gate).
 Reading the Kimi Linear report's own definition literally (γ over [j, i]) is an index erratum
 (the Notation appendix, §6 and §10); ``kda_parallel(..., include_start=True)`` computes it, to
 measure the difference.
@@ -131,12 +132,13 @@ def kda_parallel(q, k, v, *, g, beta, scale=None, include_start=False):
     [B, H, T, T, Dk] decays: short sequences only.
     """
     q = q * (q.shape[-1] ** -0.5 if scale is None else scale)
-    b = g.cumsum(dim=2)  # B  [B, H, T, Dk]
-    log_gamma = b[:, :, :, None] - b[:, :, None, :]  # B_i − B_j
+    size = q.shape[2]
+    later = q.new_ones(size, size, dtype=torch.bool).tril(-1)  # s > j
+    # B_i − B_j = Σ g_s over j < s ≤ i: a sum from j, never a difference
+    log_gamma = (later[..., None] * g[:, :, :, None]).cumsum(dim=2)
     if include_start:
         log_gamma = log_gamma + g[:, :, None]  # one more factor: α_j
-    size = q.shape[2]
-    future = q.new_ones(size, size, dtype=torch.bool).triu(1)
+    future = later.mT  # j > i
     gamma = log_gamma.masked_fill(future[..., None], -math.inf).exp()
     a_qk = torch.einsum("bhid,bhijd,bhjd->bhij", q, gamma, k)
     a_kk = torch.einsum("bhid,bhijd,bhjd->bhij", k, gamma, k)
@@ -148,19 +150,10 @@ def kda_parallel(q, k, v, *, g, beta, scale=None, include_start=False):
     return a_qk @ u, None
 
 
+# fmt: off
 @checked(_sequence_inputs)
-def kda_chunk_reference(
-    q,
-    k,
-    v,
-    *,
-    g,
-    beta,
-    scale=None,
-    initial_state=None,
-    output_final_state=False,
-    chunk_size=64,
-):
+def kda_chunk_reference(q, k, v, *, g, beta, scale=None, initial_state=None,
+                        output_final_state=False, chunk_size=64):
     """KDA chunk by chunk, written out: Kimi Linear eqs. 6–9, (1)–(4) below,
     with the index erratum fixed (the Notation appendix, §6). One decay per
     channel: the scores are summed over a [C, C, Dk] tensor of decays.
@@ -173,12 +166,14 @@ def kda_chunk_reference(
     for start in range(0, q.shape[2], chunk_size):
         chunk = slice(start, start + chunk_size)  # the last may be shorter
         q_n, k_n, v_n = q[:, :, chunk], k[:, :, chunk], v[:, :, chunk]
+        g_n = g[:, :, chunk]  # [B, H, C, Dk]
         beta_n = beta[:, :, chunk, None]  # [B, H, C, 1]
-        b = g[:, :, chunk].cumsum(dim=2)  # B  [B, H, C, Dk]
-        b_last = b[:, :, -1:]  # B_C  [B, H, 1, Dk]
-        log_gamma = b[:, :, :, None] - b[:, :, None, :]  # B_i − B_j
+        b = g_n.cumsum(dim=2)  # B  [B, H, C, Dk]
         size = q_n.shape[2]
-        future = q_n.new_ones(size, size, dtype=torch.bool).triu(1)
+        later = q_n.new_ones(size, size, dtype=torch.bool).tril(-1)  # s > j
+        # B_i − B_j = Σ g_s over j < s ≤ i: a sum from j, never a difference
+        log_gamma = (later[..., None] * g_n[:, :, :, None]).cumsum(dim=2)
+        future = later.mT  # j > i
         gamma = log_gamma.masked_fill(future[..., None], -math.inf).exp()  # γ
         # (1) A_qk[i, j] = q_iᵀ Diag(γ_(j,i]) k_j, A_kk the same with k_i
         a_qk = torch.einsum("bhid,bhijd,bhjd->bhij", q_n, gamma, k_n)
@@ -197,9 +192,10 @@ def kda_chunk_reference(
         # (4) O_[n] = (e^B ⊙ Q) S + A_qk (U − W S)
         outputs.append((b.exp() * q_n) @ state + a_qk @ v_new)
         # (4) S_[n+1] = Diag(e^(B_C)) S + (e^(B_C − B) ⊙ K)ᵀ (U − W S)
-        k_to_end = (b_last - b).exp() * k_n
-        state = b_last.exp().mT * state + k_to_end.mT @ v_new
+        k_to_end = gamma[:, :, -1] * k_n  # γ's last row: e^(B_C − B_j) ⊙ k_j
+        state = b[:, :, -1:].exp().mT * state + k_to_end.mT @ v_new
     return torch.cat(outputs, dim=2), (state if output_final_state else None)
+# fmt: on
 
 
 @checked(_sequence_inputs)
@@ -220,8 +216,9 @@ def kda_chunk(
     and A_qk by matrix products, factorised around one reference point per
     chunk (or per half, quarter, … when a chunk decays by more than e^40),
     the UT inverse for all chunks at once, then three fused products per
-    chunk. No exponent exceeds e^20, so gates of −30 per step stay finite
-    in float32, gradients too. Shapes as :func:`kda_recurrent`; any T.
+    chunk. No exponent exceeds e^20 and each is a sum of the gates it
+    spans: float32 stays exact for any gates (−30 per step, or −1e30 among
+    −0.01), gradients too. Shapes as :func:`kda_recurrent`; any T.
     """
     o, state = engine.decayed_delta_rule_chunks(
         q,

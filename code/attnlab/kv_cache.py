@@ -17,6 +17,7 @@ one token at a time (it equals ``softmax_attention(q, k, v, causal=True)``).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
@@ -24,10 +25,11 @@ from torch import Tensor
 
 from .checks import (
     check_finite,
+    check_number,
     check_positive_int,
+    check_score_range,
     check_tensor,
     checked,
-    resolve_scale,
 )
 
 
@@ -44,6 +46,8 @@ def _check_append(self: KVCache, k_new: object, v_new: object) -> None:
     )
     sizes["Dv"] = self.v.shape[3]
     check_tensor("v_new", v_new, ("B", "H_kv", "T_new", "Dv"), sizes, **like)
+    check_finite("k_new", k_new)
+    check_finite("v_new", v_new)
 
 
 @dataclass
@@ -62,6 +66,8 @@ class KVCache:
         sizes = check_tensor("k", self.k, ("B", "H_kv", "T", "D"))
         like = {"dtype": self.k.dtype, "device": self.k.device, "like": "k"}
         check_tensor("v", self.v, ("B", "H_kv", "T", "Dv"), sizes, **like)
+        check_finite("k", self.k)
+        check_finite("v", self.v)
 
     @property
     def length(self) -> int:
@@ -84,15 +90,20 @@ class KVCache:
 def _check_sequence(
     q: object, k: object, v: object, scale: object, **_: object
 ) -> None:
-    """q, k ``[B, H, T, Dk]`` and v ``[B, H, T, Dv]`` of one sequence, T >= 1, finite."""
+    """q, k ``[B, H, T, Dk]`` and v ``[B, H, T, Dv]`` of one sequence, no empty axis (T >= 1),
+    finite, and a scale at which the scores stay finite."""
     sizes = check_tensor("q", q, ("B", "H", "T", "Dk"))
     like = {"dtype": q.dtype, "device": q.device}
     check_tensor("k", k, ("B", "H", "T", "Dk"), sizes, **like)
     check_tensor("v", v, ("B", "H", "T", "Dv"), sizes, **like)
-    check_positive_int("T", sizes["T"])
     for name, x in (("q", q), ("k", k), ("v", v)):
+        if 0 in x.shape:
+            raise ValueError(
+                f"{name}: expected non-empty axes (at least one time step), got shape "
+                f"{tuple(x.shape)}"
+            )
         check_finite(name, x)
-    resolve_scale(scale, sizes["Dk"])
+    check_score_range(q, k, scale)
 
 
 @checked(_check_sequence)
@@ -132,28 +143,25 @@ def _check_cache_sizes(
         ("context", context),
     ]:
         check_positive_int(name, value)
-    number = isinstance(bytes_per_element, int | float) and not isinstance(
-        bytes_per_element, bool
-    )
-    bits = bytes_per_element * 8 if number else None
-    if bits is None or bits < 1 or bits != int(bits):
+    try:
+        bits = 8 * check_number("bytes_per_element", bytes_per_element)
+    except ValueError:
+        bits = None
+    if bits is None or not 1 <= bits < math.inf or bits != int(bits):
         raise ValueError(
             "bytes_per_element: expected a positive number of bytes with a whole number of "
             f"bits (1, 2, 0.5, ...), got {bytes_per_element!r}"
         )
 
 
+# fmt: off
 @checked(_check_cache_sizes)
-def kv_cache_bytes(
-    n_layers: int,
-    n_kv_heads: int,
-    head_dim: int,
-    context: int,
-    bytes_per_element: float,
-) -> int:
+def kv_cache_bytes(n_layers: int, n_kv_heads: int, head_dim: int,
+                   context: int, bytes_per_element: float) -> int:
     """Bytes of one sequence's KV cache: 2 (K and V) · L · ⌈H_kv · D · T · b⌉.
     b may be a fraction of a byte (0.5 for a 4-bit cache): each layer's K and
     V tensor is then rounded up to whole bytes."""
     bits = round(8 * bytes_per_element)
     per_tensor = -(-n_kv_heads * head_dim * context * bits // 8)  # ⌈bits / 8⌉
     return 2 * n_layers * per_tensor
+# fmt: on

@@ -42,9 +42,16 @@ import torch.nn.functional as F
 from torch import nn
 
 from .attention import merge_heads, split_heads
-from .blocks import LAYER_NORM_EPS, RecurrentCache, RMSNorm, ShortConvolution
+from .blocks import (
+    LAYER_NORM_EPS,
+    RecurrentCache,
+    RMSNorm,
+    ShortConvolution,
+    check_eps,
+)
 from .checks import (
     check_choice,
+    check_finite,
     check_layer_input,
     check_positive_int,
     check_tensor,
@@ -75,6 +82,21 @@ GLA_DECAYS = ("channel", "scalar", "fixed")
 """Decay kinds of :class:`GLALayer`: per channel (GLA), per head (Mamba-2), fixed (RetNet)."""
 
 
+def _features(x: object) -> None:
+    """x: a finite floating-point tensor with at least one axis."""
+    if (
+        not isinstance(x, torch.Tensor)
+        or not x.is_floating_point()
+        or not x.dim()
+    ):
+        got = getattr(x, "dtype", type(x).__name__)
+        raise ValueError(
+            f"x: expected a floating-point tensor [..., D], got {got}"
+        )
+    check_finite("x", x)
+
+
+@checked(_features)
 def l2_normalise(x: torch.Tensor) -> torch.Tensor:
     """x / max(‖x‖, 1e-6) over the last axis (FLA's ``l2norm`` of q and k)."""
     return F.normalize(x, dim=-1, eps=1e-6)
@@ -98,12 +120,7 @@ def _layer_sizes(
         ("conv_size", conv_size),
     ):
         check_positive_int(name, value)
-    if (
-        isinstance(norm_eps, bool)
-        or not isinstance(norm_eps, int | float)
-        or norm_eps <= 0
-    ):
-        raise ValueError(f"norm_eps: expected a number > 0, got {norm_eps!r}")
+    check_eps("norm_eps", norm_eps)
     if "feature_map" in options:
         check_choice("feature_map", options["feature_map"], FEATURE_MAPS)
     if "normalize" in options and not isinstance(options["normalize"], bool):
@@ -137,8 +154,10 @@ def _layer_inputs(
         )
     s = state[0] if normalised else state
     check_tensor("cache.state", s, ("B", "H", "Dk", "Dv"), sizes)
+    check_finite("cache.state", s)
     if normalised:
         check_tensor("cache.state (z)", state[1], ("B", "H", "Dk"), sizes)
+        check_finite("cache.state (z)", state[1])
     if len(cache.conv) != 3:
         raise ValueError(
             f"cache.conv: expected 3 tensors (q, k, v), got {len(cache.conv)}"
@@ -147,6 +166,7 @@ def _layer_inputs(
     sizes = {"B": b, "K-1": self.q_conv.kernel_size - 1, "C": width}
     for name, c in zip("qkv", cache.conv, strict=True):
         check_tensor(f"cache.conv ({name})", c, ("B", "K-1", "C"), sizes)
+        check_finite(f"cache.conv ({name})", c)
 
 
 # --------------------------------------------------------------------------- the layers

@@ -31,6 +31,7 @@ import torch
 
 from . import _chunk_engine as engine
 from ._kernel_checks import check_sequences, check_tokens
+from .blocks import check_eps
 from .checks import check_finite, check_tensor, checked
 
 NORMALIZER_EPS = 1e-6
@@ -67,8 +68,7 @@ def _split_state(
         raise ValueError(
             f"normalize: expected True or False, got {normalize!r}"
         )
-    if isinstance(eps, bool) or not isinstance(eps, int | float) or eps < 0:
-        raise ValueError(f"eps: expected a number >= 0, got {eps!r}")
+    check_eps("eps", eps, inclusive=True)
     if not normalize or state is None:
         return state, None
     if not (isinstance(state, tuple | list) and len(state) == 2):
@@ -190,17 +190,11 @@ def linear_attention_parallel(q, k, v, *, scale=None, normalize=False,
 # fmt: on
 
 
+# fmt: off
 @checked(_sequence_inputs)
-def linear_attention_chunk_reference(
-    q,
-    k,
-    v,
-    *,
-    scale=None,
-    initial_state=None,
-    output_final_state=False,
-    chunk_size=64,
-):
+def linear_attention_chunk_reference(q, k, v, *, scale=None,
+                                     initial_state=None,
+                                     output_final_state=False, chunk_size=64):
     """Linear attention chunk by chunk, written out (GLA's chunkwise form,
     Yang et al. 2024; the Notation appendix, §2). Shapes as
     :func:`linear_attention_recurrent`, without the normaliser; any T."""
@@ -217,6 +211,7 @@ def linear_attention_chunk_reference(
         outputs.append(q_n @ state + inside @ v_n)
         state = state + k_n.mT @ v_n  # S_[n+1] = S_[n] + K_[n]ᵀ V_[n]
     return torch.cat(outputs, dim=2), (state if output_final_state else None)
+# fmt: on
 
 
 @checked(_sequence_inputs)

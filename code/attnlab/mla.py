@@ -20,9 +20,18 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-from .attention import apply_rope, merge_heads, softmax_attention, split_heads
+from .attention import (
+    _check_layer_options,
+    _layer_pieces,
+    apply_rope,
+    check_score_bytes,
+    merge_heads,
+    softmax_attention,
+    split_heads,
+)
 from .blocks import RMSNorm
 from .checks import (
+    check_finite,
     check_layer_input,
     check_positive_int,
     check_tensor,
@@ -51,6 +60,8 @@ def _check_append(
     check_tensor(
         "k_rope_new", k_rope_new, ("B", "T_new", "d_R"), sizes, **like
     )
+    check_finite("c_kv_new", c_kv_new)
+    check_finite("k_rope_new", k_rope_new)
 
 
 @dataclass
@@ -71,6 +82,8 @@ class LatentCache:
             dtype=self.c_kv.dtype,
             device=self.c_kv.device,
         )
+        check_finite("c_kv", self.c_kv)
+        check_finite("k_rope", self.k_rope)
 
     @property
     def length(self) -> int:
@@ -110,10 +123,19 @@ def mla_cache_elements_per_token(
 
 
 def _check_layer_call(
-    self: MultiHeadLatentAttention, x: object, cache: object, **_: object
+    self: MultiHeadLatentAttention,
+    x: object,
+    cache: object,
+    absorb: object,
+    **_: object,
 ) -> None:
     """x ``[B, T, d_model]`` like the layer's weights; a cache that holds this layer's latents."""
-    b, _ = check_layer_input(x, self.d_model, self.w_o.weight)
+    b, t = check_layer_input(x, self.d_model, self.w_o.weight)
+    if not isinstance(absorb, bool):
+        raise ValueError(f"absorb: expected True or False, got {absorb!r}")
+    past = cache.length if isinstance(cache, LatentCache) else 0
+    sizes = (b, self.n_heads, t, past + t)
+    check_score_bytes("x", sizes, x.dtype, _layer_pieces(can_cache=True))
     if cache is None:
         return
     if not isinstance(cache, LatentCache):
@@ -179,6 +201,7 @@ class MultiHeadLatentAttention(nn.Module):
                 f"qk_rope_head_dim: RoPE rotates pairs, expected an even size, "
                 f"got {qk_rope_head_dim}"
             )
+        _check_layer_options(rope, rope_base, conv_size=None)
         self.rope = rope
         self.rope_base = rope_base
         self.scale = (head_dim + qk_rope_head_dim) ** -0.5

@@ -28,15 +28,20 @@ up-projecting path for the comparison.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
 from torch import nn
 
-from .attention import MultiHeadAttention, head_attention_weights
+from .attention import (
+    MultiHeadAttention,
+    check_score_bytes,
+    head_attention_weights,
+)
 from .blocks import RMSNorm, SwiGLU
-from .checks import check_choice, check_int_in, checked
+from .checks import check_choice, check_int_in, check_number, checked
 from .configs import LAYER_KINDS, ModelConfig
 from .kinds import KINDS
 
@@ -125,39 +130,58 @@ class HybridCache:
         return sum(self.bytes_by_layer())
 
 
-def _check_input_ids(input_ids: object, vocab_size: int) -> None:
-    """Check token ids ``[B, T]`` (T >= 1, an integer dtype, ids in [0, vocab_size))."""
+INDEX_DTYPES = (torch.int64, torch.int32)
+"""The dtypes of token ids the embedding reads (``nn.Embedding``'s index types)."""
+
+
+def _check_input_ids(
+    input_ids: object, vocab_size: int, device: torch.device | None = None
+) -> None:
+    """Check token ids ``[B, T]`` (B, T >= 1, int64 or int32, on ``device`` if given, ids in
+    [0, vocab_size)). The range is compared as Python ints, so no dtype wraps around."""
     if not isinstance(input_ids, torch.Tensor):
         raise ValueError(
             f"input_ids: expected a torch.Tensor, got {type(input_ids).__name__}"
         )
-    if input_ids.dim() != 2 or input_ids.shape[1] == 0:
+    if input_ids.dim() != 2 or 0 in input_ids.shape:
         raise ValueError(
-            f"input_ids: expected a 2-D tensor [B, T] with T >= 1, got shape "
-            f"{tuple(input_ids.shape)}"
+            f"input_ids: expected a 2-D tensor [B, T] with B >= 1 sequences of "
+            f"T >= 1 tokens, got shape {tuple(input_ids.shape)}"
         )
-    if (
-        input_ids.dtype.is_floating_point
-        or input_ids.dtype.is_complex
-        or input_ids.dtype == torch.bool
-    ):
+    if input_ids.dtype not in INDEX_DTYPES:
         raise ValueError(
-            f"input_ids: expected an integer dtype, got {input_ids.dtype}"
+            f"input_ids: expected an integer dtype the embedding reads (int64 or "
+            f"int32), got {input_ids.dtype}; convert the ids with input_ids.long()"
         )
-    if input_ids.numel() and (
-        input_ids.min() < 0 or input_ids.max() >= vocab_size
-    ):
+    if device is not None and input_ids.device != device:
+        raise ValueError(
+            f"input_ids: expected token ids on {device} (the model's device), got "
+            f"{input_ids.device}"
+        )
+    lowest, highest = (int(x) for x in torch.aminmax(input_ids.long()))
+    if lowest < 0 or highest >= vocab_size:
         raise ValueError(
             f"input_ids: expected token ids in [0, {vocab_size}), got min "
-            f"{input_ids.min().item()} and max {input_ids.max().item()}"
+            f"{lowest} and max {highest}"
+        )
+
+
+def _check_runnable(model: HybridLM) -> None:
+    """A model built on the meta device has shapes but no numbers: it cannot run."""
+    if model.embed.weight.device.type == "meta":
+        raise ValueError(
+            "model: built on the meta device, it has parameter shapes but no values "
+            "and cannot run; build it on a real device (allow_large=True for a large "
+            "one) to compute"
         )
 
 
 def _model_inputs(
     self: HybridLM, input_ids: object, cache: object, use_cache: bool
 ) -> None:
-    config = self.config
-    _check_input_ids(input_ids, config.vocab_size)
+    config, weight = self.config, self.embed.weight
+    _check_runnable(self)
+    _check_input_ids(input_ids, config.vocab_size, weight.device)
     conv_attention = config.attn_conv and "attn" in config.layer_pattern
     if conv_attention and (use_cache or cache is not None):
         raise ValueError(
@@ -165,6 +189,7 @@ def _model_inputs(
             "short convolution (attn_conv=True), whose inputs a KV cache does "
             "not keep: it runs full passes only"
         )
+    _check_attention_size(self, input_ids, cache)
     if cache is None:
         return
     if not isinstance(cache, HybridCache):
@@ -179,6 +204,52 @@ def _model_inputs(
         raise ValueError(
             f"cache: expected the cache of {input_ids.shape[0]} sequences (the "
             f"batch of input_ids), got one of {cache.batch_size}"
+        )
+
+
+def _check_attention_size(
+    model: HybridLM, input_ids: torch.Tensor, cache: object
+) -> None:
+    """Refuse input_ids whose attention layers would form a score matrix larger than
+    :data:`attnlab.attention.MAX_SCORE_BYTES` (before anything is allocated)."""
+    heads = [
+        block.mixer.n_heads
+        for block in model.blocks
+        if block.kind in ("attn", "mla")
+    ]
+    if not heads:
+        return
+    b, t = input_ids.shape
+    past = cache.seen_tokens if isinstance(cache, HybridCache) else 0
+    if model.config.attn_conv and "attn" in model.config.layer_pattern:
+        advice = "use shorter input_ids"
+    else:
+        advice = (
+            "feed input_ids through the cache in pieces of at most {rows} tokens "
+            "(model(ids[:, :t], use_cache=True), then model(ids[:, t:], cache))"
+        )
+    sizes = (b, max(heads), t, past + t)
+    check_score_bytes("input_ids", sizes, model.embed.weight.dtype, advice)
+
+
+def _check_sampling(
+    temperature: object, generator: object, dtype: torch.dtype
+) -> None:
+    """A temperature, 0 (greedy) or a finite number no smaller than ``dtype``'s smallest
+    normal number (a smaller one divides the logits by 0 in ``dtype``), and a
+    torch.Generator or None."""
+    t = check_number("temperature", temperature, inclusive=True)
+    tiny = torch.finfo(dtype).tiny
+    if 0 < t < tiny:
+        raise ValueError(
+            f"temperature: expected 0 (greedy) or a number >= {tiny:.3g} (the smallest "
+            f"normal {dtype} number; any smaller temperature samples the argmax, as 0 "
+            f"does), got {temperature!r}"
+        )
+    if generator is not None and not isinstance(generator, torch.Generator):
+        raise ValueError(
+            f"generator: expected a torch.Generator or None, got "
+            f"{type(generator).__name__}"
         )
 
 
@@ -199,14 +270,61 @@ def _generate_inputs(
         raise ValueError(
             f"max_new_tokens: expected an integer >= 0, got {max_new_tokens!r}"
         )
-    if (
-        isinstance(temperature, bool)
-        or not isinstance(temperature, int | float)
-        or temperature < 0
-    ):
+    _check_sampling(temperature, generator, self.embed.weight.dtype)
+    if on_step is not None and not callable(on_step):
         raise ValueError(
-            f"temperature: expected a number >= 0, got {temperature!r}"
+            f"on_step: expected a function of the cache or None, got "
+            f"{type(on_step).__name__}"
         )
+
+
+MAX_MODEL_BYTES = 2**31
+"""The largest model :class:`HybridLM` allocates unless asked (``allow_large=True``): 2 GiB of
+parameters, about what a Binder session holds. Kimi Linear's preset is 12.9 GiB in float32,
+DeepSeek-V3's 140 GiB (one dense MLP a block); ``device="meta"`` builds any of them without
+memory, to count and inspect their parameters."""
+
+
+def parameter_count(config: ModelConfig) -> int:
+    """Parameters of ``HybridLM(config)``, counted on the meta device: nothing is allocated."""
+    model = HybridLM(config, device="meta")
+    return sum(p.numel() for p in model.parameters())
+
+
+def _check_build(
+    config: object, mla_decode: object, device: object, allow_large: object
+) -> torch.device | None:
+    """A ModelConfig, an MLA decode path, a device (or None) and a flag; a model too large
+    for :data:`MAX_MODEL_BYTES` is refused before anything is allocated. Returns the device."""
+    if not isinstance(config, ModelConfig):
+        raise ValueError(
+            f"config: expected a ModelConfig, got {type(config).__name__}"
+        )
+    check_choice("mla_decode", mla_decode, MLA_DECODE_PATHS)
+    if not isinstance(allow_large, bool):
+        raise ValueError(
+            f"allow_large: expected True or False, got {allow_large!r}"
+        )
+    try:
+        device = None if device is None else torch.device(device)
+    except (RuntimeError, TypeError, ValueError):
+        raise ValueError(
+            f"device: expected a torch.device, a device name or None, got {device!r}"
+        ) from None
+    if allow_large or (device is not None and device.type == "meta"):
+        return device
+    n = parameter_count(config)
+    dtype = torch.get_default_dtype()
+    n_bytes = n * dtype.itemsize
+    if n_bytes > MAX_MODEL_BYTES:
+        raise ValueError(
+            f"config: {config.name} builds a model of {n:,} parameters, "
+            f"{n_bytes / 2**30:.3g} GiB in {dtype}, above "
+            f"attnlab.model.MAX_MODEL_BYTES ({MAX_MODEL_BYTES / 2**30:.3g} GiB); pass "
+            'device="meta" to build it without memory (shapes and counts), or '
+            "allow_large=True to allocate it"
+        )
+    return device
 
 
 class HybridLM(nn.Module):
@@ -220,28 +338,36 @@ class HybridLM(nn.Module):
     vocab_size]``. ``mla_decode`` picks the MLA path of cached decoding steps: ``"absorbed"``
     (attention in the latent space, Lesson 15's "how MLA decodes") or ``"naive"`` (up-project
     the latent to per-head keys and values); both give the same logits.
+
+    The parameters are created on ``device`` (None: torch's default). A model above
+    :data:`MAX_MODEL_BYTES` (2 GiB) is refused before anything is allocated, unless
+    ``allow_large=True``; ``device="meta"`` builds any size without memory
+    (:func:`parameter_count` counts them that way).
     """
 
     def __init__(
-        self, config: ModelConfig, *, mla_decode: str = "absorbed"
+        self,
+        config: ModelConfig,
+        *,
+        mla_decode: str = "absorbed",
+        device: torch.device | str | None = None,
+        allow_large: bool = False,
     ) -> None:
         super().__init__()
-        if not isinstance(config, ModelConfig):
-            raise ValueError(
-                f"config: expected a ModelConfig, got {type(config).__name__}"
-            )
-        check_choice("mla_decode", mla_decode, MLA_DECODE_PATHS)
+        device = _check_build(config, mla_decode, device, allow_large)
         self.config = config
-        self.embed = nn.Embedding(config.vocab_size, config.d_model)
-        nn.init.normal_(self.embed.weight, std=0.02)
-        self.blocks = nn.ModuleList(
-            HybridBlock(kind, config, mla_decode)
-            for kind in config.layer_pattern
-        )
-        self.norm = RMSNorm(config.d_model)
-        self.lm_head = nn.Linear(
-            config.d_model, config.vocab_size, bias=False
-        )
+        place = contextlib.nullcontext() if device is None else device
+        with place:  # every parameter is created on ``device``
+            self.embed = nn.Embedding(config.vocab_size, config.d_model)
+            nn.init.normal_(self.embed.weight, std=0.02)
+            self.blocks = nn.ModuleList(
+                HybridBlock(kind, config, mla_decode)
+                for kind in config.layer_pattern
+            )
+            self.norm = RMSNorm(config.d_model)
+            self.lm_head = nn.Linear(
+                config.d_model, config.vocab_size, bias=False
+            )
         if config.tie_embeddings:
             self.lm_head.weight = self.embed.weight
 
@@ -303,6 +429,27 @@ class HybridLM(nn.Module):
         return torch.cat(tokens, dim=1)
 
 
+def _next_token_inputs(
+    logits: object, temperature: object, generator: object
+) -> None:
+    """logits ``[B, V]`` (B, V >= 1), floating-point and finite; a valid temperature and
+    generator."""
+    if not isinstance(logits, torch.Tensor) or not logits.is_floating_point():
+        got = getattr(logits, "dtype", type(logits).__name__)
+        raise ValueError(
+            f"logits: expected a floating-point tensor [B, V], got {got}"
+        )
+    if logits.dim() != 2 or 0 in logits.shape:
+        raise ValueError(
+            f"logits: expected a 2-D tensor [B, V] with B, V >= 1, got shape "
+            f"{tuple(logits.shape)}"
+        )
+    if not torch.isfinite(logits).all():
+        raise ValueError("logits: expected finite values, got NaN or inf")
+    _check_sampling(temperature, generator, logits.dtype)
+
+
+@checked(_next_token_inputs)
 def next_token(
     logits: torch.Tensor,
     temperature: float,
@@ -311,7 +458,8 @@ def next_token(
     """logits [B, V] -> ids [B, 1]: argmax, or sample at a temperature."""
     if temperature == 0:
         return logits.argmax(dim=-1, keepdim=True)
-    probs = torch.softmax(logits / temperature, dim=-1)
+    shifted = logits - logits.amax(dim=-1, keepdim=True)  # <= 0: no overflow
+    probs = torch.softmax(shifted / temperature, dim=-1)
     return torch.multinomial(probs, 1, generator=generator)
 
 
@@ -345,7 +493,10 @@ def _maps_inputs(model: object, input_ids: object) -> None:
         raise ValueError(
             f"model: expected a HybridLM, got {type(model).__name__}"
         )
-    _check_input_ids(input_ids, model.config.vocab_size)
+    _check_input_ids(
+        input_ids, model.config.vocab_size, model.embed.weight.device
+    )
+    _check_attention_size(model, input_ids, None)
 
 
 @torch.no_grad()

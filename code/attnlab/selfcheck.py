@@ -7,6 +7,18 @@ and compares it with the package's own kernel. It never raises at you: it return
 factor √d_k: is the scale applied?". An exception inside your function becomes a diagnosis that
 names it; ``raise NotImplementedError`` (the exercise stubs) reads "not implemented yet".
 
+Whatever your function does, the check answers with a diagnosis, never a pass it did not earn and
+never a crash: it gets copies of the inputs (changing them in place changes nothing the check
+compares), ``sys.exit()`` and any exception it raises are reported (Ctrl-C / "interrupt the
+kernel" still interrupts), and an answer that is complex, integer, half precision, on another
+device (``meta``) or not a plain tensor is named as such. A function that does not return within
+``time_limit`` seconds (:data:`TIME_LIMIT`, 25 by default) is stopped, and the diagnosis comes at
+most a second later: the check runs in a daemon thread, which the notebook waits for. Python can
+stop a thread only between two steps of Python code, so a function stuck inside one long call
+(``time.sleep``, ``input()``, a huge matrix product) keeps running in the background; the
+diagnosis says so and asks you to restart the kernel. A separate process could always be killed,
+but it would not see the functions you defined in the notebook, nor show what they print.
+
 Signatures your function must have (the package's conventions: tensors ``[B, H, T, D]``, a state
 ``[B, H, Dk, Dv]`` read as ``o = Sᵀ q``, log-gates ``g = log α ≤ 0``, scale 1/√Dk on q):
 
@@ -40,6 +52,10 @@ Returning ``(o, extra)`` instead of ``o`` is accepted where one tensor is expect
 
 from __future__ import annotations
 
+import contextvars
+import ctypes
+import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -76,6 +92,13 @@ from .linear import (
 
 RTOL, ATOL = 1e-3, 1e-4
 
+#: Seconds a check waits for your function before it stops it (every ``check_*`` takes
+#: ``time_limit=`` to change it).
+TIME_LIMIT = 25.0
+
+#: The answers a check compares: real floating point, as the inputs (float32) or wider.
+_REAL_DTYPES = (torch.float32, torch.float64)
+
 
 @dataclass(frozen=True)
 class CheckResult:
@@ -110,35 +133,142 @@ class _Ambiguous(_Failed):
     """Several known mistakes explain this output; a later token may tell them apart."""
 
 
-def _call(fn: Callable, label: str, *args, hint: str = "", **kwargs):
-    """Call the learner's function; turn any exception into a diagnosis (plus ``hint``)."""
+class _TimeUp(BaseException):
+    """Raised inside the check's thread to stop a function past its time limit (a
+    BaseException, so that ``except Exception`` in the learner's code does not swallow it)."""
+
+
+@dataclass
+class _Progress:
+    """Where a running check is: the case at hand, and whether the learner's function runs."""
+
+    label: str = ""
+    in_learner: bool = False
+
+
+_here = threading.local()  # the _Progress of the check running in this thread
+
+
+def _call(
+    fn: Callable,
+    label: str,
+    *args,
+    hint: str = "",
+    unchanged: str | None = None,
+    **kwargs,
+):
+    """Call the learner's function on copies of the tensors (so changing them in place changes
+    nothing the check compares); turn whatever it raises into a diagnosis (plus ``hint``).
+    ``unchanged`` names a keyword argument the function must not change in place."""
+    args = tuple(_copy(a) for a in args)
+    kwargs = {name: _copy(value) for name, value in kwargs.items()}
+    given = kwargs[unchanged].clone() if unchanged else None
+    progress = getattr(_here, "progress", _Progress())
+    progress.label, progress.in_learner = label, True
     try:
-        return fn(*args, **kwargs)
+        out = fn(*args, **kwargs)
+    except (KeyboardInterrupt, _TimeUp):
+        raise
     except NotImplementedError:
         raise _Failed(
             "not implemented yet: replace `raise NotImplementedError` with your code, "
             "then run this cell again.",
             "not_implemented",
         ) from None
-    except Exception as error:  # noqa: BLE001 - every learner error becomes a diagnosis
+    except SystemExit:
         raise _Failed(
-            f"your function raised {type(error).__name__} ({label}): {error}. "
-            "Compare the shapes of your tensors with the ones in the docstring."
-            + hint,
+            f"your function called sys.exit() ({label}): it would end the program, so "
+            "the check stopped it. Return the answer instead.",
+            "exit",
+        ) from None
+    except BaseException as error:  # noqa: BLE001 - every learner error becomes a diagnosis
+        raise _Failed(
+            f"your function raised {_describe(error)} ({label}). Compare the shapes of "
+            "your tensors with the ones in the docstring." + hint,
             "exception",
         ) from None
+    finally:
+        progress.in_learner = False
+    if unchanged and not torch.equal(kwargs[unchanged], given):
+        raise _Failed(
+            f"your function changed the {unchanged} it was given, in place ({label}): "
+            "return a new tensor instead (state = state + …, not +=).",
+            "in_place",
+        )
+    return out
+
+
+def _copy(value: object) -> object:
+    return value.clone() if isinstance(value, torch.Tensor) else value
+
+
+def _describe(error: BaseException) -> str:
+    """ "TypeError: its message", even when the exception's ``__str__`` fails."""
+    kind = type(error).__name__
+    try:
+        text = str(error)
+    except (KeyboardInterrupt, _TimeUp):
+        raise
+    except BaseException as inner:  # noqa: BLE001 - a broken __str__ is the learner's too
+        text = f"(its message cannot be shown: its __str__ raised {type(inner).__name__})"
+    if len(text) > 300:
+        text = text[:300] + " …"
+    return f"{kind}: {text}" if text else kind
 
 
 def _tensor(
     out: object, what: str, shape: tuple[int, ...], dims: str
 ) -> torch.Tensor:
-    """The learner's tensor (the first element of a tuple), checked for type and shape."""
+    """The learner's tensor (the first element of a tuple), checked for type, device,
+    dtype and shape: a real floating-point CPU tensor, as the inputs."""
     if isinstance(out, tuple | list) and out:
         out = out[0]
     if not isinstance(out, torch.Tensor):
         raise _Failed(
             f"{what}: expected a tensor {dims}, got {type(out).__name__}.",
             "type",
+        )
+    if type(out) not in (torch.Tensor, torch.nn.Parameter):
+        raise _Failed(
+            f"{what} is a {type(out).__name__}, a subclass of torch.Tensor with its "
+            "own rules: return a plain torch.Tensor.",
+            "type",
+        )
+    if out.is_nested or out.layout != torch.strided:
+        kind = "nested" if out.is_nested else str(out.layout)
+        raise _Failed(
+            f"{what} is a {kind} tensor: return an ordinary (dense) tensor {dims}.",
+            "layout",
+        )
+    if out.device.type == "meta":
+        raise _Failed(
+            f"{what} is on the meta device: it has a shape but no values. Compute it "
+            "from the inputs (they are on the CPU), without device='meta'.",
+            "device",
+        )
+    if out.device.type != "cpu":
+        raise _Failed(
+            f"{what} is on {out.device}, the inputs on the CPU: compute it where the "
+            "inputs are (or move it back with .cpu()).",
+            "device",
+        )
+    if out.is_complex():
+        raise _Failed(
+            f"{what} is complex ({out.dtype}), the answer is real: look for a complex "
+            "number that got in (a square root of a negative number, torch.fft, "
+            "1j) and keep the computation real.",
+            "dtype",
+        )
+    if out.dtype not in _REAL_DTYPES:
+        kind = (
+            "half precision, which keeps too few digits"
+            if out.is_floating_point()
+            else "not floating point: the answer has fractions"
+        )
+        raise _Failed(
+            f"{what} has dtype {out.dtype}, {kind}. Keep the inputs' dtype "
+            "(torch.float32): no .long(), .int(), .round() or .half().",
+            "dtype",
         )
     if tuple(out.shape) != shape:
         raise _Failed(
@@ -229,17 +359,114 @@ def _raise_pending(pending: list[_Failed]) -> None:
         raise _Failed(pending[0].message)
 
 
-def _run(name: str, body: Callable[[], list[str]]) -> CheckResult:
+def _run(
+    name: str, fn: object, body: Callable[[], list[str]], time_limit: float
+) -> CheckResult:
+    """Run one check in a daemon thread and wait at most ``time_limit`` seconds for it."""
+    if not callable(fn):
+        return CheckResult(
+            name,
+            False,
+            f"expected your function itself, got {type(fn).__name__}: pass it "
+            "without calling it, e.g. check(my_function), not check(my_function(…)).",
+            "not_callable",
+        )
+    progress, outcome = _Progress(), {}
+    context = (
+        contextvars.copy_context()
+    )  # so what the function prints shows in this cell
+
+    def work() -> None:
+        _here.progress = progress
+        try:
+            outcome["result"] = context.run(_verdict, name, body)
+        except BaseException as error:  # noqa: BLE001 - handed to the waiting thread
+            outcome["error"] = error
+
+    worker = threading.Thread(
+        target=work, name=f"self-check: {name}", daemon=True
+    )
+    worker.start()
+    deadline = time.monotonic() + time_limit
+    try:
+        while worker.is_alive() and time.monotonic() < deadline:
+            worker.join(min(0.05, max(deadline - time.monotonic(), 0.0)))
+    except (
+        KeyboardInterrupt
+    ):  # the reader interrupted the kernel: stop the check too
+        _stop(worker)
+        raise
+    if worker.is_alive():
+        return _timed_out(name, worker, progress, time_limit)
+    if isinstance(outcome.get("error"), KeyboardInterrupt):
+        raise outcome[
+            "error"
+        ]  # the function raised it: an interrupt is never a diagnosis
+    return outcome["result"]
+
+
+def _verdict(name: str, body: Callable[[], list[str]]) -> CheckResult:
     try:
         labels = body()
     except _Failed as failed:
         return CheckResult(name, False, failed.message, failed.mistake)
+    except Exception as error:  # noqa: BLE001 - an answer the check could not read
+        where = _here.progress.label
+        return CheckResult(
+            name,
+            False,
+            f"the check could not read your answer{f' ({where})' if where else ''}: "
+            f"{_describe(error)}. Return what the docstring asks for, computed from "
+            "the inputs: a plain float32 tensor (or the pair (o, new_state)).",
+            "unreadable",
+        )
     return CheckResult(
         name,
         True,
         f"matches the package's reference in all {len(labels)} "
         f"cases ({'; '.join(labels)}).",
     )
+
+
+def _timed_out(
+    name: str, worker: threading.Thread, progress: _Progress, limit: float
+) -> CheckResult:
+    where = f" ({progress.label})" if progress.label else ""
+    what = (
+        f"your function did not return within {limit:g} s{where}"
+        if progress.in_learner
+        else f"the check did not finish within {limit:g} s{where}"
+    )
+    if _stop(worker):
+        advice = (
+            "it was stopped. Look for a loop that never ends (a while loop whose "
+            "condition stays true); the checks use a few tokens, so a correct answer "
+            "takes well under a second."
+        )
+    else:
+        advice = (
+            "it is still running in the background, inside a call Python cannot "
+            "interrupt (time.sleep, input(), a huge computation). Restart the kernel "
+            "(Kernel → Restart) to stop it, then run your cells again."
+        )
+    return CheckResult(name, False, f"{what}: {advice}", "timeout")
+
+
+def _stop(worker: threading.Thread, grace: float = 1.0) -> bool:
+    """Raise :class:`_TimeUp` inside ``worker`` (again while it survives, for up to
+    ``grace`` seconds); True when it ended. Python delivers it at the thread's next step
+    of Python code."""
+    set_async_exc = getattr(
+        getattr(ctypes, "pythonapi", None), "PyThreadState_SetAsyncExc", None
+    )
+    deadline = time.monotonic() + grace
+    while worker.is_alive() and time.monotonic() < deadline:
+        if set_async_exc is not None and worker.ident is not None:
+            set_async_exc(
+                ctypes.c_ulong(worker.ident), ctypes.py_object(_TimeUp)
+            )
+        worker.join(0.1)
+    return not worker.is_alive()
 
 
 def _randn(
@@ -287,7 +514,7 @@ def _check_attention_fn(fn: Callable, causal: bool) -> list[str]:
     for label, q, k, v in cases:
         ref, _ = attention.softmax_attention(q, k, v, causal=causal)
         out = _tensor(
-            _call(fn, label, q.clone(), k.clone(), v.clone()),
+            _call(fn, label, q, k, v),
             "the output",
             tuple(ref.shape),
             "[B, H, Tq, Dv]",
@@ -319,30 +546,32 @@ def _changes_with_future(fn: Callable, q, k, v, label: str) -> bool:
     k2[:, :, -1] += 3.0
     v2[:, :, -1] += 3.0
     shape, dims = tuple(v.shape), "[B, H, T, Dv]"
-    before = _tensor(
-        _call(fn, label, q.clone(), k.clone(), v.clone()),
-        "the output",
-        shape,
-        dims,
-    )
-    after = _tensor(
-        _call(fn, label, q.clone(), k2, v2), "the output", shape, dims
-    )
+    before = _tensor(_call(fn, label, q, k, v), "the output", shape, dims)
+    after = _tensor(_call(fn, label, q, k2, v2), "the output", shape, dims)
     return not _close(before[:, :, :-1], after[:, :, :-1])
 
 
-def check_attention(fn: Callable) -> CheckResult:
+def check_attention(
+    fn: Callable, *, time_limit: float = TIME_LIMIT
+) -> CheckResult:
     """Check ``fn(q, k, v) -> o``: softmax(q kᵀ/√d_k) v without a mask (see the module doc)."""
     return _run(
         "scaled dot-product attention",
+        fn,
         lambda: _check_attention_fn(fn, causal=False),
+        time_limit,
     )
 
 
-def check_causal_attention(fn: Callable) -> CheckResult:
+def check_causal_attention(
+    fn: Callable, *, time_limit: float = TIME_LIMIT
+) -> CheckResult:
     """Check ``fn(q, k, v) -> o``: causal attention, token i sees keys j ≤ i."""
     return _run(
-        "causal attention", lambda: _check_attention_fn(fn, causal=True)
+        "causal attention",
+        fn,
+        lambda: _check_attention_fn(fn, causal=True),
+        time_limit,
     )
 
 
@@ -361,7 +590,7 @@ def _check_multi_head(fn: Callable) -> list[str]:
         weights = [_randn(gen, 8, 8, std=8**-0.5) for _ in range(4)]
         ref = reference_multi_head_attention(x, *weights, heads)
         out = _tensor(
-            _call(fn, label, x.clone(), *weights, heads),
+            _call(fn, label, x, *weights, heads),
             "y",
             tuple(ref.shape),
             "[B, T, d]",
@@ -378,9 +607,13 @@ def _check_multi_head(fn: Callable) -> list[str]:
     return [case[0] for case in cases]
 
 
-def check_multi_head_attention(fn: Callable) -> CheckResult:
+def check_multi_head_attention(
+    fn: Callable, *, time_limit: float = TIME_LIMIT
+) -> CheckResult:
     """Check ``fn(x, w_q, w_k, w_v, w_o, n_heads) -> y``: causal multi-head attention."""
-    return _run("multi-head attention", lambda: _check_multi_head(fn))
+    return _run(
+        "multi-head attention", fn, lambda: _check_multi_head(fn), time_limit
+    )
 
 
 # --- one decoding step with a KV cache ---------------------------------------------------------
@@ -405,7 +638,7 @@ def _check_decode(fn: Callable) -> list[str]:
         cache = KVCache(k[:, :, :prefix].clone(), v[:, :, :prefix].clone())
         for t in range(prefix, prefix + steps):
             step = f"{label}, token {t + 1}"
-            before = cache.length
+            before = _cached_tokens(cache, step)
             hint = (
                 " The cache was empty before this step: append (k_t, v_t) before attending."
                 if before == 0
@@ -416,9 +649,9 @@ def _check_decode(fn: Callable) -> list[str]:
                 _call(
                     fn,
                     step,
-                    q[:, :, now].clone(),
-                    k[:, :, now].clone(),
-                    v[:, :, now].clone(),
+                    q[:, :, now],
+                    k[:, :, now],
+                    v[:, :, now],
                     cache,
                     hint=hint,
                 ),
@@ -426,9 +659,10 @@ def _check_decode(fn: Callable) -> list[str]:
                 (1, 2, 1, 6),
                 "[B, H, 1, Dv]",
             )
-            if cache.length != before + 1:
+            after = _cached_tokens(cache, step)
+            if after != before + 1:
                 raise _Failed(
-                    f"the cache held {before} tokens before the step and {cache.length} "
+                    f"the cache held {before} tokens before the step and {after} "
                     f"after ({step}): append the new (k_t, v_t) exactly once, with "
                     "cache.append(k_t, v_t).",
                     "cache_length",
@@ -450,9 +684,41 @@ def _check_decode(fn: Callable) -> list[str]:
     return [case[0] for case in cases]
 
 
-def check_decode_step(fn: Callable) -> CheckResult:
+def _cached_tokens(cache: KVCache, step: str) -> int:
+    """How many tokens the cache holds, after checking the learner left it a cache:
+    keys ``[1, 2, T, 8]`` and values ``[1, 2, T, 6]`` on the CPU."""
+    k, v = getattr(cache, "k", None), getattr(cache, "v", None)
+    if not (
+        type(k) is torch.Tensor
+        and type(v) is torch.Tensor
+        and k.device.type == v.device.type == "cpu"
+        and k.dim() == v.dim() == 4
+        and k.shape[2] == v.shape[2]
+        and (k.shape[3], v.shape[3]) == (8, 6)
+    ):
+        raise _Failed(
+            "your function replaced the cache's tensors: cache.k is "
+            f"{_what(k)} and cache.v is {_what(v)} ({step}). Leave them to the "
+            "cache: add the new token with cache.append(k_t, v_t) and read "
+            "cache.k and cache.v.",
+            "cache_broken",
+        )
+    return k.shape[2]
+
+
+def _what(x: object) -> str:
+    if type(x) is torch.Tensor:
+        return f"a {x.device.type} tensor of shape {tuple(x.shape)}"
+    return "None" if x is None else f"a {type(x).__name__}"
+
+
+def check_decode_step(
+    fn: Callable, *, time_limit: float = TIME_LIMIT
+) -> CheckResult:
     """Check ``fn(q_t, k_t, v_t, cache) -> o_t``: append to the KV cache, attend over it."""
-    return _run("cached decode step", lambda: _check_decode(fn))
+    return _run(
+        "cached decode step", fn, lambda: _check_decode(fn), time_limit
+    )
 
 
 # --- one pre-norm residual block ---------------------------------------------------------------
@@ -495,7 +761,7 @@ def _check_block(fn: Callable) -> list[str]:
         parts = _block_parts(gen, 8)
         ref = reference_prenorm_block(x, *parts)
         out = _tensor(
-            _call(fn, label, x.clone(), *parts),
+            _call(fn, label, x, *parts),
             "the output",
             tuple(ref.shape),
             "[B, T, d]",
@@ -511,9 +777,13 @@ def _check_block(fn: Callable) -> list[str]:
     return [case[0] for case in cases]
 
 
-def check_prenorm_block(fn: Callable) -> CheckResult:
+def check_prenorm_block(
+    fn: Callable, *, time_limit: float = TIME_LIMIT
+) -> CheckResult:
     """Check ``fn(x, mixer, mlp, mixer_norm, mlp_norm) -> y``: one pre-norm residual block."""
-    return _run("pre-norm residual block", lambda: _check_block(fn))
+    return _run(
+        "pre-norm residual block", fn, lambda: _check_block(fn), time_limit
+    )
 
 
 # --- one chunk: chunkwise linear attention (Lesson 8) and the delta rule (Lesson 13) ------------
@@ -549,13 +819,7 @@ def _check_chunk(fn: Callable, delta: bool) -> list[str]:
             q, k, v, **extra, initial_state=state, output_final_state=True
         )
         out = _call(
-            fn,
-            label,
-            q.clone(),
-            k.clone(),
-            v.clone(),
-            **{n: t.clone() for n, t in extra.items()},
-            state=state.clone(),
+            fn, label, q, k, v, **extra, state=state, unchanged="state"
         )
         o, new_state = _output_and_state(
             out, label, (1, 2, c, 4), "[B, H, C, Dv]", (6, 4)
@@ -588,18 +852,28 @@ def _check_chunk(fn: Callable, delta: bool) -> list[str]:
     return [case[0] for case in cases]
 
 
-def check_linear_chunk(fn: Callable) -> CheckResult:
+def check_linear_chunk(
+    fn: Callable, *, time_limit: float = TIME_LIMIT
+) -> CheckResult:
     """Check ``fn(q, k, v, *, state) -> (o, new_state)``: one chunk of
     chunkwise linear attention, O = s Q S + (s Q Kᵀ ⊙ M) V, S ← S + Kᵀ V."""
     return _run(
-        "one chunk of linear attention", lambda: _check_chunk(fn, delta=False)
+        "one chunk of linear attention",
+        fn,
+        lambda: _check_chunk(fn, delta=False),
+        time_limit,
     )
 
 
-def check_delta_chunk(fn: Callable) -> CheckResult:
+def check_delta_chunk(
+    fn: Callable, *, time_limit: float = TIME_LIMIT
+) -> CheckResult:
     """Check ``fn(q, k, v, *, beta, state) -> (o, new_state)``: one chunk of the delta rule."""
     return _run(
-        "one chunk of the delta rule", lambda: _check_chunk(fn, delta=True)
+        "one chunk of the delta rule",
+        fn,
+        lambda: _check_chunk(fn, delta=True),
+        time_limit,
     )
 
 
@@ -698,23 +972,23 @@ def _check_steps(fn: Callable, kind: str) -> list[str]:
         for i in range(t):
             label = f"{c['label']}, token {i + 1} of {t}"
             q, k, v, beta, g = (
-                c[n][:, :, i].clone() for n in ("q", "k", "v", "beta", "g")
+                c[n][:, :, i] for n in ("q", "k", "v", "beta", "g")
             )
             if kind in _ADDITIVE_KINDS:
                 beta = torch.ones_like(beta)
-            kwargs = {"state": state.clone()}
+            kwargs = {"state": state}
             if kind not in _ADDITIVE_KINDS:
                 kwargs["beta"] = beta
             if kind in _GATED_KINDS:
                 kwargs["g"] = g
-            given = kwargs["state"].clone()
             out = _call(
                 fn,
                 label,
-                q.clone(),
-                k.clone(),
-                v.clone(),
+                q,
+                k,
+                v,
                 hint=_HINTS.get(kind, ""),
+                unchanged="state",
                 **kwargs,
             )
             o, new_state = _output_and_state(
@@ -725,12 +999,6 @@ def _check_steps(fn: Callable, kind: str) -> list[str]:
                 (dk, dv),
                 "[B, H, Dk, Dv]: the write is k vᵀ (k a column, v a row)",
             )
-            if not torch.equal(kwargs["state"], given):
-                raise _Failed(
-                    f"your step changed the state it was given, in place ({label}): "
-                    "return a new tensor instead (state = state + …, not +=).",
-                    "in_place",
-                )
             if not _close(o, ref_o[:, :, i]):
                 mistakes = step_mistakes(kind, q, k, v, beta, g, state)
                 where = (
@@ -746,7 +1014,9 @@ def _check_steps(fn: Callable, kind: str) -> list[str]:
                     _prefixed(mistakes, where),
                     "Compare your step with the equations in the docstring.",
                 )
-            state = new_state.detach()
+            state = (
+                new_state.detach().clone()
+            )  # the learner keeps no handle on it
     _raise_pending(pending)
     return [c["label"] for c in cases]
 
@@ -755,31 +1025,53 @@ def _prefixed(mistakes: dict, prefix: str) -> dict:
     return {m: (make, prefix + text) for m, (make, text) in mistakes.items()}
 
 
-def check_linear_attention_step(fn: Callable) -> CheckResult:
+def check_linear_attention_step(
+    fn: Callable, *, time_limit: float = TIME_LIMIT
+) -> CheckResult:
     """Check ``fn(q, k, v, *, state) -> (o, new_state)``: S ← S + k vᵀ, o = Sᵀ q / √d_k."""
-    return _run("linear-attention step", lambda: _check_steps(fn, "linear"))
-
-
-def check_gla_step(fn: Callable) -> CheckResult:
-    """Check ``fn(q, k, v, *, g, state)``: S ← Diag(exp g) S + k vᵀ, o = Sᵀ q / √d_k."""
     return _run(
-        "gated linear-attention step", lambda: _check_steps(fn, "gla")
+        "linear-attention step",
+        fn,
+        lambda: _check_steps(fn, "linear"),
+        time_limit,
     )
 
 
-def check_delta_step(fn: Callable) -> CheckResult:
+def check_gla_step(
+    fn: Callable, *, time_limit: float = TIME_LIMIT
+) -> CheckResult:
+    """Check ``fn(q, k, v, *, g, state)``: S ← Diag(exp g) S + k vᵀ, o = Sᵀ q / √d_k."""
+    return _run(
+        "gated linear-attention step",
+        fn,
+        lambda: _check_steps(fn, "gla"),
+        time_limit,
+    )
+
+
+def check_delta_step(
+    fn: Callable, *, time_limit: float = TIME_LIMIT
+) -> CheckResult:
     """Check ``fn(q, k, v, *, beta, state)``: S ← S + β k (v − Sᵀk)ᵀ, o = Sᵀ q / √d_k."""
-    return _run("delta-rule step", lambda: _check_steps(fn, "delta"))
+    return _run(
+        "delta-rule step", fn, lambda: _check_steps(fn, "delta"), time_limit
+    )
 
 
-def check_gated_delta_step(fn: Callable) -> CheckResult:
+def check_gated_delta_step(
+    fn: Callable, *, time_limit: float = TIME_LIMIT
+) -> CheckResult:
     """Check ``fn(q, k, v, *, g, beta, state)``: S' = exp(g) S, S ← S' + β k (v − S'ᵀk)ᵀ."""
-    return _run("gated delta step", lambda: _check_steps(fn, "gated"))
+    return _run(
+        "gated delta step", fn, lambda: _check_steps(fn, "gated"), time_limit
+    )
 
 
-def check_kda_step(fn: Callable) -> CheckResult:
+def check_kda_step(
+    fn: Callable, *, time_limit: float = TIME_LIMIT
+) -> CheckResult:
     """Check ``fn(q, k, v, *, g, beta, state)``: S' = Diag(exp g) S, then the delta write."""
-    return _run("KDA step", lambda: _check_steps(fn, "kda"))
+    return _run("KDA step", fn, lambda: _check_steps(fn, "kda"), time_limit)
 
 
 # --- reference steps (what a correct answer looks like; the exercises' hidden solutions) -----

@@ -29,9 +29,10 @@ while the weights are the larger share of the bytes and *cache-bound* after.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
-from .checks import check_positive_int
+from .checks import check_number, check_positive_int
 from .configs import ModelConfig
 from .memory import (
     CacheBreakdown,
@@ -50,6 +51,19 @@ def _check_sized(arch: object) -> None:
         raise ValueError(
             f"arch: {arch.name} has no parameter count (params_total is None), "
             "so its weights cannot be counted"
+        )
+
+
+def _check_context(context: object) -> None:
+    """A deployment's context: at least one token (with none, a model without recurrent
+    states keeps nothing per sequence, and "how many sequences fit" has no answer)."""
+    if (
+        isinstance(context, bool)
+        or not isinstance(context, int)
+        or context < 1
+    ):
+        raise ValueError(
+            f"context: expected a number of tokens >= 1, got {context!r}"
         )
 
 
@@ -127,8 +141,9 @@ def largest_batch(
     cache_dtype: str = "bf16",
     state_dtype: str = "fp32",
 ) -> int:
-    """The most sequences of ``context`` tokens that fit in ``memory_bytes`` with the weights:
-    ⌊(memory − weights) / bytes per sequence⌋, 0 if not even one fits."""
+    """The most sequences of ``context`` tokens (at least 1) that fit in ``memory_bytes`` with
+    the weights: ⌊(memory − weights) / bytes per sequence⌋, 0 if not even one fits."""
+    _check_context(context)
     _check_count("memory_bytes", memory_bytes)
     free = memory_bytes - weight_bytes(arch, weight_dtype)
     per_sequence = sequence_bytes(
@@ -270,13 +285,15 @@ def step_seconds(
         raise ValueError(
             f"step: expected StepBytes, got {type(step).__name__}"
         )
-    if not isinstance(bandwidth, int | float) or bandwidth <= 0:
+    bandwidth = check_number("bandwidth", bandwidth)  # bytes per second
+    overhead = check_number("overhead", overhead, inclusive=True)  # seconds
+    seconds = step.total / bandwidth + overhead
+    if not math.isfinite(seconds):
         raise ValueError(
-            f"bandwidth: expected bytes per second > 0, got {bandwidth!r}"
+            f"bandwidth, overhead: expected a step time a float can hold, got "
+            f"{step.total:,} bytes / {bandwidth!r} bytes/s + {overhead!r} s"
         )
-    if not isinstance(overhead, int | float) or overhead < 0:
-        raise ValueError(f"overhead: expected seconds >= 0, got {overhead!r}")
-    return step.total / bandwidth + overhead
+    return seconds
 
 
 def crossover_batch(
@@ -391,9 +408,10 @@ def what_if(
     cache_dtype: str = "bf16",
     state_dtype: str = "fp32",
 ) -> WhatIf:
-    """Everything the calculator answers for ``batch`` sequences of ``context`` tokens in
-    ``memory_bytes``: the memory needed, the largest batch and context that fit, the bytes one
-    decode step reads."""
+    """Everything the calculator answers for ``batch`` sequences of ``context`` tokens (at
+    least 1) in ``memory_bytes``: the memory needed, the largest batch and context that fit,
+    the bytes one decode step reads."""
+    _check_context(context)
     dtypes = {
         "weight_dtype": weight_dtype,
         "cache_dtype": cache_dtype,
