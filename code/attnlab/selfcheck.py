@@ -386,14 +386,12 @@ def _run(
     worker = threading.Thread(
         target=work, name=f"self-check: {name}", daemon=True
     )
-    worker.start()
     deadline = time.monotonic() + time_limit
-    try:
+    try:  # start inside: an interrupt during start() must not orphan it
+        worker.start()
         while worker.is_alive() and time.monotonic() < deadline:
             worker.join(min(0.05, max(deadline - time.monotonic(), 0.0)))
-    except (
-        KeyboardInterrupt
-    ):  # the reader interrupted the kernel: stop the check too
+    except BaseException:  # the reader interrupted the kernel: stop it too
         _stop(worker)
         raise
     if worker.is_alive():
