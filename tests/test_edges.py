@@ -490,7 +490,7 @@ def test_nan_inf_and_negative_are_always_refused_and_zero_where_it_means_nothing
 #: Public functions with float parameters the sweep leaves out, and why.
 NOT_SWEPT = {
     "checks": "the validators' own bounds (check_range, check_float_in, check_number)",
-    "train": "the training loop's optimiser settings (lr, betas, weight decay, clipping)",
+    "train": "the training loop's settings (tested on their own below)",
     "selfcheck": "the learner self-checks",
 }
 
@@ -676,3 +676,29 @@ def test_the_calculator_refuses_an_empty_context_instead_of_contradicting_itself
     assert ": fits" in answer and "largest batch at 1 tokens: 0" not in answer
 
 
+
+
+@pytest.mark.parametrize("value", [math.nan, math.inf, -1.0, 0.0])
+@pytest.mark.parametrize("argument", ["lr", "weight_decay", "warmup_fraction", "clip_norm"])
+def test_the_training_loop_refuses_a_non_finite_or_negative_setting_by_name(argument, value):
+    """The optimiser settings are checked before the first step (NaN would train to NaN)."""
+    from attnlab.train import train
+
+    if value == 0.0 and argument in ("weight_decay", "warmup_fraction"):
+        return  # no decay, no warm-up: both mean something
+    model = torch.nn.Linear(2, 2)
+
+    def make_batch(generator):
+        return torch.randn(4, 2, generator=generator), torch.zeros(4, dtype=torch.long)
+
+    with pytest.raises(ValueError) as info:
+        train(model, make_batch, steps=1, **{argument: value})
+    assert names(str(info.value), argument), str(info.value)
+
+
+def test_retnet_decay_refuses_more_heads_than_it_can_make():
+    from attnlab.gated import retnet_decay
+
+    for n_heads in (10**30, (1 << 16) + 1):
+        with pytest.raises(ValueError, match="n_heads"):
+            retnet_decay(n_heads)

@@ -175,6 +175,18 @@ def gla_chunk(
 
 
 # --------------------------------------------------------------------------- gates
+#: More heads than any model has; RetNet's γ_h rounds to 1 long before this.
+MAX_HEADS = 1 << 16
+
+
+def _check_heads(n_heads: object) -> int:
+    if check_positive_int("n_heads", n_heads) > MAX_HEADS:
+        raise ValueError(
+            f"n_heads: expected at most {MAX_HEADS} heads, got {n_heads}"
+        )
+    return n_heads
+
+
 def retnet_decay(
     n_heads: int,
     *,
@@ -185,9 +197,7 @@ def retnet_decay(
 
     Returns ``[H]``: head 0 forgets fastest (γ = 0.96875), each further head twice as slowly.
     """
-    exponents = -5.0 - torch.arange(
-        check_positive_int("n_heads", n_heads), dtype=torch.float64
-    )
+    exponents = -5.0 - torch.arange(_check_heads(n_heads), dtype=torch.float64)
     return torch.log1p(-torch.exp2(exponents)).to(dtype=dtype, device=device)
 
 

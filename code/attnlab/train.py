@@ -29,7 +29,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .blocks import ShortConvolution
-from .checks import check_positive_int, checked
+from .checks import check_number, check_positive_int, checked
 from .tasks import IGNORE
 
 Batch = tuple[torch.Tensor, torch.Tensor]
@@ -175,6 +175,10 @@ def train(
     """
     check_positive_int("steps", steps)
     check_positive_int("eval_every", eval_every)
+    check_number("lr", lr)
+    check_number("weight_decay", weight_decay, inclusive=True)
+    check_number("warmup_fraction", warmup_fraction, inclusive=True, high=1.0)
+    check_number("clip_norm", clip_norm)
     if (
         not isinstance(betas, tuple)
         or len(betas) != 2
@@ -253,8 +257,7 @@ def _language_model_options(
             f"token_ids: expected at least seq_len + 2 = {seq_len + 2} ids, "
             f"got {token_ids.numel()}"
         )
-    if not isinstance(lr, int | float) or isinstance(lr, bool) or lr <= 0:
-        raise ValueError(f"lr: expected a number > 0, got {lr!r}")
+    check_number("lr", lr)
 
 
 # fmt: off
