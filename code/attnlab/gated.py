@@ -197,8 +197,8 @@ def retnet_decay(
 
     Returns ``[H]``: head 0 forgets fastest (γ = 0.96875), each further head twice as slowly.
     """
-    exponents = -5.0 - torch.arange(_check_heads(n_heads), dtype=torch.float64)
-    return torch.log1p(-torch.exp2(exponents)).to(dtype=dtype, device=device)
+    h = torch.arange(_check_heads(n_heads), dtype=torch.float64)
+    return torch.log1p(-torch.exp2(-5.0 - h)).to(dtype=dtype, device=device)
 
 
 def retnet_gate(
