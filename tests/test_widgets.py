@@ -5,6 +5,8 @@ import re
 
 import matplotlib.pyplot as plt
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from attnbook import plotting
 from attnbook.demos import toy_attention
 from attnbook.figures import l01_token_embeddings as l01
@@ -424,3 +426,62 @@ def test_a_move_made_in_code_draws_at_once_even_in_a_running_kernel():
         assert panel.frames[(2,)].value.startswith("<img")
 
     asyncio.run(cell())
+
+
+# ---------------------------------------------------------------- any failure, any frame
+
+FAILURES = [ValueError, IndexError, KeyError, ZeroDivisionError, RuntimeError, Unprintable,
+            MemoryError, RecursionError]
+
+
+@settings(max_examples=8, deadline=None)
+@given(mode=st.sampled_from(["static", "live"]),
+       where=st.sampled_from(["draw", "alt", "format"]),
+       failure=st.sampled_from(FAILURES),
+       at=st.sampled_from([1, 2, 3]))
+def test_whatever_a_panel_function_raises_at_any_frame_the_panel_shows_a_message(
+        mode, where, failure, at):
+    """Property: a draw, alt-text or format function raising any exception at any slider
+    position never escapes the panel; the frame (or the panel's note) says what went wrong
+    and the other frames still show their figure."""
+    def draw(fig, slope):
+        if where == "draw" and slope == at:
+            raise failure("boom")
+        draw_line(fig, slope)
+
+    def alt_text(slope):
+        if where == "alt" and slope == at:
+            raise failure("boom")
+        return alt(slope)
+
+    def fmt(value):
+        if where == "format" and value == at:
+            raise failure("boom")
+        return f"{value}"
+
+    panel = slider_panel(draw, {"slope": [1, 2, 3]}, alt=alt_text, formats={"slope": fmt},
+                         mode=mode)
+    index = at - 1
+    if mode == "static":
+        page = panel.page_html
+        shown = static_frames(panel)[str(index)][1]
+        others = [static_frames(panel)[str(i)][1] for i in range(3) if i != index]
+    else:
+        import ipywidgets as widgets
+
+        panel.sliders[0].value = at
+        shown = panel.frames[(index,)].value
+        page = "".join(c.value for c in panel.widget.children if isinstance(c, widgets.HTML))
+        others = []
+        for i in range(3):
+            if i != index:
+                panel.sliders[0].value = i + 1
+                others.append(panel.frames[(i,)].value)
+    if where == "format":
+        assert "format function failed" in page and shown.startswith("<img")
+    else:
+        # a ValueError from draw is a combination it rejects: its own words are the message
+        named = "boom" if (where, failure) == ("draw", ValueError) else failure.__name__
+        assert "attnlab-message" in shown and named in shown
+        assert "<img" not in shown
+    assert all("<img" in other for other in others)
