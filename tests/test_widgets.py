@@ -5,12 +5,12 @@ import re
 
 import matplotlib.pyplot as plt
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 from attnbook import plotting
 from attnbook.demos import toy_attention
 from attnbook.figures import l01_token_embeddings as l01
 from attnbook.widgets import slider_panel, widget_mode
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 
 def draw_line(fig, slope, intercept=0):
