@@ -4,8 +4,7 @@ the time and memory of decoding one token, attention against KDA.
 Bytes (:func:`step_traffic`): a decoding step of a batch of sequences reads every weight once
 (the batch shares them) and each sequence's own cache and states.
 
-Time: 
-per layer, batch 1, float32: the attention read over a KV cache of t tokens
+Time (Lesson 18), per layer, batch 1, float32: the attention read over a KV cache of t tokens
 (``timing.time_cached_attention_step``) against one KDA step on a fixed state
 (``timing.time_kda_step``), both timed without argument checks. Every context is measured in
 several *rounds* (each round times KDA and then every context once, a median of many calls
@@ -231,11 +230,7 @@ class StepTraffic:
 
 
 def step_traffic(
-    config: ModelConfig,
-    context: int,
-    *,
-    batch: int = 1,
-    dtype: str = "bf16",
+    config: ModelConfig, context: int, *, batch: int = 1, dtype: str = "bf16"
 ) -> StepTraffic:
     """Bytes one decoding step reads at ``context`` tokens, weights and caches in ``dtype``:
 

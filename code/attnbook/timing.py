@@ -118,7 +118,9 @@ def linear_fit(
     mx, my = statistics.fmean(xs), statistics.fmean(ys)
     sxx = sum((x - mx) ** 2 for x in xs)
     if sxx == 0:
-        raise ValueError(f"xs: expected at least two different values, got {xs}")
+        raise ValueError(
+            f"xs: expected at least two different values, got {xs}"
+        )
     b = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sxx
     return my - b * mx, b
 
