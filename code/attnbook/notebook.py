@@ -175,13 +175,14 @@ def _core_markdown(source: str) -> tuple[str, bool]:
 
 
 def _all_markdown(source: str) -> tuple[str, int]:
-    """The markdown of one cell with every directive opened (its fences and ``:option:`` lines
-    dropped, its content kept), and the number of lines inside fenced code blocks."""
-    kept, code_lines, fences = (
-        [],
-        0,
-        [],
-    )  # fences: the open fences, innermost last
+    """The markdown of one cell with every directive opened (its fences, ``:option:`` lines and
+    a solution's label dropped; its title and content kept), and the number of lines inside
+    fenced code blocks."""
+    kept: list[str] = []
+    code_lines = 0
+    fences: list[
+        tuple[str, str]
+    ] = []  # the open fences and their kind, innermost last
     for line in source.split("\n"):
         stripped = line.strip()
         if fences and fences[-1][1] == "code":
@@ -192,9 +193,13 @@ def _all_markdown(source: str) -> tuple[str, int]:
             continue
         directive = re.match(r"^(:{3,}|`{3,})\s*\{([\w-]+)\}", stripped)
         if directive:
-            if directive.group(2) not in ("literalinclude",):
-                fences.append((directive.group(1), "directive"))
-                continue
+            fences.append((directive.group(1), "directive"))
+            name = directive.group(2)
+            if name == "literalinclude":
+                kept.append(stripped)  # counted as a figure
+            elif not name.startswith(("solution", "exercise-end")):
+                kept.append(stripped[directive.end() :])  # its title
+            continue
         if fences and stripped == fences[-1][0]:
             fences.pop()
             continue
@@ -202,9 +207,8 @@ def _all_markdown(source: str) -> tuple[str, int]:
         if code:
             fences.append((code.group(1), "code"))
             continue
-        if re.match(r"^:[\w-]+:", stripped):
-            continue
-        kept.append(line)
+        if not re.match(r"^:[\w-]+:", stripped):
+            kept.append(line)
     return "\n".join(kept), code_lines
 
 
