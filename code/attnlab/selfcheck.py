@@ -184,7 +184,8 @@ def _call(
             "exit",
         ) from None
     except BaseException as error:  # noqa: BLE001 - every learner error becomes a diagnosis
-        raised = f"your function raised {_describe(error)} ({label})"
+        described = _describe(error)  # safe even when str(error) raises
+        raised = f"your function raised {described} ({label})"
         if _uses_dot_t(fn):
             raise _Failed(
                 f"{raised}. Your code uses .T, which reverses *all* the axes of a "
@@ -192,7 +193,7 @@ def _call(
                 "two axes only, write k.transpose(-2, -1) or k.mT.",
                 "dot_T",
             ) from None
-        if "must match the size of tensor" in str(error):
+        if "must match the size of tensor" in described:
             raise _Failed(
                 f"{raised}: two tensors did not line up. A reduction without "
                 "keepdim=True (scores.amax(dim=-1), .sum(-1), "
@@ -220,7 +221,7 @@ def _uses_dot_t(fn: Callable) -> bool:
     """Does the source of ``fn`` (when Python can find it) use ``.T`` on something?"""
     try:
         source = inspect.getsource(fn)
-    except (OSError, TypeError):
+    except Exception:  # noqa: BLE001 - no source to read (builtins, odd callables)
         return False
     return re.search(r"[\w\)\]]\.T\b", source) is not None
 
