@@ -155,7 +155,8 @@ def draw_decode_step(fig: Figure, step: int) -> None:
     bars.grid(True, axis="x", alpha=0.3)
     held = 2 * t * DECODE_WIDTH * BYTES_PER_ELEMENT["fp32"]
     fig.suptitle(
-        f"Step {t}: row {t} appended (outlined), {t} rows read;\n"
+        f"Step {t}: row {t} appended (outlined), "
+        f"{t} row{'s' if t > 1 else ''} read;\n"
         f"the cache holds {held:,} bytes (fp32)"
     )
 
