@@ -191,13 +191,13 @@ def _all_markdown(source: str) -> tuple[str, int]:
             elif stripped:
                 code_lines += 1
             continue
-        directive = re.match(r"^(:{3,}|`{3,})\s*\{([\w-]+)\}", stripped)
+        directive = re.match(r"^(:{3,}|`{3,})\s*\{([\w:-]+)\}", stripped)
         if directive:
             fences.append((directive.group(1), "directive"))
             name = directive.group(2)
             if name == "literalinclude":
                 kept.append(stripped)  # counted as a figure
-            elif not name.startswith(("solution", "exercise-end")):
+            elif not name.startswith(("solution", "exercise-end", "glue")):
                 kept.append(stripped[directive.end() :])  # its title
             continue
         if fences and stripped == fences[-1][0]:
