@@ -204,3 +204,29 @@ def test_figures_reject_bad_values(function, values, name):
 def test_constructed_layer_rejects_bad_head_count():
     with pytest.raises(ValueError, match="n_heads"):
         heads.constructed_two_head_layer(n_heads=3)
+
+
+def test_smoothed_self_score_is_the_mean_over_the_window():
+    """The closed form equals the self-score averaged over offsets o / w … o · w (sampled
+    densely), and follows the exact score where it does not flicker."""
+    from attnbook.demos.heads_position import rope_self_score, smoothed_self_score
+
+    width, dim, base = 2**0.25, 96, 10000.0
+    for o in (3.0, 200.0, 5000.0):
+        dense = torch.linspace(o / width, o * width, 20001, dtype=torch.float64)
+        brute = rope_self_score(dense, dim, base).mean()
+        closed = smoothed_self_score(torch.tensor([o], dtype=torch.float64), dim, base, width)
+        assert float(closed[0]) == pytest.approx(float(brute), abs=1e-3)
+    short = torch.tensor([1.0, 2.0], dtype=torch.float64)
+    assert torch.allclose(smoothed_self_score(short, dim, base),
+                          rope_self_score(short, dim, base), atol=0.02)
+
+
+def test_mask_figure_shows_whole_percents_that_never_collide():
+    from attnbook.figures import l05_order_and_position as l05
+    from attnbook.plotting import new_figure
+
+    fig = new_figure(6.4, 3)
+    l05.draw_causal_mask(fig)
+    texts = [t.get_text() for t in fig.axes[2].texts]
+    assert texts and all(t.isdigit() and len(t) <= 3 for t in texts)

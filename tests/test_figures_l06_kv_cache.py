@@ -83,7 +83,7 @@ def test_draw_cache_calculator_draws_with_exact_bytes_in_title(preset, context, 
 def test_sophia_as_built_keeps_its_states_and_a_small_cache():
     """At 4k tokens in bf16: 24.8 MB of MLA latents plus the KDA states, against 704.6 MB."""
     fig = new_figure()
-    l06.draw_cache_calculator(fig, "Sophia as built", 4096, "bf16")
+    l06.draw_cache_calculator(fig, 4096, "bf16", preset="Sophia as built")
     assert "31.5 MB" in fig.axes[0].get_title()
     labels = [t.get_text() for t in fig.legends[0].get_texts()]
     assert any(label.startswith("Sophia as built: 6,048 B per token + 6.8 MB fixed")
@@ -92,7 +92,7 @@ def test_sophia_as_built_keeps_its_states_and_a_small_cache():
 
 def test_calculator_default_is_the_lessons_figure():
     fig = new_figure()
-    l06.draw_cache_calculator(fig, "Sophia as all-attention", 4096, "bf16")
+    l06.draw_cache_calculator(fig, context=4096, dtype="bf16")  # the default preset
     assert "704.6 MB (672.0 MiB)" in fig.axes[0].get_title()
 
 
@@ -197,3 +197,34 @@ def test_max_cached_tokens():
 def test_max_cached_tokens_rejects_bad_input(args, name):
     with pytest.raises(ValueError, match=name):
         max_cached_tokens(*args)
+
+
+@pytest.mark.parametrize("step", [1, 4, 8])
+def test_draw_decode_step_shows_the_rows_appended_so_far(step):
+    fig = new_figure(6.4, 3.4)
+    l06.draw_decode_step(fig, step)
+    bars = fig.axes[2].patches
+    assert len(bars) == step  # one weight per cached token
+    assert sum(b.get_width() for b in bars) == pytest.approx(1.0)
+    assert f"{2 * step * l06.DECODE_WIDTH * 4:,} bytes" in fig._suptitle.get_text()
+    assert f"{step}" in l06.decode_step_alt(step)
+
+
+@pytest.mark.parametrize("bad", [0, l06.DECODE_STEPS + 1, 2.0])
+def test_draw_decode_step_rejects_bad_steps(bad):
+    with pytest.raises(ValueError, match="step"):
+        l06.draw_decode_step(new_figure(), bad)
+
+
+def test_step_traffic_adds_the_weights_once_and_a_cache_per_sequence():
+    from attnbook.decode_cost import cache_dominates_from, step_traffic
+    from attnlab.model import parameter_count
+
+    one = step_traffic(SOPHIA, 4096)
+    eight = step_traffic(SOPHIA, 4096, batch=8)
+    assert one.weights == eight.weights == parameter_count(SOPHIA) * 2
+    assert one.caches == cache_breakdown(SOPHIA, 4096, dtype="bf16").total_bytes
+    assert eight.caches == 8 * one.caches
+    start = cache_dominates_from(SOPHIA, batch=8)
+    assert step_traffic(SOPHIA, start, batch=8).cache_share >= 0.5
+    assert step_traffic(SOPHIA, start - 1, batch=8).cache_share < 0.5

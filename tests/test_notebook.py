@@ -93,3 +93,28 @@ def test_reading_time_counts_the_core_path_only(tmp_path):
     assert (counted.equations, counted.figures, counted.code_lines) == (1, 1, 2)
     assert counted.minutes > 407 / WORDS_PER_MINUTE
     assert str(counted).startswith("about 2 minutes (407 words of prose")
+
+
+def test_reading_time_also_counts_everything(tmp_path):
+    """``.everything`` counts the dropdowns, exercises and solutions too (their code blocks as
+    lines of code), and the header gives both times."""
+    from attnbook.notebook import reading_minutes
+
+    core = " ".join(["word"] * 400)
+    deeper = " ".join(["deeper"] * 600)
+    path = _lesson(tmp_path, [
+        _md(f"# Lesson 1 · A title\n\n{core}"),
+        _code("a = 1", "hide-input"),
+        _md(f":::{{dropdown}} Going deeper\n{deeper}\n:::"),
+        _md("## Exercises\n\n```{exercise}\n:label: ex\nsome task here\n```"),
+        _md("````{solution} ex\n:class: dropdown\n```python\nx = 1\ny = 2\n```\n"
+            "done\n````"),
+    ])
+    counted = reading_minutes(path)
+    assert counted.words == 4 + 400 and counted.code_lines == 0
+    everything = counted.everything
+    assert everything.words == 4 + 400 + 2 + 600 + 1 + 3 + 1  # + "Going deeper", Exercises
+    assert everything.code_lines == 1 + 2  # the folded cell and the solution's block
+    assert str(counted).endswith(
+        f"; about {round(everything.minutes)} minutes with every dropdown, exercise and "
+        "solution")

@@ -140,3 +140,24 @@ def test_a_decode_step_attends_from_one_query_with_a_cache_and_from_all_without(
 def test_time_decode_step_rejects_bad_input(kwargs, name):
     with pytest.raises(ValueError, match=name):
         time_decode_step(**kwargs)
+
+
+def test_slopes_and_lines_are_fitted_over_all_points():
+    from attnbook.timing import linear_fit, loglog_slope, median_and_range
+
+    xs = [1, 2, 4, 8]
+    assert loglog_slope(xs, [3 * x**1.5 for x in xs]) == pytest.approx(1.5)
+    assert linear_fit(xs, [2 + 0.5 * x for x in xs]) == pytest.approx((2, 0.5))
+    assert median_and_range([[1, 5], [3, 4], [2, 6]]) == [(2, 1, 3), (5, 4, 6)]
+    with pytest.raises(ValueError, match="xs"):
+        linear_fit([1, 1], [2, 3])
+
+
+def test_time_decode_steps_gives_one_row_per_round(monkeypatch):
+    from attnbook.timing import time_decode_steps
+
+    rounds = time_decode_steps([8, 16], cached=True, rounds=3, repeats=1,
+                               n_heads=1, head_dim=4)
+    assert len(rounds) == 3 and all(len(r) == 2 and min(r) > 0 for r in rounds)
+    with pytest.raises(ValueError, match="rounds"):
+        time_decode_steps([8], cached=True, rounds=0)

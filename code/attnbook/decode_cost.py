@@ -1,6 +1,10 @@
-"""Lesson 18's measurement: the time and memory of decoding one token, attention against KDA.
+"""What one decoding step costs: the bytes it reads (Lesson 6), and Lesson 18's measurement of
+the time and memory of decoding one token, attention against KDA.
 
-Per layer, batch 1, float32: the attention read over a KV cache of t tokens
+Bytes (:func:`step_traffic`): a decoding step of a batch of sequences reads every weight once
+(the batch shares them) and each sequence's own cache and states.
+
+Time (Lesson 18), per layer, batch 1, float32: the attention read over a KV cache of t tokens
 (``timing.time_cached_attention_step``) against one KDA step on a fixed state
 (``timing.time_kda_step``), both timed without argument checks. Every context is measured in
 several *rounds* (each round times KDA and then every context once, a median of many calls
@@ -13,9 +17,13 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cache
 from typing import Literal
 
 from attnlab.checks import check_positive_int
+from attnlab.configs import ModelConfig
+from attnlab.memory import bytes_per_element, cache_breakdown
+from attnlab.model import parameter_count
 
 from .timing import time_cached_attention_step, time_kda_step
 
@@ -192,3 +200,67 @@ def noise_drops(data: CostData) -> list[int]:
         for i in range(1, len(ranges))
         if ranges[i][1] < ranges[i - 1][0]
     ]
+
+
+@cache
+def _weight_bytes(config: ModelConfig, dtype: str) -> int:
+    """N_params · b, counted once per configuration (building on the meta device takes a
+    second or two)."""
+    return parameter_count(config) * bytes_per_element(dtype)
+
+
+@dataclass(frozen=True)
+class StepTraffic:
+    """Bytes read by one decoding step: ``weights`` once for the whole batch, ``caches`` the
+    caches, fixed states and convolution inputs of all ``batch`` sequences together."""
+
+    weights: int
+    caches: int
+    batch: int
+    context: int
+
+    @property
+    def total(self) -> int:
+        return self.weights + self.caches
+
+    @property
+    def cache_share(self) -> float:
+        """The caches' fraction of the bytes read, in [0, 1)."""
+        return self.caches / self.total
+
+
+def step_traffic(
+    config: ModelConfig, context: int, *, batch: int = 1, dtype: str = "bf16"
+) -> StepTraffic:
+    """Bytes one decoding step reads at ``context`` tokens, weights and caches in ``dtype``:
+
+        bytes = N_params · b  +  batch · cache_bytes(context)
+
+    N_params from :func:`attnlab.model.parameter_count` (counted on the meta device, nothing
+    allocated); the caches from :func:`attnlab.memory.cache_breakdown` (KV or latent caches,
+    fixed states and convolution inputs). A lower bound: activations and the logits are left
+    out, and every byte is assumed read exactly once.
+    """
+    caches = cache_breakdown(config, context, batch=batch, dtype=dtype)
+    weights = _weight_bytes(config, dtype)
+    return StepTraffic(weights, caches.total_bytes, batch, context)
+
+
+def cache_dominates_from(
+    config: ModelConfig, *, batch: int = 1, dtype: str = "bf16"
+) -> int:
+    """The smallest context at which the caches of ``batch`` sequences hold at least as many
+    bytes as the weights (0 when the fixed states alone already do):
+
+        batch · (fixed + per_token · T)  >=  N_params · b
+    """
+    check_positive_int("batch", batch)
+    weights = _weight_bytes(config, dtype)
+    fixed = cache_breakdown(config, 0, batch=batch, dtype=dtype).total_bytes
+    per_token = (
+        cache_breakdown(config, 1, batch=batch, dtype=dtype).total_bytes
+        - fixed
+    )
+    if fixed >= weights:
+        return 0
+    return -(-(weights - fixed) // per_token)  # ceiling division

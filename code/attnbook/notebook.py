@@ -10,7 +10,8 @@ every lesson:
 - ``sci(x)``: scientific notation with a real exponent, "6.6 × 10⁵⁶";
 - ``vec(x)``: a short vector, "(1.00, −0.50)";
 - ``ms(seconds)``: seconds as milliseconds, "1.234 ms";
-- ``reading_minutes(notebook)``: a lesson's reading time, counted from its own core path.
+- ``reading_minutes(notebook)``: a lesson's reading time, counted from its own core path and,
+  separately, from all of it (dropdowns, exercises and solutions included).
 """
 
 from __future__ import annotations
@@ -107,12 +108,15 @@ END_OF_CORE = re.compile(r"^##\s+(Exercises|Further reading)\b")
 
 @dataclass(frozen=True)
 class ReadingTime:
-    """What :func:`reading_minutes` counted on a lesson's core path, and the minutes it makes."""
+    """What :func:`reading_minutes` counted on a lesson's core path, and the minutes it makes;
+    ``everything``, when given, is the same count over the whole lesson (dropdowns, exercises
+    and their solutions included)."""
 
     words: int
     equations: int
     figures: int
     code_lines: int
+    everything: ReadingTime | None = None
 
     @property
     def minutes(self) -> float:
@@ -131,11 +135,17 @@ class ReadingTime:
             return f"{n:,} {thing}{'' if n == 1 else 's'}"
 
         equations = count(self.equations, "display equation")
-        return (
+        core = (
             f"about {max(1, round(self.minutes))} minutes ({count(self.words, 'word')} of "
             f"prose at {WORDS_PER_MINUTE} a minute, {equations}, "
             f"{count(self.figures, 'figure')} and {count(self.code_lines, 'line')} of code "
             "shown)"
+        )
+        if self.everything is None:
+            return core
+        return (
+            f"{core}; about {max(1, round(self.everything.minutes))} minutes with every "
+            "dropdown, exercise and solution"
         )
 
 
@@ -164,39 +174,105 @@ def _core_markdown(source: str) -> tuple[str, bool]:
     return "\n".join(kept), False
 
 
+def _all_markdown(source: str) -> tuple[str, int]:
+    """The markdown of one cell with every directive opened (its fences, ``:option:`` lines and
+    a solution's label dropped; its title and content kept), and the number of lines inside
+    fenced code blocks."""
+    kept: list[str] = []
+    code_lines = 0
+    fences: list[
+        tuple[str, str]
+    ] = []  # the open fences and their kind, innermost last
+    for line in source.split("\n"):
+        stripped = line.strip()
+        if fences and fences[-1][1] == "code":
+            if stripped == fences[-1][0]:
+                fences.pop()
+            elif stripped:
+                code_lines += 1
+            continue
+        directive = re.match(r"^(:{3,}|`{3,})\s*\{([\w:-]+)\}", stripped)
+        if directive:
+            fences.append((directive.group(1), "directive"))
+            name = directive.group(2)
+            if name == "literalinclude":
+                kept.append(stripped)  # counted as a figure
+            elif not name.startswith(("solution", "exercise-end", "glue")):
+                kept.append(stripped[directive.end() :])  # its title
+            continue
+        if fences and stripped == fences[-1][0]:
+            fences.pop()
+            continue
+        code = re.match(r"^(`{3,})[\w-]*$", stripped)
+        if code:
+            fences.append((code.group(1), "code"))
+            continue
+        if not re.match(r"^:[\w-]+:", stripped):
+            kept.append(line)
+    return "\n".join(kept), code_lines
+
+
+def _count_markdown(text: str) -> tuple[int, int, int]:
+    """Words, display equations and figures (includes, images) of a piece of markdown."""
+    equations = len(re.findall(r"\$\$.*?\$\$", text, flags=re.S))
+    figures = len(
+        re.findall(r"\{literalinclude\}|!\[|\{figure\}|\{image\}", text)
+    )
+    text = re.sub(r"\$\$.*?\$\$|```.*?```", " ", text, flags=re.S)
+    text = re.sub(r"\$[^$]+\$|\{[\w:-]+\}`[^`]*`", " x ", text)
+    return len(re.findall(r"[^\W_][\w’'-]*", text)), equations, figures
+
+
 def reading_minutes(notebook: str | Path) -> ReadingTime:
     """Count a lesson's core path: the prose of its markdown cells up to "Exercises" or
     "Further reading", without dropdowns, exercises and solutions ("going deeper" material);
     its display equations; its shown figures and panels; and the lines of its shown code
     (code cells not hidden or folded; each ``literalinclude`` block is
     counted as one figure, since the reader skims the included function).
-    The minutes follow from the module's reading speeds; nothing is typed by hand.
+    ``.everything`` counts the whole lesson the same way: every markdown cell with its
+    dropdowns, exercises and solutions (their code blocks as lines of code), and the code of
+    folded (``hide-input``) cells too. The minutes follow from the module's reading speeds;
+    nothing is typed by hand.
     """
     cells = json.loads(Path(notebook).read_text(encoding="utf-8"))["cells"]
-    words = equations = figures = code_lines = 0
+    core = [0, 0, 0, 0]  # words, equations, figures, code lines
+    whole = [0, 0, 0, 0]
+    core_open = True
     for cell in cells:
         source = "".join(cell["source"])
         tags = set(cell.get("metadata", {}).get("tags", []))
         if cell["cell_type"] == "code":
-            if not tags & {"remove-input", "remove-cell", "hide-input"}:
-                code_lines += len(
-                    [line for line in source.split("\n") if line.strip()]
-                )
-            if "remove-cell" not in tags and re.search(
-                r"show_figure|slider_panel", source
-            ):
-                figures += 1
+            lines = len([line for line in source.split("\n") if line.strip()])
+            figure = int(
+                "remove-cell" not in tags
+                and re.search(r"show_figure|slider_panel", source) is not None
+            )
+            if not tags & {"remove-input", "remove-cell"}:
+                whole[3] += lines
+                if core_open and "hide-input" not in tags:
+                    core[3] += lines
+            whole[2] += figure
+            if core_open:
+                core[2] += figure
             continue
         if cell["cell_type"] != "markdown":
             continue
-        text, ended = _core_markdown(source)
-        equations += len(re.findall(r"\$\$.*?\$\$", text, flags=re.S))
-        figures += len(
-            re.findall(r"\{literalinclude\}|!\[|\{figure\}|\{image\}", text)
-        )
-        text = re.sub(r"\$\$.*?\$\$|```.*?```", " ", text, flags=re.S)
-        text = re.sub(r"\$[^$]+\$|\{[\w:-]+\}`[^`]*`", " x ", text)
-        words += len(re.findall(r"[^\W_][\w’'-]*", text))
-        if ended:
-            break
-    return ReadingTime(words, equations, figures, code_lines)
+        text, code_lines = _all_markdown(source)
+        words, equations, figures = _count_markdown(text)
+        whole = [
+            whole[0] + words,
+            whole[1] + equations,
+            whole[2] + figures,
+            whole[3] + code_lines,
+        ]
+        if core_open:
+            text, ended = _core_markdown(source)
+            words, equations, figures = _count_markdown(text)
+            core = [
+                core[0] + words,
+                core[1] + equations,
+                core[2] + figures,
+                core[3],
+            ]
+            core_open = not ended
+    return ReadingTime(*core, everything=ReadingTime(*whole))

@@ -14,6 +14,7 @@ Results depend on the machine and on ``torch.get_num_threads()``; set that befor
 
 from __future__ import annotations
 
+import math
 import statistics
 import time
 from collections.abc import Callable, Sequence
@@ -85,6 +86,43 @@ def median_seconds(
     middle calls.
     """
     return statistics.median(_timed_calls(fn, repeats, warmup))
+
+
+def median_and_range(
+    rounds: Sequence[Sequence[float]],
+) -> list[tuple[float, float, float]]:
+    """(median, fastest, slowest) over the rounds at each point: ``rounds[r][i]`` is round r's
+    measurement at point i, as :func:`time_decode_steps` returns them."""
+    return [
+        (statistics.median(col), min(col), max(col))
+        for col in zip(*rounds, strict=True)
+    ]
+
+
+def loglog_slope(xs: Sequence[float], ys: Sequence[float]) -> float:
+    """Least-squares slope p of log y = a + p · log x: y grows like x^p over the points given
+    (p = 1 in proportion, p = 0 not at all). Needs two or more positive xs, not all equal."""
+    lx, ly = [math.log(x) for x in xs], [math.log(y) for y in ys]
+    return linear_fit(lx, ly)[1]
+
+
+def linear_fit(
+    xs: Sequence[float], ys: Sequence[float]
+) -> tuple[float, float]:
+    """Least-squares intercept a and slope b of y = a + b · x over all the points given."""
+    if len(xs) != len(ys) or len(xs) < 2:
+        raise ValueError(
+            f"xs, ys: expected two sequences of equal length >= 2, got "
+            f"{len(xs)} and {len(ys)} values"
+        )
+    mx, my = statistics.fmean(xs), statistics.fmean(ys)
+    sxx = sum((x - mx) ** 2 for x in xs)
+    if sxx == 0:
+        raise ValueError(
+            f"xs: expected at least two different values, got {xs}"
+        )
+    b = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sxx
+    return my - b * mx, b
 
 
 def _check_kernel_timing(
@@ -180,18 +218,29 @@ def time_delta_rule(
     return best_seconds(run, repeats=repeats, warmup=warmup)
 
 
-def time_decode_step(
+def _decode_step_sizes(
+    context: int, cached: bool, n_heads: int, head_dim: int
+) -> None:
+    for name, value in [
+        ("context", context),
+        ("n_heads", n_heads),
+        ("head_dim", head_dim),
+    ]:
+        check_positive_int(name, value)
+    if not isinstance(cached, bool):
+        raise ValueError(f"cached: expected True or False, got {cached!r}")
+
+
+def decode_step(
     context: int,
     *,
     cached: bool,
     n_heads: int = 2,
     head_dim: int = 64,
-    repeats: int = 3,
     seed: int = 0,
-) -> float:
-    """Measured wall-clock seconds (the fastest of ``repeats`` runs, after one warm-up) of
-    generating the token at position ``context`` in one attention layer, batch 1, float32.
-    The minimum, as ``timeit`` advises: other processes on the machine only ever add time.
+) -> Callable[[], torch.Tensor]:
+    """A zero-argument function that generates the token at position ``context`` in one
+    attention layer, batch 1, float32, returning o_t ``[1, H, 1, head_dim]``.
 
     The layer has width d = n_heads · head_dim and random projections W_Q, W_K, W_V ``[d, d]``;
     the hidden states of the prefix are x ``[1, context, d]``, its last row the new token x_t.
@@ -203,18 +252,8 @@ def time_decode_step(
       would time the memory allocator as much as attention.)
     - not cached: project all context rows to Q, K, V ``[1, H, context, head_dim]``, run the
       causal pass and keep its last row, as ``decode_without_cache`` does: O(context² · d).
-
-    Timings depend on the machine and on ``torch.get_num_threads()``; set it before measuring.
     """
-    for name, value in [
-        ("context", context),
-        ("n_heads", n_heads),
-        ("head_dim", head_dim),
-        ("repeats", repeats),
-    ]:
-        check_positive_int(name, value)
-    if not isinstance(cached, bool):
-        raise ValueError(f"cached: expected True or False, got {cached!r}")
+    _decode_step_sizes(context, cached, n_heads, head_dim)
     d = n_heads * head_dim
     g = torch.Generator().manual_seed(seed)
     x = torch.randn(1, context, d, generator=g)
@@ -250,7 +289,65 @@ def time_decode_step(
             )
             return o[:, :, -1:]
 
+    return step
+
+
+def time_decode_step(
+    context: int,
+    *,
+    cached: bool,
+    n_heads: int = 2,
+    head_dim: int = 64,
+    repeats: int = 3,
+    seed: int = 0,
+) -> float:
+    """Measured wall-clock seconds (the fastest of ``repeats`` runs, after one warm-up) of
+    the step :func:`decode_step` builds: generating the token at position ``context`` in one
+    attention layer, batch 1, float32. The minimum, as ``timeit`` advises: other processes on
+    the machine only ever add time.
+
+    Timings depend on the machine and on ``torch.get_num_threads()``; set it before measuring.
+    """
+    check_positive_int("repeats", repeats)
+    step = decode_step(
+        context, cached=cached, n_heads=n_heads, head_dim=head_dim, seed=seed
+    )
     return best_seconds(step, repeats=repeats)
+
+
+def time_decode_steps(
+    contexts: Sequence[int],
+    *,
+    cached: bool,
+    rounds: int = 5,
+    repeats: int = 7,
+    n_heads: int = 2,
+    head_dim: int = 64,
+    seed: int = 0,
+) -> list[list[float]]:
+    """Seconds of the :func:`decode_step` at every context, measured in ``rounds`` rounds:
+    ``result[r][i]`` is the median of ``repeats`` calls (after one warm-up) at ``contexts[i]``
+    in round r. Each round times every context once, in order, so a burst of load on a shared
+    machine lands on one round rather than on one context; the spread between rounds shows how
+    far a point moves. Depends on the machine and on ``torch.get_num_threads()``.
+    """
+    if isinstance(contexts, int) or not contexts:
+        raise ValueError(
+            f"contexts: expected a non-empty sequence of positive ints, "
+            f"got {contexts!r}"
+        )
+    check_positive_int("rounds", rounds)
+    check_positive_int("repeats", repeats)
+    steps = [
+        decode_step(
+            c, cached=cached, n_heads=n_heads, head_dim=head_dim, seed=seed
+        )
+        for c in contexts
+    ]
+    return [
+        [median_seconds(step, repeats=repeats) for step in steps]
+        for _ in range(rounds)
+    ]
 
 
 def cached_attention_read(

@@ -31,11 +31,40 @@ def sdpa(
     return weights @ v
 
 
+def max_wrong_axis(q, k, v, *, scale, causal):
+    """The max trick with each column's maximum: exp(s_ij − max_i s_ij), normalised per row."""
+    scores = scale * q @ k.transpose(-2, -1)
+    if causal:
+        allowed = attention.causal_mask(q.shape[2], k.shape[2])
+        scores = scores.masked_fill(~allowed, float("-inf"))
+    e = (scores - scores.amax(dim=-2, keepdim=True)).exp()
+    return e / e.sum(dim=-1, keepdim=True) @ v
+
+
+def mask_after_renormalised(q, k, v, *, scale):
+    """softmax over every key, then the future zeroed and each row renormalised: right on
+    paper, but the allowed weights underflow to 0 when a future score is far larger."""
+    weights = torch.softmax(scale * q @ k.transpose(-2, -1), dim=-1)
+    weights = weights * attention.causal_mask(q.shape[2], k.shape[2])
+    return weights / weights.sum(dim=-1, keepdim=True) @ v
+
+
 def attention_mistakes(q, k, v, causal: bool) -> dict:
     d = q.shape[-1]
     s = 1 / math.sqrt(d)
     flip = [2]
     mistakes = {
+        "scale_dv": (
+            lambda: sdpa(q, k, v, scale=v.shape[-1] ** -0.5, causal=causal),
+            "scaled by 1/√D_v, the width of the values: the scale is 1/√d_k, "
+            "the width of the queries and keys (q.shape[-1]).",
+        ),
+        "max_wrong_axis": (
+            lambda: max_wrong_axis(q, k, v, scale=s, causal=causal),
+            "the maximum you subtract is not each row's own: the softmax is "
+            "unchanged only when one number is taken from a whole row of "
+            "scores. Use scores.amax(dim=-1, keepdim=True).",
+        ),
         "no_scale": (
             lambda: sdpa(q, k, v, scale=1.0, causal=causal),
             "off by a factor √d_k inside the softmax: is the scale 1/√d_k applied?",
@@ -76,6 +105,15 @@ def attention_mistakes(q, k, v, causal: bool) -> dict:
                 "the weights of a query do not sum to 1: mask the scores with -inf before the "
                 "softmax, not the weights after it.",
             ),
+            "mask_after_renormalised": (
+                lambda: mask_after_renormalised(q, k, v, scale=s),
+                "you mask after the softmax and renormalise: right on paper, "
+                "but the softmax ran over the future scores too, and where a "
+                "future score is far larger than every allowed one, the "
+                "allowed weights underflow to 0 and the renormalisation "
+                "divides 0 by 0. Mask the scores with -inf before the "
+                "softmax.",
+            ),
             "mask_with_zero": (
                 lambda: sdpa(q, k, v, scale=s, causal=True, fill=0.0),
                 "future tokens still get weight: a masked score set to 0 becomes exp(0) = 1; "
@@ -94,6 +132,17 @@ def attention_mistakes(q, k, v, causal: bool) -> dict:
 def decode_mistakes(q_t, keys, values) -> dict:
     s = 1 / math.sqrt(q_t.shape[-1])
     return {
+        "scale_dv": (
+            lambda: sdpa(
+                q_t,
+                keys,
+                values,
+                scale=values.shape[-1] ** -0.5,
+                causal=False,
+            ),
+            "scaled by 1/√D_v, the width of the values: the scale is 1/√d_k, "
+            "the width of the queries and keys (q_t.shape[-1]).",
+        ),
         "no_scale": (
             lambda: sdpa(q_t, keys, values, scale=1.0, causal=False),
             "off by a factor √d_k inside the softmax: is the scale applied?",
@@ -376,10 +425,25 @@ def multi_head_mistakes(x, w_q, w_k, w_v, w_o, n_heads: int) -> dict:
         """D and H swapped: head h takes every H-th feature."""
         return y.view(b, t, d // heads, heads).permute(0, 3, 1, 2)
 
+    def by_reshape(y, heads):
+        """A plain reshape to [B, H, T, D]: rows of different tokens end up in one head."""
+        return y.reshape(b, heads, t, d // heads)
+
     def merge(o):
         return o.transpose(1, 2).reshape(b, t, d)
 
-    def mha(cut=split, heads=n_heads, scale=None, causal=True, w_out=w_o):
+    def merge_by_reshape(o):
+        """[B, H, T, D] reshaped to [B, T, H·D] without moving H back next to D."""
+        return o.reshape(b, t, d)
+
+    def mha(
+        cut=split,
+        heads=n_heads,
+        scale=None,
+        causal=True,
+        w_out=w_o,
+        glue_heads=merge,
+    ):
         q, k, v = (cut(x @ w, heads) for w in (w_q, w_k, w_v))
         s = (1 / math.sqrt(q.shape[-1])) if scale is None else scale
         o = sdpa(q, k, v, scale=s, causal=causal)
@@ -387,7 +451,7 @@ def multi_head_mistakes(x, w_q, w_k, w_v, w_o, n_heads: int) -> dict:
         if cut is interleaved:
             o = o.permute(0, 2, 3, 1).reshape(b, t, d)
         else:
-            o = merge(o)
+            o = glue_heads(o)
         return o if w_out is None else o @ w_out
 
     return {
@@ -411,6 +475,20 @@ def multi_head_mistakes(x, w_q, w_k, w_v, w_o, n_heads: int) -> dict:
             "the heads take the wrong features: head h is the "
             "h-th block of d_h consecutive columns, "
             "x.view(B, T, H, d_h), not every H-th column.",
+        ),
+        "merge_without_transpose": (
+            lambda: mha(glue_heads=merge_by_reshape),
+            "the heads are merged with a plain reshape of [B, H, T, d_h] "
+            "to [B, T, d], which mixes the rows of different tokens: move "
+            "the head axis back next to d_h first, "
+            "o.transpose(1, 2).reshape(B, T, d) (merge_heads).",
+        ),
+        "split_by_reshape": (
+            lambda: mha(cut=by_reshape),
+            "the heads are cut with a plain reshape of [B, T, d] to "
+            "[B, H, T, d_h], which puts the features of different tokens "
+            "into one head: view as [B, T, H, d_h], then "
+            ".transpose(1, 2) (split_heads).",
         ),
         "not_causal": (
             lambda: mha(causal=False),

@@ -54,6 +54,8 @@ from __future__ import annotations
 
 import contextvars
 import ctypes
+import inspect
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -182,8 +184,25 @@ def _call(
             "exit",
         ) from None
     except BaseException as error:  # noqa: BLE001 - every learner error becomes a diagnosis
+        described = _describe(error)  # safe even when str(error) raises
+        raised = f"your function raised {described} ({label})"
+        if _uses_dot_t(fn):
+            raise _Failed(
+                f"{raised}. Your code uses .T, which reverses *all* the axes of a "
+                "tensor: k.T of k [B, H, T, D] is [D, T, H, B]. To swap the last "
+                "two axes only, write k.transpose(-2, -1) or k.mT.",
+                "dot_T",
+            ) from None
+        if "must match the size of tensor" in described:
+            raise _Failed(
+                f"{raised}: two tensors did not line up. A reduction without "
+                "keepdim=True (scores.amax(dim=-1), .sum(-1), "
+                ".max(dim=-1).values) drops its axis, and the result then lines up "
+                "against the wrong one: keep it with keepdim=True." + hint,
+                "broadcast",
+            ) from None
         raise _Failed(
-            f"your function raised {_describe(error)} ({label}). Compare the shapes of "
+            f"{raised}. Compare the shapes of "
             "your tensors with the ones in the docstring." + hint,
             "exception",
         ) from None
@@ -196,6 +215,15 @@ def _call(
             "in_place",
         )
     return out
+
+
+def _uses_dot_t(fn: Callable) -> bool:
+    """Does the source of ``fn`` (when Python can find it) use ``.T`` on something?"""
+    try:
+        source = inspect.getsource(fn)
+    except Exception:  # noqa: BLE001 - no source to read (builtins, odd callables)
+        return False
+    return re.search(r"[\w\)\]]\.T\b", source) is not None
 
 
 def _copy(value: object) -> object:
@@ -305,6 +333,22 @@ def _close(a: torch.Tensor, b: torch.Tensor) -> bool:
     )
 
 
+def _close_or_same_nonfinite(out: torch.Tensor, wrong: torch.Tensor) -> bool:
+    """Close where both are finite, NaN where both are NaN, the same inf where both are."""
+    if out.shape != wrong.shape:
+        return False
+    a, b = out.double(), wrong.double()
+    finite = torch.isfinite(a)
+    same_pattern = torch.equal(finite, torch.isfinite(b)) and torch.equal(
+        a.isnan(), b.isnan()
+    )
+    return (
+        same_pattern
+        and torch.equal(a[a.isinf()], b[b.isinf()])
+        and torch.allclose(a[finite], b[finite], rtol=RTOL, atol=ATOL)
+    )
+
+
 def _diagnose(
     out: torch.Tensor,
     ref: torch.Tensor,
@@ -312,17 +356,8 @@ def _diagnose(
     mistakes: dict[str, tuple[Callable[[], torch.Tensor], str]],
     fallback: str,
 ) -> None:
-    """Raise the diagnosis of the first known mistake ``out`` reproduces, else ``fallback``."""
-    if not torch.isfinite(out).all():
-        raise _Failed(
-            f"NaN or inf in your output ({label}); the reference is finite. "
-            + (
-                "Subtract each row's maximum score before exp (exp overflows)."
-                if "large" in label
-                else fallback
-            ),
-            "nonfinite",
-        )
+    """Raise the diagnosis of the first known mistake ``out`` reproduces, else ``fallback``.
+    A mistake that produces NaN or inf matches where it does, and is close elsewhere."""
     matches = []
     for mistake, (make, diagnosis) in mistakes.items():
         try:
@@ -332,13 +367,23 @@ def _diagnose(
             ValueError,
         ):  # the mistake cannot be formed for these shapes
             continue
-        if _close(out, wrong):
+        if _close_or_same_nonfinite(out, wrong):
             matches.append(_Failed(f"{diagnosis} ({label})", mistake))
+    if len(matches) == 1:
+        raise matches[0]
     if matches:
-        if len(matches) == 1:
-            raise matches[0]
         raise _Ambiguous(
             "one of these: " + " Or: ".join(m.message for m in matches)
+        )
+    if not torch.isfinite(out).all():
+        raise _Failed(
+            f"NaN or inf in your output ({label}); the reference is finite. "
+            + (
+                "Subtract each row's maximum score before exp (exp overflows)."
+                if "large" in label
+                else fallback
+            ),
+            "nonfinite",
         )
     error = (out.double() - ref.double()).abs().max().item()
     raise _Failed(

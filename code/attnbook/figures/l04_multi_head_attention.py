@@ -24,7 +24,11 @@ from ..plotting import (
 
 
 def draw_constructed_heads(fig: Figure, sharpness: float = 8.0) -> None:
-    """Weights of the two hand-built heads, and of the same matrices read as one wide head."""
+    """Weights of the two hand-built heads, and of the same matrices read as one wide head.
+
+    Rows are labelled with their word and position ("dog 4"); the key axis with the position
+    alone, which the row labels name: eleven words side by side would overlap in a panel a
+    third of the column wide."""
     words = HEADS_SENTENCE
     labels = [f"{w} {i}" for i, w in enumerate(words)]
     two, x = constructed_two_head_layer(words, sharpness, n_heads=2)
@@ -44,17 +48,21 @@ def draw_constructed_heads(fig: Figure, sharpness: float = 8.0) -> None:
         heatmap(
             ax,
             weights,
-            xlabel="key (word, position)",
+            xlabel="key position",
             ylabel="",
             title=title,
-            xticklabels=labels,
             yticklabels=labels,
             vmin=0,
             vmax=1,
         )
+        ax.set_xticks(range(0, len(words), 2))
+        ax.set_xticks(range(len(words)), minor=True)
     axes[0].set_ylabel("query (word, position)")
     image = axes[-1].images[0]
-    fig.colorbar(image, ax=list(axes), label="attention weight", shrink=0.8)
+    bar = fig.colorbar(
+        image, ax=list(axes), label="weight", shrink=0.8, ticks=[0, 0.5, 1]
+    )
+    bar.ax.set_yticklabels(["0", "0.5", "1"])
 
 
 #: Sophia's head layout: the query heads that GQA lets share key/value heads.
@@ -71,6 +79,18 @@ def gqa_bytes_per_token(n_kv_heads: int) -> int:
     """Bytes of keys and values one token leaves in ONE layer's cache, in bf16, for Sophia's
     head width with ``n_kv_heads`` key/value heads: 2 · H_kv · d_h · 2 bytes."""
     return kv_cache_bytes(1, n_kv_heads, GQA_HEAD_DIM, 1, 2)
+
+
+def kv_heads_alt(n_kv_heads: int) -> str:
+    """The alt text of the key/value-heads panel at ``n_kv_heads``, with its numbers."""
+    check_choice("n_kv_heads", n_kv_heads, KV_HEAD_COUNTS)
+    return (
+        f"Left: {GQA_HEADS} query heads drawn as small boxes above {n_kv_heads} wider "
+        f"key/value boxes; each group of {GQA_HEADS // n_kv_heads} query heads sits over "
+        "the key/value head it shares. Right: bars of the cache bytes per token per layer "
+        f"in bf16 for 1 to {GQA_HEADS} key/value heads, growing in proportion; the bar for "
+        f"{n_kv_heads} is highlighted at {gqa_bytes_per_token(n_kv_heads):,} bytes."
+    )
 
 
 def draw_kv_heads(fig: Figure, n_kv_heads: int = 4) -> None:

@@ -30,14 +30,15 @@ from ..demos.heads_position import (
     rope_reach,
     rope_scores,
     rope_self_score_curve,
+    smoothed_self_score,
 )
 from ..plotting import (
+    GREY,
     PALETTE,
     SMALL_TEXT_PT,
     fast_colour_bar,
     heatmap,
     style_axes,
-    text_legend,
 )
 
 
@@ -69,7 +70,8 @@ def draw_permutation(fig: Figure, causal: bool = False) -> None:
 
 
 def draw_causal_mask(fig: Figure) -> None:
-    """The causal mask M, the masked scores (−∞ above the diagonal) and the softmax weights."""
+    """The causal mask M, the masked scores (−∞ above the diagonal) and the softmax weights in
+    percent (whole numbers, so that neighbouring cells never run into each other)."""
     vocab, table, w = order_setup()
     words = ORDER_SENTENCE
     t = len(words)
@@ -109,11 +111,10 @@ def draw_causal_mask(fig: Figure) -> None:
         weights,
         xlabel="key j",
         ylabel="",
-        title="softmax per row",
+        title="weights per row (%)",
         xticklabels=labels,
         vmin=0,
         vmax=1,
-        annotate=True,
     )
     for i in range(t):
         for j in range(t):
@@ -135,6 +136,15 @@ def draw_causal_mask(fig: Figure) -> None:
                     va="center",
                     fontsize=SMALL_TEXT_PT,
                     color="#444444",
+                )
+                axes[2].text(
+                    j,
+                    i,
+                    "0",
+                    ha="center",
+                    va="center",
+                    fontsize=SMALL_TEXT_PT,
+                    color="white",
                 )
                 axes[1].add_patch(
                     Rectangle(
@@ -163,12 +173,32 @@ def draw_causal_mask(fig: Figure) -> None:
                     va="center",
                     fontsize=SMALL_TEXT_PT,
                 )
+                share = float(weights[i, j])
+                axes[2].text(
+                    j,
+                    i,
+                    f"{100 * share:.0f}",
+                    ha="center",
+                    va="center",
+                    fontsize=SMALL_TEXT_PT,
+                    color="black" if share > 0.6 else "white",
+                )
 
 
 ROPE_SHIFTS: tuple[int, ...] = (0, 10, 1000)
 
 
 ROPE_OFFSETS: tuple[int, ...] = (0, 1, 2, 4, 8, 16, 32, 64)
+
+
+def rope_offset_alt(shift: int, offset: int) -> str:
+    """The alt text of the offset panel at (``shift``, ``offset``)."""
+    return (
+        "Left: two unit arrows for the rotated pair 0 of a query at position "
+        f"{shift + offset} and a key at position {shift}. Right: the RoPE score against the "
+        f"offset from 0 to {max(ROPE_OFFSETS)}, the same curve at every shift, with the "
+        f"point at offset {offset} marked."
+    )
 
 
 def draw_rope_offset(fig: Figure, shift: int = 0, offset: int = 4) -> None:
@@ -259,10 +289,31 @@ ROPE_MAP_DIM = SOPHIA.head_dim
 ROPE_REACH_LEVEL = 0.5
 
 
+def rope_frequencies_alt(base: float) -> str:
+    """The alt text of the base panel at ``base``, with its numbers."""
+    pairs = ROPE_MAP_DIM // 2
+    reaches = ", ".join(
+        f"{other:,.0f}: {rope_reach(ROPE_MAP_DIM, other, ROPE_REACH_LEVEL):,}"
+        for other in ROPE_BASES
+    )
+    return (
+        f"Left: a heat map of cos((m − n)θ_i) for the {pairs} pairs of a "
+        f"width-{ROPE_MAP_DIM} head with base {base:,.0f}, offsets on a log axis: each "
+        "pair stays near 1 until a dashed diagonal where it has turned one radian, then "
+        "flickers between −1 and 1; slower pairs reach the diagonal later. Right: the "
+        "score of a vector with itself against the offset for this base, exact (a thin "
+        "flickering grey line) and smoothed (bold), falling from 1 to about 0; dots on "
+        "the dashed one-half line mark where each base first drops below one half "
+        f"(base: offset), {reaches}; the dot of base {base:,.0f} is filled."
+    )
+
+
 def draw_rope_frequencies(fig: Figure, base: float = 10000.0) -> None:
     """Left: cos((m − n)·θ_i) over offsets (log axis) × pairs i, θ_i = base^(−2i/d), d = 96.
     Right: its column mean, the RoPE score of one content vector with itself at offset m − n,
-    for every base (the chosen one bold), with the first offset where it drops below ½."""
+    for the chosen base: exact (thin grey, it flickers) and averaged over nearby offsets
+    (``smoothed_self_score``, bold); dots on the ½ line mark where each base first drops below
+    ½ (the chosen one filled), so moving the base moves its dot along the row."""
     check_choice("base", base, ROPE_BASES)
     offsets = rope_log_offsets()
     pairs = ROPE_MAP_DIM // 2
@@ -303,40 +354,41 @@ def draw_rope_frequencies(fig: Figure, base: float = 10000.0) -> None:
     ax_map.grid(False)
     fast_colour_bar(ax_map, "PuOr", Normalize(-1, 1), [-1, 0, 1], "cos")
     ax_map.set_title(f"cos((m − n)θ_i), b = {base:,.0f}", y=1.0)
+    ax_score.plot(
+        x.numpy(),
+        rope_self_score_curve(ROPE_MAP_DIM, base).numpy(),
+        color=GREY,
+        lw=0.8,
+        label="exact",
+    )
+    colour = PALETTE[ROPE_BASES.index(base)]
+    ax_score.plot(
+        x.numpy(),
+        smoothed_self_score(offsets, ROPE_MAP_DIM, base).numpy(),
+        color=colour,
+        lw=2.4,
+        label="smoothed",
+    )
+    reach = rope_reach(ROPE_MAP_DIM, base, ROPE_REACH_LEVEL)
+    ax_score.axhline(ROPE_REACH_LEVEL, color="black", lw=0.6, ls="--")
+    # where every base drops below ½: the chosen one filled, the others open
     for index, other in enumerate(ROPE_BASES):
         chosen = other == base
         ax_score.plot(
-            x.numpy(),
-            rope_self_score_curve(ROPE_MAP_DIM, other).numpy(),
+            [math.log10(rope_reach(ROPE_MAP_DIM, other, ROPE_REACH_LEVEL))],
+            [ROPE_REACH_LEVEL],
+            "o",
             color=PALETTE[index],
-            lw=2.2 if chosen else 0.9,
-            alpha=1.0 if chosen else 0.45,
-            zorder=3 if chosen else 2,
+            mfc=PALETTE[index] if chosen else "white",
+            mew=1.5,
+            ms=9 if chosen else 6,
+            zorder=5,
         )
-    reach = rope_reach(ROPE_MAP_DIM, base, ROPE_REACH_LEVEL)
-    ax_score.axhline(ROPE_REACH_LEVEL, color="black", lw=0.6, ls="--")
-    ax_score.plot(
-        [math.log10(reach)],
-        [ROPE_REACH_LEVEL],
-        "o",
-        color=PALETTE[ROPE_BASES.index(base)],
-        ms=8,
-        zorder=5,
-    )
     ax_score.set_ylim(-0.3, 1.05)
     ax_score.yaxis.set_major_locator(FixedLocator([0, 0.5, 1]))
     style_axes(ax_score, "offset m − n (tokens)", "score with itself / d")
     ax_score.set_title(f"below ½ from offset {reach:,}", y=1.0)
-    text_legend(
-        ax_score,
-        [("base b", "black")]
-        + [
-            (_power_of_ten(other), PALETTE[index])
-            for index, other in enumerate(ROPE_BASES)
-        ],
-        x=0.03,
-        y=0.5,
-    )
+    ax_score.legend(loc="lower left", fontsize=SMALL_TEXT_PT, frameon=False)
 
 
 def _log10_ticks(axis, exponents: list[int]) -> None:

@@ -1,12 +1,14 @@
-"""Figures of Lesson 6 (the KV cache): recomputation, measured step times, the cache calculator."""
+"""Figures of Lesson 6 (the KV cache): recomputation, the cache filling step by step, measured
+step times, the cache calculator."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+import torch
 from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
-from matplotlib.patches import Patch
+from matplotlib.patches import Patch, Rectangle
 
 from attnlab.checks import check_int_in
 from attnlab.configs import LLAMA3_8B, SOPHIA, ModelConfig
@@ -34,6 +36,15 @@ CALCULATOR_MODELS: dict[str, ModelConfig] = {
 _MODEL_COLOURS = (PALETTE[0], PALETTE[3], PALETTE[2])
 
 _CONTEXT_TICKS = (0, 16384, 32768, 65536, 98304, 131072)
+
+#: The calculator's context stops: every power of two from 1k to 128k tokens.
+CALCULATOR_CONTEXTS = tuple(2**i for i in range(10, 18))
+
+#: The model whose exact size the calculator's title gives.
+CALCULATOR_TITLE_MODEL = "Sophia as all-attention"
+
+#: The toy decoding of the generation-step panel: one head, keys and values of width 4.
+DECODE_STEPS, DECODE_WIDTH = 8, 4
 
 
 def draw_recompute(fig: Figure, n_steps: int = 8) -> None:
@@ -87,6 +98,81 @@ def draw_recompute(fig: Figure, n_steps: int = 8) -> None:
         ],
         loc="outside lower center",
         ncols=3,
+    )
+
+
+def decode_toy(seed: int = 0) -> tuple[torch.Tensor, ...]:
+    """q, k, v ``[DECODE_STEPS, DECODE_WIDTH]`` of the generation-step panel (float64)."""
+    gen = torch.Generator().manual_seed(seed)
+    return tuple(
+        torch.randn(
+            DECODE_STEPS, DECODE_WIDTH, generator=gen, dtype=torch.float64
+        )
+        for _ in range(3)
+    )
+
+
+def draw_decode_step(fig: Figure, step: int) -> None:
+    """Generation step ``step`` of a toy head: the K and V caches after the step appended row
+    t (outlined), and the new query's weights softmax(K_{1:t} q_t / √d) over the t cached rows.
+    The title gives the bytes held in float32, 2 · t · d · 4."""
+    t = check_int_in("step", step, 1, DECODE_STEPS)
+    q, k, v = decode_toy()
+    weights = torch.softmax(k[:t] @ q[t - 1] / DECODE_WIDTH**0.5, dim=0)
+    axes = fig.subplots(
+        1, 3, sharey=True, gridspec_kw={"width_ratios": (1, 1, 1.6)}
+    )
+    limit = float(torch.cat([k, v]).abs().max())
+    for ax, cache, name in zip(axes[:2], (k, v), ("K", "V"), strict=True):
+        shown = cache.clone()
+        shown[t:] = float("nan")  # rows not generated yet: blank
+        ax.imshow(
+            shown.numpy(), cmap="PuOr", vmin=-limit, vmax=limit, aspect="auto"
+        )
+        ax.add_patch(
+            Rectangle(
+                (-0.5, t - 1.5),
+                DECODE_WIDTH,
+                1,
+                fill=False,
+                edgecolor=PALETTE[5],
+                linewidth=2.5,
+            )
+        )
+        ax.set_xticks([])
+        ax.grid(False)
+        ax.set_xlabel(f"{name} cache\n({DECODE_WIDTH} numbers a row)")
+    axes[0].set_yticks(
+        range(DECODE_STEPS), [str(j + 1) for j in range(DECODE_STEPS)]
+    )
+    axes[0].set_ylabel("token j")
+    bars = axes[2]
+    bars.barh(range(t), weights.numpy(), color=PALETTE[0], height=0.7)
+    bars.set_xlim(0, 1)
+    bars.set_ylim(DECODE_STEPS - 0.5, -0.5)
+    bars.set_xticks([0, 0.5, 1], ["0", "0.5", "1"])
+    bars.set_xlabel(f"weight of token j\nfor query q_{t}")
+    bars.grid(True, axis="x", alpha=0.3)
+    held = 2 * t * DECODE_WIDTH * BYTES_PER_ELEMENT["fp32"]
+    fig.suptitle(
+        f"Step {t}: row {t} appended (outlined), "
+        f"{t} row{'s' if t > 1 else ''} read;\n"
+        f"the cache holds {held:,} bytes (fp32)"
+    )
+
+
+def decode_step_alt(step: int) -> str:
+    """The alt text of the generation-step panel at ``step``, with its numbers."""
+    t = check_int_in("step", step, 1, DECODE_STEPS)
+    q, k, _ = decode_toy()
+    weights = torch.softmax(k[:t] @ q[t - 1] / DECODE_WIDTH**0.5, dim=0)
+    held = 2 * t * DECODE_WIDTH * BYTES_PER_ELEMENT["fp32"]
+    listed = ", ".join(f"{w:.2f}" for w in weights.tolist())
+    return (
+        f"Generation step {t} of {DECODE_STEPS}: two colour grids, the K and V caches, "
+        f"with {t} filled rows of {DECODE_WIDTH} numbers and row {t} outlined as just "
+        f"appended; the rows below are empty. Beside them, bars of the new query's "
+        f"weights over tokens 1 to {t}: {listed}. Title: the cache holds {held:,} bytes."
     )
 
 
@@ -192,17 +278,35 @@ def _calculator_config(preset: object) -> ModelConfig:
     return CALCULATOR_MODELS[preset]
 
 
+def cache_calculator_alt(context: int, dtype: str) -> str:
+    """The alt text of a calculator frame, with its numbers."""
+    sizes = "; ".join(
+        f"{name} {format_bytes(cache_breakdown(m, context, dtype=dtype).total_bytes)}"
+        for name, m in CALCULATOR_MODELS.items()
+    )
+    return (
+        "Straight lines of the memory one sequence keeps, in GiB, against context "
+        f"length up to 128k tokens for three models in {dtype}; Sophia as built "
+        "starts above zero (its fixed states) and rises slowly. Dots mark "
+        f"{context:,} tokens: {sizes}. A dashed line marks 24 GiB; the legend "
+        "gives each model's bytes per token."
+    )
+
+
 def draw_cache_calculator(
-    fig: Figure, preset: str, context: int, dtype: str
+    fig: Figure,
+    context: int,
+    dtype: str,
+    preset: str = CALCULATOR_TITLE_MODEL,
 ) -> None:
     """Bytes one sequence (batch 1) keeps against the context, for a model and a dtype.
 
     Each model's line is ``memory.cache_breakdown``'s total: for all-attention models the KV
     cache, 2 · L · H_kv · D · T · bytes per element; for Sophia as built the MLA layers' latent
     cache, which grows with T, on top of the KDA layers' fixed states and convolution inputs.
-    Every model keeps its colour in every frame (the chosen one bold), its per-token product in
-    the legend; the dot is the chosen context, its size in MB and MiB in the title; the dashed
-    line is 24 GiB.
+    Every model keeps its colour in every frame (``preset`` bold), its per-token product in
+    the legend; a dot on every line marks ``context``, and the title gives ``preset``'s size
+    there in MB and MiB; the dashed line is 24 GiB.
     """
     config = _calculator_config(preset)
     if (
@@ -249,14 +353,17 @@ def draw_cache_calculator(
         color=PALETTE[5],
         fontsize=SMALL_TEXT_PT,
     )
-    ax.plot(
-        [context],
-        [chosen / GIB],
-        marker="o",
-        ms=10,
-        color=PALETTE[1],
-        zorder=5,
-    )
+    for i, model in enumerate(CALCULATOR_MODELS.values()):
+        here = cache_breakdown(model, context, dtype=dtype).total_bytes
+        ax.plot(
+            [context],
+            [here / GIB],
+            marker="o",
+            ms=8,
+            color=_MODEL_COLOURS[i],
+            markeredgecolor="black",
+            zorder=5,
+        )
     ax.set_xticks(
         list(_CONTEXT_TICKS), [context_label(t) for t in _CONTEXT_TICKS]
     )
