@@ -200,8 +200,9 @@ def registry() -> dict[str, Entry]:
             "uncached_seconds": [1e-7 * c * c for c in (64, 128, 256, 512, 1024, 2048)],
             "threads": 1}),
         "L6 cache calculator": Entry(l06.draw_cache_calculator, grid={
-            "preset": list(l06.CALCULATOR_MODELS), "context": [4096, 16384, 65536, 131072],
-            "dtype": ["fp32", "bf16", "fp8"]}),
+            "context": list(l06.CALCULATOR_CONTEXTS), "dtype": ["fp32", "bf16", "fp8"]}),
+        "L6 decode step": Entry(l06.draw_decode_step,
+                                grid={"step": list(range(1, l06.DECODE_STEPS + 1))}),
         "L7 cache and state": Entry(l07.draw_cache_and_state,
                                     grid={"t": [1, 2, 3, 4, 6, 8, 12, 16]}),
         "L7 memory vs context": Entry(l07.draw_memory_vs_context, grid={
