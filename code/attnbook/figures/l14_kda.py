@@ -220,7 +220,9 @@ def draw_channel_lifetimes(fig: Figure, result: dict) -> None:
         "the decay α of one decay per head",
         "read error (mean of the two groups)",
     )
-    ax.legend(loc="center left", fontsize=SMALL_TEXT_PT)
+    ax.legend(
+        loc="lower left", bbox_to_anchor=(0.0, 0.18), fontsize=SMALL_TEXT_PT
+    )
 
 
 def channel_lifetimes_alt(result: dict) -> str:
