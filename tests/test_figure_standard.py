@@ -128,6 +128,13 @@ def _decode_costs():
                     (131072, 524288, 2097152, 8388608), (1.7e-4, 1.8e-4), 8192)
 
 
+def _lifetimes() -> dict:
+    """Lesson 14's lifetime experiment on two seeds (the figure draws any number)."""
+    from attnbook.demos.channel_lifetimes import lifetime_experiment
+
+    return lifetime_experiment(seeds=(0, 1))
+
+
 def registry() -> dict[str, Entry]:
     l01, l02, l03, l04, l05, l06, l07, l08, l09, l10, l11, l12, l13, l14, l15, l16, l19 = (
         fig_module(p) for p in ("l01", "l02", "l03", "l04", "l05", "l06", "l07", "l08", "l09",
@@ -247,6 +254,8 @@ def registry() -> dict[str, Entry]:
         "L14 channel retention": Entry(l14.draw_channel_retention,
                                        grid={"spread": list(l14.SPREADS),
                                              "write_strength": list(l14.WRITE_STRENGTHS)}),
+        "L14 channel lifetimes": Entry(l14.draw_channel_lifetimes,
+                                       kwargs={"result": _lifetimes()}),
         "L15 cache entry": Entry(l15.draw_cache_entry),
         "L15 MLA bytes": Entry(l15.draw_mla_bytes, grid={
             "kv_lora_rank": [128, 256, 384, 512, 768, 1024], "rope_dim": [16, 32, 48, 64, 96]}),

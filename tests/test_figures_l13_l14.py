@@ -261,3 +261,71 @@ def test_draw_channel_retention_scale_and_keys():
 def test_draw_channel_retention_rejects_bad_values(kwargs, name):
     with pytest.raises(ValueError, match=name):
         l14.draw_channel_retention(new_figure(), **kwargs)
+
+
+# ---------------------------------------------------------------- facts of two lifetimes (L14)
+def test_lifetime_stream_keeps_the_two_groups_in_their_own_channels():
+    from attnbook.demos import channel_lifetimes as cl
+    keys, values, queries, targets = cl.lifetime_stream(0, n_sequences=3)
+    long_keys, short_keys = keys[:, :cl.N_LONG], keys[:, cl.N_LONG:]
+    assert short_keys.shape[1] == cl.N_SHORT_WRITES
+    eye = torch.eye(cl.N_LONG, dtype=torch.float64).expand(3, -1, -1)
+    assert (long_keys @ long_keys.mT - eye).abs().max() < 1e-12  # orthonormal
+    assert long_keys[..., cl.N_LONG:].abs().max() == 0  # only in the long channels
+    assert short_keys[..., :cl.N_LONG].abs().max() == 0  # only in the short channels
+    assert torch.allclose(keys.norm(dim=-1), torch.ones(3, keys.shape[1], dtype=torch.float64))
+    assert queries.shape == (3, cl.N_LONG + cl.N_RECENT, cl.DK)
+    assert torch.equal(targets, torch.cat([values[:, :cl.N_LONG],
+                                           values[:, -cl.N_RECENT:]], dim=1))
+    noise = (queries - torch.cat([long_keys, keys[:, -cl.N_RECENT:]], dim=1)).norm(dim=-1)
+    assert torch.allclose(noise, torch.full_like(noise, cl.NOISE))
+
+
+def test_lifetime_errors_diagonal_is_gated_deltanet():
+    """The per-channel grid's diagonal is one decay per head: Gated DeltaNet's numbers."""
+    from attnbook.demos import channel_lifetimes as cl
+    from attnlab.delta import gated_delta_rule_recurrent
+    errors = cl.lifetime_errors(1, n_sequences=4)
+    assert errors.shape == (2, len(cl.GRID), len(cl.GRID))
+    keys, values, queries, targets = cl.lifetime_stream(1, n_sequences=4)
+    i = cl.GRID.index(0.9)
+    k, v = keys[:, None], values[:, None]
+    g = torch.full(k.shape[:3], math.log(0.9), dtype=torch.float64)
+    _, state = gated_delta_rule_recurrent(k, k, v, g=g, beta=torch.ones_like(g),
+                                          output_final_state=True)
+    reads = torch.einsum("nkv,nrk->nrv", state[:, 0], queries)
+    error = (reads - targets).norm(dim=-1)
+    expected = torch.stack([error[:, :cl.N_LONG].mean(-1), error[:, cl.N_LONG:].mean(-1)])
+    assert torch.allclose(errors[:, i, i], expected.mean(1), atol=1e-12)
+
+
+def test_lifetime_experiment_tunes_each_kind_on_its_grid():
+    from attnbook.demos import channel_lifetimes as cl
+    result = cl.lifetime_experiment(seeds=(2,))
+    (row,) = result["rows"]
+    assert row["head_score"] == pytest.approx(row["head_curve"].min().item())
+    # the per-head decays are among the per-channel pairs, so the tuned pair is never worse
+    assert row["channel_score"] <= row["head_score"]
+    assert row["head_alpha"] in cl.GRID and set(row["channel_alpha"]) <= set(cl.GRID)
+    assert sum(row["channel_groups"]) / 2 == pytest.approx(row["channel_score"])
+
+
+def test_lifetime_stream_refuses_bad_inputs():
+    from attnbook.demos import channel_lifetimes as cl
+    with pytest.raises(ValueError, match="n_sequences"):
+        cl.lifetime_stream(0, n_sequences=0)
+    with pytest.raises(ValueError, match="seed"):
+        cl.lifetime_stream(-1)
+
+
+def test_draw_channel_lifetimes_and_its_alt_text():
+    from attnbook.demos import channel_lifetimes as cl
+    result = cl.lifetime_experiment(seeds=(0,))
+    fig = new_figure(6.4, 3.2)
+    l14.draw_channel_lifetimes(fig, result)
+    assert figure_png(fig)[:4] == b"\x89PNG"
+    (ax,) = fig.axes
+    assert len(ax.get_xticklabels()) == len(cl.GRID)
+    alt = l14.channel_lifetimes_alt(result)
+    best = cl.GRID[int(result["rows"][0]["head_curve"].argmin())]
+    assert f"lowest point is at {best:g}" in alt and "1 seeds" in alt

@@ -9,6 +9,7 @@ import pytest
 import torch
 from attnlab._chunk_engine import channel_decay_scores, channel_decay_terms
 from attnlab.gated import (
+    decay_masked_attention,
     gla_chunk,
     gla_chunk_reference,
     gla_recurrent,
@@ -404,3 +405,32 @@ def test_step_refuses_bad_inputs_naming_the_argument():
         args = {**token, name: value}
         with pytest.raises(ValueError, match=name):
             gla_step(args.pop("q"), args.pop("k"), args.pop("v"), **args)
+
+
+# ------------------------------------------------------------ the decay-masked (SSD) form
+@settings(max_examples=20, deadline=None)
+@given(seed=seeds, shape=shapes, gate_scale=gate_scales)
+def test_decay_masked_attention_equals_the_recurrence(seed, shape, gate_scale):
+    """O = (s Q Kᵀ ⊙ M) V with M_ij = e^(b_i − b_j) is scalar-gated linear attention from 0."""
+    q, k, v, g, _ = random_inputs(seed, shape, "scalar", gate_scale, with_state=False)
+    o_masked, none = decay_masked_attention(q, k, v, g=g)
+    o_rec, _ = gla_recurrent(q, k, v, g=g)
+    assert none is None
+    assert_close(o_masked, o_rec)
+
+
+def test_decay_masked_attention_is_retnet_with_a_fixed_gate():
+    """With g = log γ_h the mask is RetNet's D_ij = γ^(i − j) [j ≤ i]."""
+    q, k, v, _, _ = random_inputs(3, (1, 2, 6, 4, 3), "scalar", with_state=False)
+    g = retnet_gate(1, 2, 6, dtype=torch.float64)
+    o, _ = decay_masked_attention(q, k, v, g=g, scale=1.0)
+    gamma = retnet_decay(2, dtype=torch.float64).exp()
+    i, j = torch.arange(6)[:, None], torch.arange(6)[None, :]
+    d = torch.where(j <= i, gamma[:, None, None] ** (i - j), 0.0)
+    assert_close(o, (q @ k.mT * d) @ v)
+
+
+def test_decay_masked_attention_refuses_a_per_channel_gate():
+    q, k, v, g, _ = random_inputs(0, (1, 2, 5, 4, 3), "channel", with_state=False)
+    with pytest.raises(ValueError, match="g"):
+        decay_masked_attention(q, k, v, g=g)

@@ -67,6 +67,7 @@ CHECKS = {
     "GLA step": (sc.check_gla_step, sc.reference_gla_step, True),
     "linear chunk": (sc.check_linear_chunk, sc.reference_linear_chunk, True),
     "delta chunk": (sc.check_delta_chunk, sc.reference_delta_chunk, True),
+    "gated delta chunk": (sc.check_gated_delta_chunk, sc.reference_gated_delta_chunk, True),
     "delta step": (sc.check_delta_step, sc.reference_delta_step, True),
     "gated delta step": (sc.check_gated_delta_step, sc.reference_gated_delta_step, True),
     "KDA step": (sc.check_kda_step, kda_step, True),

@@ -58,7 +58,7 @@ from attnlab import (
 )
 from attnlab.blocks import RMSNorm, ShortConvolution
 from attnlab.delta import delta_rule_chunk_reference, gated_delta_rule_chunk_reference
-from attnlab.gated import gla_chunk_reference
+from attnlab.gated import decay_masked_attention, gla_chunk_reference
 from attnlab.kda import kda_chunk_reference
 from attnlab.layers import l2_normalise
 from attnlab.linear import linear_attention_chunk_reference
@@ -77,6 +77,7 @@ KERNELS = {
     gla_recurrent: ("channel", False),
     gla_chunk: ("channel", False),
     gla_chunk_reference: ("channel", False),
+    decay_masked_attention: ("scalar", False),
     delta_rule_recurrent: ("none", True),
     delta_rule_parallel: ("none", True),
     delta_rule_chunk: ("none", True),
@@ -161,7 +162,7 @@ KERNEL_CASES = [(kernel, mistake) for kernel in KERNELS for mistake in MISTAKES
 
 
 def test_the_grid_holds_every_applicable_mistake():
-    assert len(KERNEL_CASES) == 209  # 18 kernels x 13 mistakes, less the 25 that cannot apply
+    assert len(KERNEL_CASES) == 220  # 19 kernels x 13 mistakes, less the 27 that cannot apply
     assert not applies(softmax_attention, "positive_gate")
     assert applies(kda_chunk, "bad_chunk_size") and not applies(kda_recurrent, "bad_chunk_size")
 

@@ -382,3 +382,82 @@ def test_delta_chunk_checker_names_each_mistake(mistake):
     result = sc.check_delta_chunk(
         lambda *a, **kw: _learner_delta_chunk(*a, **kw, mistake=mistake))
     assert not result.ok and result.mistake == mistake, result
+
+
+# --- one chunk of the gated delta rule (Lesson 12) ---------------------------------------------
+
+def _learner_gated_chunk(q, k, v, *, g, beta, state, mistake=None):
+    """One gated chunk written from Lesson 12's derivation, independently of the checker's
+    table: every decay a product of α's in a loop, and an explicit inverse."""
+    alpha = g.exp()  # [B, H, C]
+    c = k.shape[2]
+    q = q if mistake == "no_scale" else q / q.shape[-1] ** 0.5
+    shift = 1 if mistake == "decay_off_by_one" else 0  # stop one token early
+
+    def gates(lo, hi):  # α_lo ⋯ α_hi over tokens 0 … C − 1; an empty product is 1
+        out = torch.ones_like(alpha[..., 0])
+        for s in range(lo, hi + 1):
+            out = out * alpha[..., s]
+        return out
+
+    def between(i, j):  # the decay of a write at j when token i reads it
+        if mistake == "no_decay_inside":
+            return torch.ones_like(alpha[..., 0])
+        first = j if mistake == "decay_includes_start" else j + 1
+        return gates(first - shift, i - shift)
+
+    gamma = torch.zeros(*alpha.shape, c, dtype=alpha.dtype)
+    for i in range(c):
+        for j in range(i + 1):
+            gamma[..., i, j] = between(i, j)
+    from_start = torch.stack([gates(0, i - shift) for i in range(c)], dim=-1)[..., None]
+    b = beta[..., None]
+    below = (b * (k @ k.transpose(-1, -2)) * gamma) * torch.ones(c, c).tril(-1)
+    t_inv = torch.linalg.inv(torch.eye(c) + below)
+    keys = k if mistake == "keys_not_decayed" else from_start * k
+    w, u = t_inv @ (b * keys), t_inv @ (b * v)
+    v_new = u - w @ state
+    reads = q if mistake == "queries_not_decayed" else from_start * q
+    o = reads @ state + (q @ k.transpose(-1, -2) * gamma) @ v_new
+    end = torch.stack([between(c - 1, j) for j in range(c)], dim=-1)[..., None]
+    to_end = k if mistake == "keys_to_end_not_decayed" else end * k
+    carried = (state if mistake == "state_not_decayed"
+               else gates(0, c - 1 - shift)[..., None, None] * state)
+    return o, carried + to_end.transpose(-1, -2) @ v_new
+
+
+GATED_CHUNK_MISTAKES = ["decay_off_by_one", "decay_includes_start", "no_decay_inside",
+                        "keys_not_decayed", "queries_not_decayed", "no_scale",
+                        "state_not_decayed", "keys_to_end_not_decayed"]
+
+
+def test_gated_chunk_checker_passes_correct_answers():
+    assert sc.check_gated_delta_chunk(_learner_gated_chunk)
+    assert sc.check_gated_delta_chunk(sc.reference_gated_delta_chunk)
+
+
+@pytest.mark.parametrize("mistake", GATED_CHUNK_MISTAKES)
+def test_gated_chunk_checker_names_each_mistake(mistake):
+    result = sc.check_gated_delta_chunk(
+        lambda *a, **kw: _learner_gated_chunk(*a, **kw, mistake=mistake))
+    assert not result.ok and result.mistake == mistake, result
+
+
+def test_gated_chunk_checker_names_the_overflow_of_exp_minus_b():
+    """A chunk that forms e^(b_i) · e^(−b_j) overflows under very negative gates."""
+    def split_exponentials(q, k, v, *, g, beta, state):
+        b = g.cumsum(-1)
+        gamma = (b.exp()[..., :, None] * (-b).exp()[..., None, :]).tril()
+        c = k.shape[2]
+        q = q / q.shape[-1] ** 0.5
+        bt = beta[..., None]
+        t_inv = torch.linalg.inv(torch.eye(c) + (bt * (k @ k.mT) * gamma).tril(-1))
+        w, u = t_inv @ (bt * b.exp()[..., None] * k), t_inv @ (bt * v)
+        v_new = u - w @ state
+        o = b.exp()[..., None] * q @ state + (q @ k.mT * gamma) @ v_new
+        to_end = gamma[..., -1, :, None] * k
+        return o, b[..., -1:, None].exp() * state + to_end.mT @ v_new
+
+    result = sc.check_gated_delta_chunk(split_exponentials)
+    assert not result.ok and result.mistake == "nonfinite", result
+    assert "g = -30" in result.message

@@ -41,7 +41,13 @@ from .delta import (
     gated_delta_rule_recurrent,
     gated_delta_rule_step,
 )
-from .gated import gla_chunk, gla_chunk_reference, gla_recurrent, gla_step
+from .gated import (
+    decay_masked_attention,
+    gla_chunk,
+    gla_chunk_reference,
+    gla_recurrent,
+    gla_step,
+)
 from .kda import (
     kda_chunk,
     kda_chunk_reference,
@@ -90,6 +96,7 @@ __all__ = [
     "attention_scores",
     "cache_breakdown",
     "causal_mask",
+    "decay_masked_attention",
     "delta_rule_chunk",
     "delta_rule_chunk_reference",
     "delta_rule_parallel",

@@ -563,3 +563,90 @@ def delta_chunk_mistakes(q, k, v, beta, state, part: int) -> dict:
         )
         for m in names
     }
+
+
+def gated_delta_chunk(q, k, v, g, beta, state, *, mistake: str | None = None):
+    """One chunk of the gated delta rule in the decay-weighted WY / UT form
+    (Lesson 12), with ``mistake`` naming one common error: (o, new state).
+    g, beta ``[B, H, C]``; b_i = g_1 + … + g_i; Γ_ij = e^(b_i − b_j)."""
+    s = 1.0 if mistake == "no_scale" else 1 / math.sqrt(q.shape[-1])
+    q = s * q
+    size = k.shape[2]
+    b = g.cumsum(dim=-1)  # b_i = g_1 + … + g_i
+    if mistake == "decay_off_by_one":
+        b = b - g  # the gates up to i − 1 only
+    log_gamma = b[..., :, None] - b[..., None, :]  # b_i − b_j
+    if mistake == "decay_includes_start":
+        log_gamma = log_gamma + g[..., None, :]  # α_j as well: over [j, i]
+    causal = torch.ones(size, size, dtype=torch.bool).tril()
+    gamma = log_gamma.masked_fill(~causal, -math.inf).exp()
+    if mistake == "no_decay_inside":
+        gamma = causal.to(q.dtype)
+    decay = b.exp()[..., None]  # e^(b_i)  [B, H, C, 1]
+    bt = beta[..., None]
+    lower = torch.eye(size, dtype=k.dtype) + (
+        bt * (k @ k.transpose(-1, -2)) * gamma
+    ).tril(-1)
+    keys = k if mistake == "keys_not_decayed" else decay * k
+    w = torch.linalg.solve(lower, bt * keys)
+    u = torch.linalg.solve(lower, bt * v)
+    v_new = u - w @ state
+    reads = q if mistake == "queries_not_decayed" else decay * q
+    o = reads @ state + (q @ k.transpose(-1, -2) * gamma) @ v_new
+    to_end = (
+        k
+        if mistake == "keys_to_end_not_decayed"
+        else gamma[..., -1, :, None] * k
+    )
+    carried = (
+        state
+        if mistake == "state_not_decayed"
+        else decay[..., -1:, :] * state
+    )
+    return o, carried + to_end.transpose(-1, -2) @ v_new
+
+
+GATED_DELTA_CHUNK_MISTAKES = {
+    "decay_off_by_one": "the decays stop one token early: b_i sums the gates up to and "
+    "including token i (b = g.cumsum), since token i decays the state before it writes, "
+    "not only up to i − 1.",
+    "decay_includes_start": "the decay from j to i includes α_j: Γ_ij = e^(b_i − b_j) runs "
+    "over (j, i], because token j writes after its own decay (the Kimi Linear report's "
+    "γ over [j, i] is an index erratum).",
+    "no_decay_inside": "the chunk's scores and L carry no decay: multiply Q Kᵀ and K Kᵀ by "
+    "Γ_ij = e^(b_i − b_j), the decay between the two tokens.",
+    "keys_not_decayed": "W misses the decay of the state the keys read: "
+    "W = L⁻¹ diag(β) (K ⊙ e^b), not L⁻¹ diag(β) K.",
+    "queries_not_decayed": "the outputs read the carried state undecayed: "
+    "O = (Q ⊙ e^b) S + (Q Kᵀ ⊙ Γ) (U − W S).",
+    "no_scale": "the output is √d_k too large: scale q by 1/√d_k.",
+    "state_not_decayed": "the outputs match but the carried state is not decayed: "
+    "S_new = e^(b_C) S + (K ⊙ e^(b_C − b))ᵀ (U − W S).",
+    "keys_to_end_not_decayed": "the outputs match but each write reaches the chunk's end "
+    "undecayed: use (K ⊙ e^(b_C − b))ᵀ (U − W S), the last row of Γ.",
+}
+
+
+def gated_delta_chunk_mistakes(q, k, v, g, beta, state, part: int) -> dict:
+    """Each gated-chunk mistake's output (``part`` 0) or new state (1)."""
+    names = (
+        (
+            "decay_off_by_one",
+            "decay_includes_start",
+            "no_decay_inside",
+            "keys_not_decayed",
+            "queries_not_decayed",
+            "no_scale",
+        )
+        if part == 0
+        else ("state_not_decayed", "keys_to_end_not_decayed")
+    )
+    return {
+        m: (
+            lambda m=m: gated_delta_chunk(q, k, v, g, beta, state, mistake=m)[
+                part
+            ],
+            GATED_DELTA_CHUNK_MISTAKES[m],
+        )
+        for m in names
+    }

@@ -23,8 +23,9 @@ exactly once a very negative gate (say −1e4) comes before small ones.
 
 The forms: ``gla_step`` (one token), ``gla_recurrent`` (the step T times: the definition),
 ``gla_chunk_reference`` (chunk by chunk, written out) and ``gla_chunk`` (the same numbers from
-the private fast engine, ``attnlab._chunk_engine``). Inputs are checked once, at the public
-boundary (:func:`attnlab.checks.checked`).
+the private fast engine, ``attnlab._chunk_engine``); for one decay per head,
+``decay_masked_attention`` (the whole sequence as one masked product). Inputs are checked once,
+at the public boundary (:func:`attnlab.checks.checked`).
 """
 
 from __future__ import annotations
@@ -172,6 +173,32 @@ def gla_chunk(
         chunk_size=chunk_size,
     )
     return o, (state if output_final_state else None)
+
+
+def _masked_inputs(q, k, v, g, scale):
+    sizes = check_sequences(q, k, v, scale=scale)
+    check_log_gate(g, sizes, q, SEQUENCE)
+
+
+@checked(_masked_inputs)
+def decay_masked_attention(q, k, v, *, g, scale=None):
+    """Scalar-gated linear attention from S_0 = 0 as one masked product:
+    the attention form of Mamba-2's state space duality (SSD; the Notation
+    appendix, §3b), with b the cumulative sum of g:
+
+        M_ij = e^(b_i − b_j) = α_(j+1) ⋯ α_i for j ≤ i, 0 for j > i
+        O = (s Q Kᵀ ⊙ M) V
+
+    q, k [B, H, T, Dk]; v [B, H, T, Dv]; g [B, H, T] ≤ 0 (one decay per
+    head) -> (o [B, H, T, Dv], None); [T, T] matrices: short sequences.
+    """
+    q = q * (q.shape[-1] ** -0.5 if scale is None else scale)  # s Q
+    size = q.shape[2]
+    later = q.new_ones(size, size, dtype=torch.bool).tril(-1)  # s > j
+    # b_i − b_j = Σ g_s over j < s ≤ i: a sum from j, never a difference
+    log_mask = (later * g[..., None]).cumsum(dim=2)  # [B, H, T, T]
+    mask = log_mask.masked_fill(later.mT, -math.inf).exp()  # M, 0 if j > i
+    return (q @ k.mT * mask) @ v, None  # O = (s Q Kᵀ ⊙ M) V
 
 
 # --------------------------------------------------------------------------- gates

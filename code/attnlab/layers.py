@@ -427,7 +427,9 @@ class GatedDeltaNetLayer(nn.Module):
     Linear found sigmoid better (KL Table 1) and used it for its GDN-H
     baseline (KL §5.2), so GDN and KDA differ only in the decay. At x = 0
     the decay α = exp(−A·Δ) starts in [0.2, 0.999], mostly close to 1
-    (``init_softplus_decay``): the layer starts out remembering.
+    (``init_softplus_decay``): the layer starts out remembering. FLA's
+    GatedDeltaNet initialises Δ the same way but draws A from U(0, 16);
+    here A ~ U(1, 16), as in FLA's KDA layer.
     """
 
     @checked(_layer_sizes)
@@ -515,8 +517,10 @@ class KDALayer(nn.Module):
     gate and than swish). A = exp(A_log) ~ U(1, 16) per head, and softplus(dt_bias) is
     log-uniform in [1e-3, 1e-1] per channel (``init_softplus_decay``): at x = 0 the decay
     α = exp(−A·Δ) lies in [0.2, 0.999], mostly close to 1, so the layer starts out remembering
-    and a few channels forget fast. Prefill uses :func:`kda_chunk`; a one-token step
-    :func:`kda_step`.
+    and a few channels forget fast. This differs from FLA's ``KimiDeltaAttention``, which
+    starts from dt_bias = 0 (A ~ U(1, 16) as here): softplus(raw) ≈ 0.69 at a small input, so
+    most of its decays start near 0 (Lesson 14 measures both medians on one input). Prefill
+    uses :func:`kda_chunk`; a one-token step :func:`kda_step`.
     """
 
     @checked(_layer_sizes)

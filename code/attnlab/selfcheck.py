@@ -1189,3 +1189,109 @@ def reference_delta_chunk(q, k, v, *, beta, state):
         output_final_state=True,
         chunk_size=q.shape[2],
     )
+
+
+# --- one chunk of the gated delta rule (Lesson 12) --------------------------------------------
+
+
+def _check_gated_chunk(fn: Callable) -> list[str]:
+    """Run ``fn`` on single chunks of the gated delta rule and compare with
+    the recurrence over the same tokens: outputs first, then the state."""
+    # imported here, to leave the module's import block to the other checkers
+    from ._selfcheck_mistakes import gated_delta_chunk_mistakes
+
+    gen = torch.Generator().manual_seed(6)
+    cases = [
+        ("a chunk of 4 from an empty state", 4, False, None),
+        ("a chunk of 1 from a random state", 1, True, None),
+        ("a chunk of 6 from a random state", 6, True, None),
+        ("gates g = 0 (no decay), a chunk of 5", 5, True, 0.0),
+        ("very negative gates g = -30, a chunk of 5", 5, True, -30.0),
+    ]
+    for label, c, random_state, gate in cases:
+        q, k, v = (
+            _randn(gen, 1, 2, c, 6),
+            _randn(gen, 1, 2, c, 6),
+            _randn(gen, 1, 2, c, 4),
+        )
+        k = torch.nn.functional.normalize(k, dim=-1)  # unit keys: stable
+        state = (
+            _randn(gen, 1, 2, 6, 4)
+            if random_state
+            else torch.zeros(1, 2, 6, 4)
+        )
+        beta = torch.rand(1, 2, c, generator=gen)
+        g = (
+            -torch.rand(1, 2, c, generator=gen)
+            if gate is None
+            else torch.full((1, 2, c), gate)
+        )
+        ref_o, ref_state = gated_delta_rule_recurrent(
+            q,
+            k,
+            v,
+            g=g,
+            beta=beta,
+            initial_state=state,
+            output_final_state=True,
+        )
+        out = _call(
+            fn, label, q, k, v, g=g, beta=beta, state=state, unchanged="state"
+        )
+        o, new_state = _output_and_state(
+            out, label, (1, 2, c, 4), "[B, H, C, Dv]", (6, 4)
+        )
+        fallback = (
+            "Compare with O = (Q ⊙ e^b) S + (Q Kᵀ ⊙ Γ)(U − W S), "
+            "Γ_ij = e^(b_i − b_j) formed from the gates between j and i "
+            "(never e^(−b_j) alone, which overflows)."
+        )
+        if not _close(o, ref_o):
+            _diagnose(
+                o,
+                ref_o,
+                label,
+                gated_delta_chunk_mistakes(q, k, v, g, beta, state, 0),
+                fallback,
+            )
+        if not _close(new_state, ref_state):
+            _diagnose(
+                new_state,
+                ref_state,
+                label,
+                gated_delta_chunk_mistakes(q, k, v, g, beta, state, 1),
+                "The outputs match; compare the new state with "
+                "e^(b_C) S + (K ⊙ e^(b_C − b))ᵀ (U − W S).",
+            )
+    return [case[0] for case in cases]
+
+
+def check_gated_delta_chunk(
+    fn: Callable, *, time_limit: float = TIME_LIMIT
+) -> CheckResult:
+    """Check ``fn(q, k, v, *, g, beta, state) -> (o, new_state)``: one chunk
+    of the gated delta rule (Lesson 12's decay-weighted WY / UT form);
+    q, k ``[B, H, C, Dk]``, v ``[B, H, C, Dv]``, g and beta ``[B, H, C]``,
+    state ``[B, H, Dk, Dv]``."""
+    return _run(
+        "one chunk of the gated delta rule",
+        fn,
+        lambda: _check_gated_chunk(fn),
+        time_limit,
+    )
+
+
+def reference_gated_delta_chunk(q, k, v, *, g, beta, state):
+    """One chunk through the package's ``gated_delta_rule_chunk_reference``."""
+    from .delta import gated_delta_rule_chunk_reference
+
+    return gated_delta_rule_chunk_reference(
+        q,
+        k,
+        v,
+        g=g,
+        beta=beta,
+        initial_state=state,
+        output_final_state=True,
+        chunk_size=q.shape[2],
+    )

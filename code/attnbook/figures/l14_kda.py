@@ -181,3 +181,60 @@ def draw_channel_retention(
         x=0.97,
         ha="right",
     )
+
+
+def draw_channel_lifetimes(fig: Figure, result: dict) -> None:
+    """Lesson 14's lifetime experiment (:func:`attnbook.demos.channel_lifetimes.
+    lifetime_experiment`): the score of one constant decay per head over its grid, mean and
+    range over the seeds, against the best per-channel decays (dashed, with their range)."""
+    rows, grid = result["rows"], result["grid"]
+    curves = torch.stack([row["head_curve"] for row in rows])  # [seeds, G]
+    channel = torch.tensor([row["channel_score"] for row in rows])
+    x = np.arange(len(grid))
+    ax = fig.subplots()
+    ax.fill_between(
+        x,
+        curves.min(0).values,
+        curves.max(0).values,
+        color=PALETTE[0],
+        alpha=0.25,
+        linewidth=0,
+    )
+    ax.plot(
+        x,
+        curves.mean(0),
+        marker="o",
+        color=PALETTE[0],
+        label="one decay per head, at each value",
+    )
+    ax.axhspan(channel.min(), channel.max(), color=PALETTE[1], alpha=0.25)
+    ax.axhline(
+        channel.mean(),
+        color=PALETTE[1],
+        linestyle="--",
+        label="best per-channel decays (one for each group)",
+    )
+    ax.set_xticks(x, [f"{a:g}" for a in grid])
+    style_axes(
+        ax,
+        "the decay α of one decay per head",
+        "read error (mean of the two groups)",
+    )
+    ax.legend(
+        loc="lower left", bbox_to_anchor=(0.0, 0.18), fontsize=SMALL_TEXT_PT
+    )
+
+
+def channel_lifetimes_alt(result: dict) -> str:
+    """The alt text of :func:`draw_channel_lifetimes`, read from the same result."""
+    rows, grid = result["rows"], result["grid"]
+    curve = torch.stack([row["head_curve"] for row in rows]).mean(0)
+    channel = sum(row["channel_score"] for row in rows) / len(rows)
+    where = "below" if channel < curve.min() else "not below"
+    return (
+        "Line chart of the read error against the value of one constant "
+        f"decay per head, from {grid[0]:g} to {grid[-1]:g}, with a shaded "
+        f"range over {len(rows)} seeds; its lowest point is at "
+        f"{grid[int(curve.argmin())]:g}. A dashed line with its own shaded "
+        f"range marks the best per-channel decays, {where} the whole curve."
+    )
