@@ -702,8 +702,9 @@ def overlapping_texts(
     figure's :func:`drawn_texts` if already known."""
     texts = drawn_texts(fig) if texts is None else texts
     points_per_px = 72 / fig.dpi
-    reach = max(TEXT_OVERLAP_PT, TEXT_GAP_EM * 72) / points_per_px
-    # boxes that are apart by more than any gap the rules ask for cannot collide
+    # boxes farther apart than the widest gap the rules ask for cannot collide
+    largest = max((text.get_fontsize() for text, _ in texts), default=0)
+    reach = max(TEXT_OVERLAP_PT, TEXT_GAP_EM * largest) / points_per_px
     order = sorted(range(len(texts)), key=lambda i: texts[i][1].x0)
     placed: dict[int, _Placed] = {}
     found = []
