@@ -181,13 +181,14 @@ def place_labels(
     distances: Sequence[float] = (7, 14, 24, 36, 50),
     leader_beyond: float | None = None,
 ) -> None:
-    """Label the points (``xs``, ``ys``) of ``ax`` so that no two labels overlap: each label tries
-    eight directions around its point at growing ``distances`` (points) and keeps the first
-    place where its measured box overlaps no label placed before and stays inside the axes
-    (else the nearest place). A label placed farther than ``leader_beyond`` points from its
-    point gets a thin grey leader line to it, so a crowded plot still says which label is whose.
-    The axes must already have their final position and limits (use :func:`fixed_axes` and set
-    the limits first)."""
+    """Label the points (``xs``, ``ys``) of ``ax`` so that no two labels collide: each label
+    tries eight directions around its point at growing ``distances`` (points) and keeps the
+    first place where its measured box stays inside the axes and at least ``TEXT_GAP_EM``
+    from every label placed before, as :func:`overlapping_texts` asks (else the nearest
+    place). A label placed farther than ``leader_beyond`` points from its point gets a thin
+    grey leader line to it, so a crowded plot still says which label is whose. The axes must
+    already have their final position and limits (use :func:`fixed_axes` and set the limits
+    first)."""
     fontsize = SMALL_TEXT_PT if fontsize is None else fontsize
     leader = {
         "arrowstyle": "-",
@@ -198,6 +199,8 @@ def place_labels(
     }
     renderer = ax.figure.canvas.get_renderer()
     inside = ax.get_window_extent(renderer)
+    # boxes grown by half the gap each: grown boxes that do not overlap are a gap apart
+    half_gap = TEXT_GAP_EM * fontsize / 2 * ax.figure.dpi / 72
     placed: list = []
     for x, y, label in zip(xs, ys, labels, strict=True):
         first = None
@@ -224,10 +227,12 @@ def place_labels(
                     and box.x1 <= inside.x1
                     and inside.y0 <= box.y0
                     and box.y1 <= inside.y1
-                    and not any(box.overlaps(p) for p in placed)
+                    and not any(
+                        box.padded(half_gap).overlaps(p) for p in placed
+                    )
                 )
                 if fits:
-                    placed.append(box)
+                    placed.append(box.padded(half_gap))
                     if leader_beyond is not None and distance > leader_beyond:
                         # the line is its own (text-less) artist: the label's box stays the text's
                         ax.annotate(
@@ -255,7 +260,9 @@ def place_labels(
                     ha=ha,
                     va="center",
                     fontsize=fontsize,
-                ).get_window_extent(renderer)
+                )
+                .get_window_extent(renderer)
+                .padded(half_gap)
             )
 
 
