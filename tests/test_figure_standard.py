@@ -1,6 +1,9 @@
 """The figure standard (``attnbook.plotting``), checked on every frame of every slider panel and on
-every static figure the lessons draw: no text outside the figure, no two labels overlapping, no
-text smaller than 11 CSS px at the book's text column nor 8 CSS px on a 390-px phone.
+every static figure the lessons draw: no text cut by the figure's edge or by its axes, no two
+texts colliding (tick labels, axis labels, titles, legends, annotations: overlapping, turned
+labels measured as the turned rectangles they are, or on one line too close to read as two words,
+``plotting.overlapping_texts``), no text smaller than 11 CSS px at the book's text column nor
+8 CSS px on a 390-px phone.
 
 The frames are laid out and drawn exactly as a panel draws them (``SliderPanel.draw_frame``, with
 its reuse of the first frame's layout) but not rendered to PNG. The registry below lists each
