@@ -381,7 +381,8 @@ def test_overlapping_texts_finds_texts_drawn_on_each_other():
 
 def test_overlapping_texts_finds_words_that_run_together_on_one_line():
     """Touching boxes on one line read as one word ("placenumber"); a word space (0.32 em)
-    apart they read as two; stacked lines whose boxes touch are fine."""
+    apart they read as two; stacked lines whose boxes touch are fine, and so are staggered
+    labels; each line of a text is its own line."""
     fig = new_figure(6.4, 3.6)
     (ax,) = plotting.fixed_axes(fig, 1)
 
@@ -394,8 +395,15 @@ def test_overlapping_texts_finds_words_that_run_together_on_one_line():
     beside(0.3, 0.4, 0.32 * plotting.SMALL_TEXT_PT)
     ax.text(0.6, 0.5, "a line", transform=ax.transAxes, va="bottom")
     ax.text(0.6, 0.5, "the next line", transform=ax.transAxes, va="top")
+    # staggered labels: the second one's line is under the first, touching boxes or not
+    ax.text(0.8, 0.9, "colour", ha="right", va="top", transform=ax.transAxes)
+    ax.text(0.8, 0.9, "\nplace", ha="left", va="top", transform=ax.transAxes)
+    # blocks of lines side by side, line against line
+    ax.text(0.8, 0.3, "4 of those\nkeys get", ha="right", transform=ax.transAxes)
+    ax.text(0.8, 0.3, "read\nthe latest", ha="left", transform=ax.transAxes)
     texts = plotting.drawn_texts(fig)
-    assert texts_of(plotting.overlapping_texts(fig, texts)) == [("place", "number")]
+    assert texts_of(plotting.overlapping_texts(fig, texts)) == [
+        ("place", "number"), ("4 of those\nkeys get", "read\nthe latest")]
     boxes = {t.get_text(): box for t, box in texts}
     assert abs(boxes["a line"].y0 - boxes["the next line"].y1) < 1e-6  # they do touch
 

@@ -637,7 +637,11 @@ class _Placed:
     fontsize: float
 
     @classmethod
-    def of(cls, text: Text, box: Bbox, points_per_px: float) -> _Placed:
+    def lines_of(
+        cls, text: Text, box: Bbox, points_per_px: float
+    ) -> list[_Placed]:
+        """One rectangle per non-empty line of ``text`` drawn in ``box`` (display px): a
+        staggered label ("\\nplace" under "number") is not on the line of its neighbour."""
         turned = text.get_rotation()
         angle = turned % 180
         if angle % 90 == 0:
@@ -652,12 +656,41 @@ class _Placed:
             w, h = upright.width, upright.height
         # a turned rectangle and the box bounding it share their centre
         x, y = (box.x0 + box.x1) / 2, (box.y0 + box.y1) / 2
-        return cls(
-            (x * points_per_px, y * points_per_px),
-            (w * points_per_px, h * points_per_px),
-            angle,
-            text.get_fontsize(),
-        )
+        lines = text.get_text().split("\n")
+        if len(lines) == 1:
+            return [
+                cls(
+                    (x * points_per_px, y * points_per_px),
+                    (w * points_per_px, h * points_per_px),
+                    angle,
+                    text.get_fontsize(),
+                )
+            ]
+        # lines share the height (matplotlib's fixed line spacing) and align as the text's
+        # multialignment says
+        align = text._get_multialignment()
+        c, s = math.cos(math.radians(angle)), math.sin(math.radians(angle))
+        found = []
+        for i, line in enumerate(lines):
+            if not line.strip():
+                continue
+            width = Text(text=line, fontproperties=text.get_fontproperties())
+            width.set_figure(text.get_figure(root=True))
+            line_w = width.get_window_extent().width
+            along = {"left": (line_w - w) / 2, "right": (w - line_w) / 2}
+            u, v = along.get(align, 0.0), h / 2 - (i + 0.5) * h / len(lines)
+            found.append(
+                cls(
+                    (
+                        (x + c * u - s * v) * points_per_px,
+                        (y + s * u + c * v) * points_per_px,
+                    ),
+                    (line_w * points_per_px, h / len(lines) * points_per_px),
+                    angle,
+                    text.get_fontsize(),
+                )
+            )
+        return found
 
     def corners(self) -> list[tuple[float, float]]:
         c, s = (
@@ -713,7 +746,7 @@ def overlapping_texts(
     largest = max((text.get_fontsize() for text, _ in texts), default=0)
     reach = max(TEXT_OVERLAP_PT, TEXT_GAP_EM * largest) / points_per_px
     order = sorted(range(len(texts)), key=lambda i: texts[i][1].x0)
-    placed: dict[int, _Placed] = {}
+    placed: dict[int, list[_Placed]] = {}
     found = []
     for k, i in enumerate(order):
         box_i = texts[i][1]
@@ -725,8 +758,8 @@ def overlapping_texts(
                 continue
             for n in (i, j):
                 if n not in placed:
-                    placed[n] = _Placed.of(*texts[n], points_per_px)
-            if _collide(placed[i], placed[j]):
+                    placed[n] = _Placed.lines_of(*texts[n], points_per_px)
+            if any(_collide(a, b) for a in placed[i] for b in placed[j]):
                 found.append((texts[min(i, j)][0], texts[max(i, j)][0]))
     return found
 
