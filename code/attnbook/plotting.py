@@ -9,10 +9,12 @@ deficiencies; sequential maps use viridis/cividis for the same reason.
 from __future__ import annotations
 
 import base64
+import contextlib
 import html
 import io
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import matplotlib
 import torch
@@ -22,8 +24,13 @@ from matplotlib.collections import PolyCollection
 from matplotlib.figure import Figure
 from matplotlib.font_manager import FontProperties
 from matplotlib.markers import TICKDOWN
+from matplotlib.text import Text
 from matplotlib.ticker import NullLocator
-from matplotlib.transforms import ScaledTranslation, blended_transform_factory
+from matplotlib.transforms import (
+    Bbox,
+    ScaledTranslation,
+    blended_transform_factory,
+)
 
 #: Okabe–Ito colour-blind-safe palette, in the order lines are drawn.
 PALETTE: tuple[str, ...] = (
@@ -174,13 +181,14 @@ def place_labels(
     distances: Sequence[float] = (7, 14, 24, 36, 50),
     leader_beyond: float | None = None,
 ) -> None:
-    """Label the points (``xs``, ``ys``) of ``ax`` so that no two labels overlap: each label tries
-    eight directions around its point at growing ``distances`` (points) and keeps the first
-    place where its measured box overlaps no label placed before and stays inside the axes
-    (else the nearest place). A label placed farther than ``leader_beyond`` points from its
-    point gets a thin grey leader line to it, so a crowded plot still says which label is whose.
-    The axes must already have their final position and limits (use :func:`fixed_axes` and set
-    the limits first)."""
+    """Label the points (``xs``, ``ys``) of ``ax`` so that no two labels collide: each label
+    tries eight directions around its point at growing ``distances`` (points) and keeps the
+    first place where its measured box stays inside the axes and at least ``TEXT_GAP_EM``
+    from every label placed before, as :func:`overlapping_texts` asks (else the nearest
+    place). A label placed farther than ``leader_beyond`` points from its point gets a thin
+    grey leader line to it, so a crowded plot still says which label is whose. The axes must
+    already have their final position and limits (use :func:`fixed_axes` and set the limits
+    first)."""
     fontsize = SMALL_TEXT_PT if fontsize is None else fontsize
     leader = {
         "arrowstyle": "-",
@@ -191,6 +199,8 @@ def place_labels(
     }
     renderer = ax.figure.canvas.get_renderer()
     inside = ax.get_window_extent(renderer)
+    # boxes grown by half the gap each: grown boxes that do not overlap are a gap apart
+    half_gap = TEXT_GAP_EM * fontsize / 2 * ax.figure.dpi / 72
     placed: list = []
     for x, y, label in zip(xs, ys, labels, strict=True):
         first = None
@@ -217,10 +227,12 @@ def place_labels(
                     and box.x1 <= inside.x1
                     and inside.y0 <= box.y0
                     and box.y1 <= inside.y1
-                    and not any(box.overlaps(p) for p in placed)
+                    and not any(
+                        box.padded(half_gap).overlaps(p) for p in placed
+                    )
                 )
                 if fits:
-                    placed.append(box)
+                    placed.append(box.padded(half_gap))
                     if leader_beyond is not None and distance > leader_beyond:
                         # the line is its own (text-less) artist: the label's box stays the text's
                         ax.annotate(
@@ -248,7 +260,9 @@ def place_labels(
                     ha=ha,
                     va="center",
                     fontsize=fontsize,
-                ).get_window_extent(renderer)
+                )
+                .get_window_extent(renderer)
+                .padded(half_gap)
             )
 
 
@@ -572,6 +586,205 @@ def text_css_px(
         / fig.get_figwidth()
         / 72
     )
+
+
+#: Two texts collide when they overlap by more than ``TEXT_OVERLAP_PT`` points both ways
+#: (about a pixel at the figure's 100 dpi: boxes that merely touch, or are kerned, pass), or
+#: when they stand on one line (the same orientation, overlapping across it by more than a
+#: third of the smaller text) less than ``TEXT_GAP_EM`` of the smaller font size apart:
+#: closer than that, "place" and "number" read as "placenumber". DejaVu Sans's word space is
+#: 0.32 em.
+TEXT_OVERLAP_PT = 0.75
+TEXT_GAP_EM = 0.2
+
+
+@contextlib.contextmanager
+def _recording_drawn_texts(found: list):
+    """Inside: every text artist that is really drawn (visible, non-empty, not skipped as an
+    annotation whose point is outside its axes) is appended to ``found`` with its box."""
+    original = Text.draw
+
+    def draw(self, renderer):
+        original(self, renderer)
+        if self.get_visible() and self.get_text().strip():
+            found.append((self, self.get_window_extent(renderer)))
+
+    Text.draw = draw
+    try:
+        yield found
+    finally:
+        Text.draw = original
+
+
+def drawn_texts(fig: Figure) -> list[tuple[Text, Bbox]]:
+    """Lay ``fig`` out and draw it (without rendering pixels) in the course style, returning
+    every text that is drawn with its box in display pixels: tick labels, axis labels,
+    titles, legend entries, annotations, ``ax.text``."""
+    found: list = []
+    with course_style(), _recording_drawn_texts(found):
+        fig.draw_without_rendering()
+    return found
+
+
+@dataclass(frozen=True)
+class _Placed:
+    """A drawn text as a rectangle along its own direction: ``centre`` (points), ``size``
+    (along, across its baseline, points) and ``angle`` (degrees modulo 180)."""
+
+    centre: tuple[float, float]
+    size: tuple[float, float]
+    angle: float
+    fontsize: float
+
+    @classmethod
+    def lines_of(
+        cls, text: Text, box: Bbox, points_per_px: float
+    ) -> list[_Placed]:
+        """One rectangle per non-empty line of ``text`` drawn in ``box`` (display px): a
+        staggered label ("\\nplace" under "number") is not on the line of its neighbour."""
+        turned = text.get_rotation()
+        angle = turned % 180
+        if angle % 90 == 0:
+            w, h = box.width, box.height
+            w, h = (h, w) if angle == 90 else (w, h)
+        else:  # the box of a turned text bounds it: measure it unturned
+            text.set_rotation(0)
+            try:
+                upright = text.get_window_extent()
+            finally:
+                text.set_rotation(turned)
+            w, h = upright.width, upright.height
+        # a turned rectangle and the box bounding it share their centre
+        x, y = (box.x0 + box.x1) / 2, (box.y0 + box.y1) / 2
+        lines = text.get_text().split("\n")
+        if len(lines) == 1:
+            return [
+                cls(
+                    (x * points_per_px, y * points_per_px),
+                    (w * points_per_px, h * points_per_px),
+                    angle,
+                    text.get_fontsize(),
+                )
+            ]
+        # lines share the height (matplotlib's fixed line spacing) and align as the text's
+        # multialignment says
+        align = text._get_multialignment()
+        c, s = math.cos(math.radians(angle)), math.sin(math.radians(angle))
+        found = []
+        for i, line in enumerate(lines):
+            if not line.strip():
+                continue
+            width = Text(text=line, fontproperties=text.get_fontproperties())
+            width.set_figure(text.get_figure(root=True))
+            line_w = width.get_window_extent().width
+            along = {"left": (line_w - w) / 2, "right": (w - line_w) / 2}
+            u, v = along.get(align, 0.0), h / 2 - (i + 0.5) * h / len(lines)
+            found.append(
+                cls(
+                    (
+                        (x + c * u - s * v) * points_per_px,
+                        (y + s * u + c * v) * points_per_px,
+                    ),
+                    (line_w * points_per_px, h / len(lines) * points_per_px),
+                    angle,
+                    text.get_fontsize(),
+                )
+            )
+        return found
+
+    def corners(self) -> list[tuple[float, float]]:
+        c, s = (
+            math.cos(math.radians(self.angle)),
+            math.sin(math.radians(self.angle)),
+        )
+        half_w, half_h = self.size[0] / 2, self.size[1] / 2
+        return [
+            (
+                self.centre[0] + c * u * half_w - s * v * half_h,
+                self.centre[1] + s * u * half_w + c * v * half_h,
+            )
+            for u, v in ((-1, -1), (1, -1), (1, 1), (-1, 1))
+        ]
+
+
+def _depth(a: _Placed, b: _Placed) -> float:
+    """How far two rectangles overlap (points): the least overlap of their shadows on the
+    four directions of their sides (negative: the gap that separates them)."""
+    ca, cb = a.corners(), b.corners()
+    depth = math.inf
+    for angle in (a.angle, a.angle + 90, b.angle, b.angle + 90):
+        ux, uy = math.cos(math.radians(angle)), math.sin(math.radians(angle))
+        pa = [x * ux + y * uy for x, y in ca]
+        pb = [x * ux + y * uy for x, y in cb]
+        depth = min(depth, min(max(pa), max(pb)) - max(min(pa), min(pb)))
+    return depth
+
+
+def _collide(a: _Placed, b: _Placed) -> bool:
+    if a.angle != b.angle:
+        return _depth(a, b) > TEXT_OVERLAP_PT
+    # the same direction: the gaps along and across the baseline
+    c, s = math.cos(math.radians(a.angle)), math.sin(math.radians(a.angle))
+    dx, dy = b.centre[0] - a.centre[0], b.centre[1] - a.centre[1]
+    along = abs(c * dx + s * dy) - (a.size[0] + b.size[0]) / 2
+    across = abs(-s * dx + c * dy) - (a.size[1] + b.size[1]) / 2
+    if -across > min(a.size[1], b.size[1]) / 3:  # one line
+        return along < TEXT_GAP_EM * min(a.fontsize, b.fontsize)
+    return -across > TEXT_OVERLAP_PT and -along > TEXT_OVERLAP_PT
+
+
+def overlapping_texts(
+    fig: Figure, texts: Sequence[tuple[Text, Bbox]] | None = None
+) -> list[tuple[Text, Text]]:
+    """The pairs of drawn texts of ``fig`` that collide: overlap by more than
+    ``TEXT_OVERLAP_PT`` (turned texts are measured as the turned rectangles they are, not
+    their bounding boxes), or stand on one line closer than ``TEXT_GAP_EM``. ``texts``: the
+    figure's :func:`drawn_texts` if already known."""
+    texts = drawn_texts(fig) if texts is None else texts
+    points_per_px = 72 / fig.dpi
+    # boxes farther apart than the widest gap the rules ask for cannot collide
+    largest = max((text.get_fontsize() for text, _ in texts), default=0)
+    reach = max(TEXT_OVERLAP_PT, TEXT_GAP_EM * largest) / points_per_px
+    order = sorted(range(len(texts)), key=lambda i: texts[i][1].x0)
+    placed: dict[int, list[_Placed]] = {}
+    found = []
+    for k, i in enumerate(order):
+        box_i = texts[i][1]
+        for j in order[k + 1 :]:
+            box_j = texts[j][1]
+            if box_j.x0 > box_i.x1 + reach:
+                break
+            if box_j.y0 > box_i.y1 + reach or box_i.y0 > box_j.y1 + reach:
+                continue
+            for n in (i, j):
+                if n not in placed:
+                    placed[n] = _Placed.lines_of(*texts[n], points_per_px)
+            if any(_collide(a, b) for a in placed[i] for b in placed[j]):
+                found.append((texts[min(i, j)][0], texts[max(i, j)][0]))
+    return found
+
+
+def clipped_texts(
+    fig: Figure, texts: Sequence[tuple[Text, Bbox]] | None = None
+) -> list[Text]:
+    """The drawn texts of ``fig`` that are cut: reaching more than ``TEXT_OVERLAP_PT`` beyond
+    the figure's edge, or beyond the box they are clipped to (e.g. their axes)."""
+    texts = drawn_texts(fig) if texts is None else texts
+    tolerance = TEXT_OVERLAP_PT * fig.dpi / 72
+    found = []
+    for text, box in texts:
+        frames = [fig.bbox]
+        if text.get_clip_on() and text.get_clip_box() is not None:
+            frames.append(text.get_clip_box())
+        if any(
+            box.x0 < frame.x0 - tolerance
+            or box.y0 < frame.y0 - tolerance
+            or box.x1 > frame.x1 + tolerance
+            or box.y1 > frame.y1 + tolerance
+            for frame in frames
+        ):
+            found.append(text)
+    return found
 
 
 #: Colours a palette PNG must keep exactly: the course palette, its grey, white and text greys.
