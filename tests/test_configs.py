@@ -263,7 +263,7 @@ def test_a_config_the_reader_cannot_read_is_refused_by_name():
     with pytest.raises(ValueError, match="num_hidden_layers"):
         architecture_from_config({**MINIMAX_TEXT_01_CONFIG, "num_hidden_layers": 9,
                                   "attn_type_list": [0] * 7 + [1]}, params_total=10)
-    with pytest.raises(ValueError, match="config: expected a dict"):
+    with pytest.raises(TypeError, match="config: expected a dict"):
         architecture_from_config([1, 2], params_total=10)
     missing = {k: v for k, v in TINY_JAMBA.items() if k != "mamba_d_state"}
     with pytest.raises(ValueError, match="'mamba_d_state' .*model_type 'jamba'"):

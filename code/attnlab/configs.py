@@ -120,6 +120,8 @@ class ModelConfig:
     - ``mla``, ``recurrent``, ``ssm``: the dimensions of the MLA layers (required when the
       pattern has one), of the recurrent layers when their heads differ from ``n_heads ×
       head_dim`` (:attr:`recurrent_heads`), and of the Mamba layers (required for them).
+    - ``sliding_window``: the W tokens a ``"swa"`` layer attends to and caches (required
+      when the pattern has one); its heads are the ``"attn"`` layers' heads.
     - ``mlp_hidden``: hidden width of the SwiGLU MLP of every block; ``vocab_size``.
     - ``rope``: rotary positions in the ``"attn"`` layers; ``tie_embeddings``: the LM head
       reuses the token embedding matrix.
@@ -144,6 +146,7 @@ class ModelConfig:
     mla: MLAConfig | None = None
     recurrent: RecurrentHeads | None = None
     ssm: SSMConfig | None = None
+    sliding_window: int | None = None
     mlp_hidden: int
     rope: bool = True
     tie_embeddings: bool = False
@@ -194,6 +197,8 @@ class ModelConfig:
                 f"ModelConfig.n_kv_heads: expected a divisor of n_heads={self.n_heads}, got {n_kv}"
             )
         object.__setattr__(self, "n_kv_heads", n_kv)
+        if self.sliding_window is not None:
+            check_positive_int("ModelConfig.sliding_window", self.sliding_window)
         for field, kind in (
             ("mla", MLAConfig),
             ("recurrent", RecurrentHeads),
@@ -210,7 +215,7 @@ class ModelConfig:
             if needs is not None and getattr(self, needs) is None:
                 raise ValueError(
                     f"ModelConfig.{needs}: the layer pattern has {kind!r} layers, so "
-                    f"{needs} dimensions are required, got None"
+                    f"{needs} is required, got None"
                 )
         self._check_size()
 
@@ -392,11 +397,22 @@ SOPHIA_NANO = ModelConfig(
 
 # ---------------------------------------------------------------- the reader
 
-_MODEL_TYPES = (
+_ATTENTION_TYPES = (
     "llama",
     "mistral",
+    "mixtral",
     "qwen2",
+    "qwen2_moe",
     "qwen3",
+    "qwen3_moe",
+    "gemma",
+    "gemma2",
+    "gemma3_text",
+)
+_QWEN_TYPES = ("qwen2", "qwen2_moe", "qwen3", "qwen3_moe")
+_MODEL_TYPES = (
+    *_ATTENTION_TYPES,
+    "gemma3",
     "deepseek_v2",
     "deepseek_v3",
     "kimi_linear",
@@ -406,137 +422,467 @@ _MODEL_TYPES = (
     "minimax_m1",
     "jamba",
     "nemotron_h",
+    "mamba2",
 )
 """The ``model_type`` values :func:`architecture_from_config` reads (a config without one is
 read as a dense attention model, like Llama's)."""
 
+_DEFAULTS: dict[str, dict[str, Any]] = {
+    "gemma": {"tie_word_embeddings": True},
+    "gemma2": {"tie_word_embeddings": True},
+    "gemma3_text": {
+        "tie_word_embeddings": True,
+        "vocab_size": 262_208,
+        "sliding_window_pattern": 6,
+    },
+}
+"""Fields a released config may leave out because transformers' config class fills them in
+(``Gemma3TextConfig``: vocab_size 262208, one global layer in ``sliding_window_pattern`` = 6;
+Gemma ties its embeddings): the class defaults, not guesses."""
 
-def _field(config: dict[str, Any], *names: str) -> Any:
-    for name in names:
-        if config.get(name) is not None:
-            return config[name]
-    raise ValueError(
-        f"config: expected a field {' or '.join(map(repr, names))} "
-        f"(model_type {config.get('model_type')!r}), found none"
-    )
+_LAYER_WORDS = {"full_attention": "attn", "sliding_attention": "swa"}
+"""``layer_types`` words of the attention models (transformers' names) and their kinds."""
+
+_NEMOTRON_CHARS = {"M": "mamba2", "*": "attn", "-": "mlp", "E": "mlp"}
+"""Nemotron-H's ``hybrid_override_pattern``: Mamba-2, attention, MLP, MoE-MLP blocks."""
+
+_REQUIRED = object()
 
 
-def _attention(config: dict[str, Any]) -> dict[str, Any]:
-    """The softmax-attention heads: n_heads, head_dim (given, or hidden_size / heads) and the
-    key/value heads of GQA."""
-    heads = _field(config, "num_attention_heads")
-    if config.get("head_dim") is not None:
-        head_dim = config["head_dim"]
-    elif config.get("attention_head_dim") is not None:
-        head_dim = config["attention_head_dim"]
-    else:
-        head_dim = _field(config, "hidden_size") // heads
+class _Fields:
+    """The fields of one ``config.json`` dict (or a dict inside one), each read with its type
+    and range checked. A refusal names the field as the caller wrote it, e.g.
+    ``config['linear_attn_config']['num_heads']``, with what was expected and what came:
+    ``TypeError`` for a wrong type (a bool, float, string or list where an integer belongs),
+    ``ValueError`` for a wrong value or a missing field."""
+
+    def __init__(
+        self, config: object, where: str, model_type: object = None
+    ) -> None:
+        if not isinstance(config, dict):
+            raise TypeError(
+                f"{where}: expected a dict of config.json fields, "
+                f"got {type(config).__name__}"
+            )
+        self.config, self.where, self.model_type = config, where, model_type
+        self.defaults = _DEFAULTS.get(model_type, {})
+
+    def name(self, key: str) -> str:
+        return f"{self.where}[{key!r}]"
+
+    def given(self, key: str) -> bool:
+        return self.config.get(key) is not None
+
+    def value(self, key: str, default: Any = _REQUIRED) -> Any:
+        """The field (a JSON ``null`` counts as absent), else ``default``."""
+        if self.given(key):
+            return self.config[key]
+        default = self.defaults.get(key, default)
+        if default is _REQUIRED:
+            raise ValueError(
+                f"{self.where}: expected a field {key!r} "
+                f"(model_type {self.model_type!r}), found none"
+            )
+        return default
+
+    def int(self, key: str, *, low: int = 1, default: Any = _REQUIRED) -> Any:
+        value = self.value(key, default)
+        if value is None or (not self.given(key) and value is default):
+            return value
+        return _integer(self.name(key), value, low)
+
+    def int_of(self, keys: tuple[str, ...], *, low: int = 1) -> int:
+        """One integer that configs spell several ways (the original remote-code name and
+        transformers' name); both given must agree."""
+        found = {k: self.int(k, low=low) for k in keys if self.given(k)}
+        if not found:
+            raise ValueError(
+                f"{self.where}: expected a field "
+                f"{' or '.join(map(repr, keys))} "
+                f"(model_type {self.model_type!r}), found none"
+            )
+        if len(set(found.values())) > 1:
+            raise ValueError(
+                f"{', '.join(map(self.name, found))}: expected one value, "
+                f"got {', '.join(map(str, found.values()))}"
+            )
+        return next(iter(found.values()))
+
+    def bool(self, key: str, default: bool) -> bool:
+        value = self.value(key, default)
+        if not isinstance(value, bool):
+            raise TypeError(
+                f"{self.name(key)}: expected true or false, got {value!r}"
+            )
+        return value
+
+    def list(self, key: str) -> list:
+        value = self.value(key)
+        if not isinstance(value, list | tuple):
+            raise TypeError(
+                f"{self.name(key)}: expected a list, got {value!r}"
+            )
+        return list(value)
+
+    def str(self, key: str) -> str:
+        value = self.value(key)
+        if not isinstance(value, str):
+            raise TypeError(
+                f"{self.name(key)}: expected a string, got {value!r}"
+            )
+        return value
+
+    def sub(self, key: str) -> _Fields:
+        return _Fields(self.value(key), self.name(key), self.model_type)
+
+
+def _integer(name: str, value: object, low: int) -> int:
+    """``value`` if it is an integer >= ``low``: bools, floats (NaN and inf too) and strings
+    are refused, as are values below ``low``."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(
+            f"{name}: expected an integer >= {low}, got {value!r} "
+            f"({type(value).__name__})"
+        )
+    if value < low:
+        raise ValueError(
+            f"{name}: expected an integer >= {low}, got {value}"
+        )
+    return value
+
+
+def _layer_indices(
+    f: _Fields, key: str, n: int, *, first: int
+) -> list[int]:
+    """A list of distinct layer numbers in [first, first + n - 1] (``first`` 1 or 0)."""
+    items = f.list(key)
+    for i, item in enumerate(items):
+        _integer(f"{f.name(key)}[{i}]", item, first)
+        if item > n - 1 + first:
+            raise ValueError(
+                f"{f.name(key)}[{i}]: expected a layer number in "
+                f"[{first}, {n - 1 + first}] (num_hidden_layers={n}), got {item}"
+            )
+    if len(set(items)) != len(items):
+        raise ValueError(
+            f"{f.name(key)}: expected distinct layer numbers, got {items}"
+        )
+    return items
+
+
+def _words(
+    f: _Fields, key: str, n: int, kinds: dict[str, str]
+) -> tuple[str, ...]:
+    """The layer kinds of a list of ``n`` words (e.g. ``layer_types``), every word known."""
+    words = f.list(key)
+    if len(words) != n:
+        raise ValueError(
+            f"{f.name(key)}: expected num_hidden_layers={n} entries, "
+            f"got {len(words)}"
+        )
+    for i, word in enumerate(words):
+        if word not in kinds or not isinstance(word, str):
+            raise ValueError(
+                f"{f.name(key)}[{i}]: expected one of {list(kinds)}, got {word!r}"
+            )
+    return tuple(kinds[word] for word in words)
+
+
+def _head_dim(f: _Fields, heads: int, *keys: str) -> int:
+    """``head_dim`` (or the type's own key) if given, else hidden_size / heads exactly."""
+    for key in (*keys, "head_dim"):
+        if f.given(key):
+            return f.int(key)
+    hidden = f.int("hidden_size")
+    if hidden % heads:
+        raise ValueError(
+            f"{f.name('hidden_size')}: without a head_dim field, expected a "
+            f"multiple of num_attention_heads={heads}, got {hidden}"
+        )
+    return hidden // heads
+
+
+def _attention(f: _Fields, *head_dim_keys: str) -> dict[str, Any]:
+    """The softmax-attention heads: n_heads, head_dim and the key/value heads of GQA (a
+    config without ``num_key_value_heads`` has one per query head, as transformers reads it)."""
+    heads = f.int("num_attention_heads")
+    kv = f.int("num_key_value_heads", default=heads)
+    if heads % kv:
+        raise ValueError(
+            f"{f.name('num_key_value_heads')}: expected a divisor of "
+            f"num_attention_heads={heads}, got {kv}"
+        )
     return {
         "n_heads": heads,
-        "head_dim": head_dim,
-        "n_kv_heads": config.get("num_key_value_heads") or heads,
+        "head_dim": _head_dim(f, heads, *head_dim_keys),
+        "n_kv_heads": kv,
     }
 
 
-def _mla(config: dict[str, Any]) -> MLAConfig:
+def _local_global(f: _Fields, n: int, kind: str) -> dict[str, Any]:
+    """Which attention layers are sliding-window (``"swa"``) and the window W.
+
+    ``layer_types`` when given; else Mistral and Mixtral slide in every layer if
+    ``sliding_window`` is set; Qwen2/3 only with ``use_sliding_window``, in layers from
+    ``max_window_layers`` on; Gemma-2 alternates, local first; Gemma-3 has one global layer
+    in ``sliding_window_pattern`` (transformers' rules).
+    """
+    window = f.int("sliding_window", default=None)
+    if kind in _QWEN_TYPES:
+        if not f.bool("use_sliding_window", False):
+            window = None
+        first_sliding = (
+            n if window is None else f.int("max_window_layers", low=0)
+        )
+    if f.given("layer_types"):
+        pattern = _words(f, "layer_types", n, _LAYER_WORDS)
+    elif kind in ("mistral", "mixtral"):
+        pattern = ("attn" if window is None else "swa",) * n
+    elif kind in _QWEN_TYPES:
+        pattern = tuple(
+            "swa" if window is not None and i >= first_sliding else "attn"
+            for i in range(n)
+        )
+    elif kind == "gemma2":
+        pattern = tuple("swa" if (i + 1) % 2 else "attn" for i in range(n))
+    elif kind == "gemma3_text":
+        every = f.int("sliding_window_pattern")
+        pattern = tuple(
+            "swa" if (i + 1) % every else "attn" for i in range(n)
+        )
+    else:
+        pattern = ("attn",) * n
+    if "swa" not in pattern:
+        return {"layer_pattern": pattern}
+    if window is None:
+        raise ValueError(
+            f"{f.name('sliding_window')}: the config has sliding-window layers, "
+            "so expected a window (an integer >= 1), found none"
+            + (" (use_sliding_window is false)" if kind in _QWEN_TYPES else "")
+        )
+    return {"layer_pattern": pattern, "sliding_window": window}
+
+
+def _mla(f: _Fields) -> MLAConfig:
     return MLAConfig(
-        n_heads=_field(config, "num_attention_heads"),
-        qk_nope_head_dim=_field(config, "qk_nope_head_dim"),
-        qk_rope_head_dim=_field(config, "qk_rope_head_dim"),
-        v_head_dim=_field(config, "v_head_dim"),
-        kv_lora_rank=_field(config, "kv_lora_rank"),
-        q_lora_rank=config.get("q_lora_rank"),
-        rope=not config.get("mla_use_nope", False),
+        n_heads=f.int("num_attention_heads"),
+        qk_nope_head_dim=f.int("qk_nope_head_dim"),
+        qk_rope_head_dim=f.int("qk_rope_head_dim"),
+        v_head_dim=f.int("v_head_dim"),
+        kv_lora_rank=f.int("kv_lora_rank"),
+        q_lora_rank=f.int("q_lora_rank", default=None),
+        rope=not f.bool("mla_use_nope", False),
     )
 
 
-def _layers(config: dict[str, Any], n: int) -> dict[str, Any]:
+def _kimi(f: _Fields, n: int) -> dict[str, Any]:
+    linear = f.sub("linear_attn_config")
+    full = _layer_indices(linear, "full_attn_layers", n, first=1)
+    if linear.given("kda_layers"):
+        kda = _layer_indices(linear, "kda_layers", n, first=1)
+        if sorted(full + kda) != list(range(1, n + 1)):
+            raise ValueError(
+                f"{linear.name('kda_layers')}, {linear.name('full_attn_layers')}: "
+                f"expected each of the layers 1..{n} in exactly one list, got "
+                f"{sorted(kda)} and {sorted(full)}"
+            )
+    return {
+        "layer_pattern": pattern_from_full_attn_layers(n, tuple(full)),
+        "n_heads": linear.int("num_heads"),
+        "head_dim": linear.int("head_dim"),
+        "conv_size": linear.int("short_conv_kernel_size"),
+        "mla": _mla(f),
+    }
+
+
+def _qwen3_next(f: _Fields, n: int) -> dict[str, Any]:
+    if f.given("layer_types"):
+        pattern = _words(
+            f,
+            "layer_types",
+            n,
+            {"full_attention": "attn", "linear_attention": "gdn"},
+        )
+    else:
+        every = f.int("full_attention_interval")
+        pattern = tuple(
+            "attn" if (i + 1) % every == 0 else "gdn" for i in range(n)
+        )
+    return {
+        "layer_pattern": pattern,
+        **_attention(f),
+        "conv_size": f.int("linear_conv_kernel_dim"),
+        "recurrent": RecurrentHeads(
+            n_key_heads=f.int("linear_num_key_heads"),
+            key_dim=f.int("linear_key_head_dim"),
+            n_value_heads=f.int("linear_num_value_heads"),
+            value_dim=f.int("linear_value_head_dim"),
+        ),
+    }
+
+
+def _minimax(f: _Fields, n: int) -> dict[str, Any]:
+    types = f.list("attn_type_list")
+    if len(types) != n:
+        raise ValueError(
+            f"{f.name('attn_type_list')}: expected num_hidden_layers={n} "
+            f"entries, got {len(types)}"
+        )
+    for i, t in enumerate(types):
+        if isinstance(t, bool) or t not in (0, 1) or not isinstance(t, int):
+            raise ValueError(
+                f"{f.name('attn_type_list')}[{i}]: expected 0 (lightning) or "
+                f"1 (softmax), got {t!r}"
+            )
+    return {
+        "layer_pattern": tuple("attn" if t else "lightning" for t in types),
+        **_attention(f),
+    }
+
+
+def _jamba(f: _Fields, n: int) -> dict[str, Any]:
+    period = f.int("attn_layer_period")
+    offset = f.int("attn_layer_offset", low=0)
+    if offset >= period:
+        raise ValueError(
+            f"{f.name('attn_layer_offset')}: expected less than "
+            f"attn_layer_period={period}, got {offset}"
+        )
+    return {
+        "layer_pattern": tuple(
+            "attn" if i % period == offset else "mamba" for i in range(n)
+        ),
+        **_attention(f),
+        "conv_size": f.int("mamba_d_conv"),
+        "ssm": SSMConfig(
+            d_inner=f.int("mamba_expand") * f.int("hidden_size"),
+            d_state=f.int("mamba_d_state"),
+        ),
+    }
+
+
+def _mamba2_heads(
+    f: _Fields, heads: int, head_dim: int, groups: tuple[str, ...]
+) -> tuple[int, int]:
+    """d_inner = heads · head_dim and the groups of B and C, which divide the heads."""
+    n_groups = f.int_of(groups)
+    if heads % n_groups:
+        raise ValueError(
+            f"{f.name(groups[0])}: expected a divisor of the {heads} Mamba-2 "
+            f"heads, got {n_groups}"
+        )
+    return heads * head_dim, n_groups
+
+
+def _nemotron_h(f: _Fields, n: int) -> dict[str, Any]:
+    chars = f.str("hybrid_override_pattern")
+    for i, c in enumerate(chars):
+        if c not in _NEMOTRON_CHARS:
+            raise ValueError(
+                f"{f.name('hybrid_override_pattern')}[{i}]: expected one of "
+                f"{list(_NEMOTRON_CHARS)}, got {c!r}"
+            )
+    d_inner, n_groups = _mamba2_heads(
+        f,
+        f.int("mamba_num_heads"),
+        f.int("mamba_head_dim"),
+        ("n_groups", "mamba_n_groups"),
+    )
+    return {
+        "layer_pattern": tuple(_NEMOTRON_CHARS[c] for c in chars),
+        **_attention(f, "attention_head_dim"),
+        "conv_size": f.int_of(("conv_kernel", "mamba_d_conv")),
+        "ssm": SSMConfig(
+            d_inner=d_inner,
+            d_state=f.int_of(("ssm_state_size", "mamba_d_state")),
+            n_groups=n_groups,
+        ),
+    }
+
+
+def _mamba2(f: _Fields, n: int) -> dict[str, Any]:
+    heads, head_dim = f.int("num_heads"), f.int("head_dim")
+    d_inner, n_groups = _mamba2_heads(f, heads, head_dim, ("n_groups",))
+    if f.given("expand") and f.int("expand") * f.int("hidden_size") != d_inner:
+        raise ValueError(
+            f"{f.name('expand')}: expected expand · hidden_size = num_heads · "
+            f"head_dim = {d_inner}, got {f.int('expand')} · "
+            f"{f.int('hidden_size')}"
+        )
+    return {
+        "layer_pattern": ("mamba2",) * n,
+        "n_heads": heads,
+        "head_dim": head_dim,
+        "conv_size": f.int("conv_kernel"),
+        "ssm": SSMConfig(
+            d_inner=d_inner, d_state=f.int("state_size"), n_groups=n_groups
+        ),
+        "mlp_hidden": f.int("intermediate_size", default=d_inner),
+    }
+
+
+def _layers(f: _Fields, n: int) -> dict[str, Any]:
     """The layer pattern and the dimensions its kinds read, by ``model_type``."""
-    kind = config.get("model_type")
-    if kind in ("llama", "mistral", "qwen2", "qwen3", None):
-        return {"layer_pattern": ("attn",) * n, **_attention(config)}
+    kind = f.model_type
+    if kind in _ATTENTION_TYPES or kind is None:
+        return {**_local_global(f, n, kind), **_attention(f)}
     if kind in ("deepseek_v2", "deepseek_v3"):
         # n_heads × head_dim: the multi-head baseline (DeepSeek-V2 Table 1), d_h = qk_nope_head_dim
         return {
             "layer_pattern": ("mla",) * n,
-            "n_heads": _field(config, "num_attention_heads"),
-            "head_dim": _field(config, "qk_nope_head_dim"),
-            "mla": _mla(config),
+            "n_heads": f.int("num_attention_heads"),
+            "head_dim": f.int("qk_nope_head_dim"),
+            "mla": _mla(f),
         }
-    if kind == "kimi_linear":
-        linear = _field(config, "linear_attn_config")
-        full = tuple(linear["full_attn_layers"])  # 1-based
-        return {
-            "layer_pattern": pattern_from_full_attn_layers(n, full),
-            "n_heads": linear["num_heads"],
-            "head_dim": linear["head_dim"],
-            "conv_size": linear["short_conv_kernel_size"],
-            "mla": _mla(config),
-        }
-    if kind == "qwen3_next":
-        types = config.get("layer_types")
-        if not types:
-            interval = _field(config, "full_attention_interval")
-            types = [
-                "linear_attention" if (i + 1) % interval else "full_attention"
-                for i in range(n)
-            ]
-        return {
-            "layer_pattern": tuple(
-                "attn" if t == "full_attention" else "gdn" for t in types
-            ),
-            **_attention(config),
-            "conv_size": _field(config, "linear_conv_kernel_dim"),
-            "recurrent": RecurrentHeads(
-                n_key_heads=_field(config, "linear_num_key_heads"),
-                key_dim=_field(config, "linear_key_head_dim"),
-                n_value_heads=_field(config, "linear_num_value_heads"),
-                value_dim=_field(config, "linear_value_head_dim"),
-            ),
-        }
-    if kind in ("minimax", "minimax_text_01", "minimax_m1"):
-        return {
-            "layer_pattern": tuple(
-                "attn" if t == 1 else "lightning"
-                for t in _field(config, "attn_type_list")
-            ),
-            **_attention(config),
-        }
-    if kind == "jamba":
-        period = _field(config, "attn_layer_period")
-        offset = _field(config, "attn_layer_offset")
-        d_inner = _field(config, "mamba_expand") * _field(
-            config, "hidden_size"
+    readers = {
+        "kimi_linear": _kimi,
+        "qwen3_next": _qwen3_next,
+        "minimax": _minimax,
+        "minimax_text_01": _minimax,
+        "minimax_m1": _minimax,
+        "jamba": _jamba,
+        "nemotron_h": _nemotron_h,
+        "mamba2": _mamba2,
+    }
+    return readers[kind](f, n)
+
+
+def _experts(f: _Fields) -> tuple[int | None, int | None]:
+    """The routed experts and how many each token uses, from whichever field the model type
+    names them by (``n_routed_experts``/``num_experts``/``num_local_experts`` and
+    ``num_experts_per_tok``/``num_experts_per_token``); (None, None) for a dense model."""
+    counts = ("n_routed_experts", "num_experts", "num_local_experts")
+    if not any(f.given(k) for k in counts):
+        return None, None
+    experts = f.int_of(counts)
+    per_token = f.int_of(("num_experts_per_tok", "num_experts_per_token"))
+    if per_token > experts:
+        raise ValueError(
+            f"{f.name('num_experts_per_tok')}: expected at most the {experts} "
+            f"experts, got {per_token}"
         )
-        return {
-            "layer_pattern": tuple(
-                "attn" if i % period == offset else "mamba" for i in range(n)
-            ),
-            **_attention(config),
-            "conv_size": _field(config, "mamba_d_conv"),
-            "ssm": SSMConfig(
-                d_inner=d_inner, d_state=_field(config, "mamba_d_state")
-            ),
-        }
-    if kind == "nemotron_h":
-        by_char = {"M": "mamba2", "*": "attn", "-": "mlp", "E": "mlp"}
-        heads = _field(config, "mamba_num_heads")
-        return {
-            "layer_pattern": tuple(
-                by_char[c] for c in _field(config, "hybrid_override_pattern")
-            ),
-            **_attention(config),
-            "conv_size": _field(config, "conv_kernel"),
-            "ssm": SSMConfig(
-                d_inner=heads * _field(config, "mamba_head_dim"),
-                d_state=_field(config, "ssm_state_size", "mamba_d_state"),
-                n_groups=_field(config, "n_groups"),
-            ),
-        }
-    raise ValueError(
-        f"config: model_type {kind!r} is not one the calculator reads; expected one of "
-        f"{', '.join(_MODEL_TYPES)}"
-    )
+    return experts, per_token
+
+
+def _text_fields(config: object) -> _Fields:
+    """The fields that describe the language model: the config itself, or Gemma-3's nested
+    ``text_config`` (its ``model_type`` is ``gemma3_text``)."""
+    top = _Fields(config, "config")
+    kind = top.value("model_type", None)
+    if kind is not None and (not isinstance(kind, str) or kind not in _MODEL_TYPES):
+        raise ValueError(
+            f"config['model_type']: model_type {kind!r} is not one the calculator "
+            f"reads; expected one of {', '.join(_MODEL_TYPES)}"
+        )
+    if kind != "gemma3":
+        return _Fields(config, "config", kind)
+    text = top.sub("text_config")
+    inner = text.value("model_type", "gemma3_text")
+    if inner != "gemma3_text":
+        raise ValueError(
+            f"{text.name('model_type')}: expected 'gemma3_text', got {inner!r}"
+        )
+    return _Fields(text.config, text.where, "gemma3_text")
 
 
 def architecture_from_config(
@@ -554,63 +900,54 @@ def architecture_from_config(
 ) -> ModelConfig:
     """A :class:`ModelConfig` from the fields of a Hugging Face ``config.json`` (a ``dict``).
 
-    The layer pattern and dimensions come from the fields each ``model_type`` uses (Kimi's
-    ``linear_attn_config``, Qwen3-Next's ``linear_*`` heads, MiniMax's ``attn_type_list``,
-    Jamba's ``attn_layer_period``/``attn_layer_offset``, Nemotron-H's
-    ``hybrid_override_pattern``); ``d_model``, ``vocab_size`` and ``mlp_hidden`` from
-    ``hidden_size``, ``vocab_size`` and the dense ``intermediate_size``. Positions are read only
-    where they change what is cached (MLA's ``mla_use_nope``): ``rope`` keeps its default.
+    The layer pattern and dimensions come from the fields each ``model_type`` uses: the
+    attention models' ``layer_types`` or their sliding-window fields (Mistral's
+    ``sliding_window``, Qwen's ``use_sliding_window``/``max_window_layers``, Gemma-2's
+    alternation, Gemma-3's ``sliding_window_pattern``; Gemma-3's fields nest in
+    ``text_config``), Kimi's ``linear_attn_config``, Qwen3-Next's ``layer_types`` or
+    ``full_attention_interval`` and ``linear_*`` heads, MiniMax's ``attn_type_list``, Jamba's
+    ``attn_layer_period``/``attn_layer_offset``, Nemotron-H's ``hybrid_override_pattern``,
+    Mamba-2's heads; ``d_model``, ``vocab_size`` and ``mlp_hidden`` from ``hidden_size``,
+    ``vocab_size`` and the dense ``intermediate_size`` (a Mamba-2 model, which has no MLP,
+    gets its inner width d_inner). Positions are read only where they change what is cached
+    (MLA's ``mla_use_nope``): ``rope`` keeps its default.
+
+    Every field read is checked: its type (an integer is not a bool, a float, NaN or a
+    string), its range (sizes >= 1) and the rules between fields (key/value heads divide the
+    heads; layer numbers within ``num_hidden_layers``; every layer-type word known; Jamba's
+    offset below its period; MiniMax's types 0 or 1). A refusal is a ``TypeError`` or
+    ``ValueError`` naming the field, what was expected and what came; nothing is guessed.
+    Fields a released config may omit take transformers' class defaults (:data:`_DEFAULTS`).
 
     The parameter counts are not in a config: give ``params_total`` (and ``params_active`` for a
     mixture of experts; it defaults to the total). ``n_experts`` and ``experts_per_token``
     default to the config's ``n_routed_experts``/``num_experts``/``num_local_experts`` and
     ``num_experts_per_tok`` (``num_experts_per_token`` in Kimi's configs).
     """
-    if not isinstance(config, dict):
-        raise ValueError(
-            f"config: expected a dict of config.json fields, "
-            f"got {type(config).__name__}"
-        )
-    n = _field(config, "num_hidden_layers")
-    layers = _layers(config, n)
+    f = _text_fields(config)
+    n = f.int("num_hidden_layers")
+    layers = _layers(f, n)
     if len(layers["layer_pattern"]) != n:
+        field = (
+            "hybrid_override_pattern"
+            if f.model_type == "nemotron_h"
+            else "layer pattern"
+        )
         raise ValueError(
-            f"config: the layer pattern gives {len(layers['layer_pattern'])} layers, "
+            f"config: the {field} gives {len(layers['layer_pattern'])} layers, "
             f"num_hidden_layers says {n}"
         )
     if n_experts is None:
-        n_experts = next(
-            (
-                config[k]
-                for k in (
-                    "n_routed_experts",
-                    "num_experts",
-                    "num_local_experts",
-                )
-                if config.get(k)
-            ),
-            None,
-        )
-        experts_per_token = (
-            next(
-                (
-                    config[k]
-                    for k in ("num_experts_per_tok", "num_experts_per_token")
-                    if config.get(k)
-                ),
-                None,
-            )
-            if n_experts
-            else None
-        )
+        n_experts, experts_per_token = _experts(f)
+    if name is None:
+        name = _Fields(config, "config").value("_name_or_path", None)
+        name = name or str(f.model_type)
     return ModelConfig(
-        name=name
-        or config.get("_name_or_path")
-        or str(config.get("model_type")),
-        vocab_size=_field(config, "vocab_size"),
-        d_model=_field(config, "hidden_size"),
-        mlp_hidden=_field(config, "intermediate_size"),
-        tie_embeddings=config.get("tie_word_embeddings", False),
+        name=name,
+        vocab_size=f.int("vocab_size"),
+        d_model=f.int("hidden_size"),
+        mlp_hidden=layers.pop("mlp_hidden", None) or f.int("intermediate_size"),
+        tie_embeddings=f.bool("tie_word_embeddings", False),
         **layers,
         params_total=params_total,
         params_active=params_active,
