@@ -198,7 +198,9 @@ class ModelConfig:
             )
         object.__setattr__(self, "n_kv_heads", n_kv)
         if self.sliding_window is not None:
-            check_positive_int("ModelConfig.sliding_window", self.sliding_window)
+            check_positive_int(
+                "ModelConfig.sliding_window", self.sliding_window
+            )
         for field, kind in (
             ("mla", MLAConfig),
             ("recurrent", RecurrentHeads),
@@ -545,15 +547,11 @@ def _integer(name: str, value: object, low: int) -> int:
             f"({type(value).__name__})"
         )
     if value < low:
-        raise ValueError(
-            f"{name}: expected an integer >= {low}, got {value}"
-        )
+        raise ValueError(f"{name}: expected an integer >= {low}, got {value}")
     return value
 
 
-def _layer_indices(
-    f: _Fields, key: str, n: int, *, first: int
-) -> list[int]:
+def _layer_indices(f: _Fields, key: str, n: int, *, first: int) -> list[int]:
     """A list of distinct layer numbers in [first, first + n - 1] (``first`` 1 or 0)."""
     items = f.list(key)
     for i, item in enumerate(items):
@@ -581,7 +579,7 @@ def _words(
             f"got {len(words)}"
         )
     for i, word in enumerate(words):
-        if word not in kinds or not isinstance(word, str):
+        if not isinstance(word, str) or word not in kinds:
             raise ValueError(
                 f"{f.name(key)}[{i}]: expected one of {list(kinds)}, got {word!r}"
             )
@@ -658,7 +656,11 @@ def _local_global(f: _Fields, n: int, kind: str) -> dict[str, Any]:
         raise ValueError(
             f"{f.name('sliding_window')}: the config has sliding-window layers, "
             "so expected a window (an integer >= 1), found none"
-            + (" (use_sliding_window is false)" if kind in _QWEN_TYPES else "")
+            + (
+                " (use_sliding_window is false)"
+                if kind in _QWEN_TYPES
+                else ""
+            )
         )
     return {"layer_pattern": pattern, "sliding_window": window}
 
@@ -762,16 +764,17 @@ def _jamba(f: _Fields, n: int) -> dict[str, Any]:
 
 
 def _mamba2_heads(
-    f: _Fields, heads: int, head_dim: int, groups: tuple[str, ...]
+    f: _Fields, heads: str, head_dim: str, groups: tuple[str, ...]
 ) -> tuple[int, int]:
-    """d_inner = heads · head_dim and the groups of B and C, which divide the heads."""
-    n_groups = f.int_of(groups)
-    if heads % n_groups:
+    """d_inner = heads · head_dim and the groups of B and C, which divide the heads (the
+    fields named ``heads``, ``head_dim`` and one of ``groups``)."""
+    n_heads, n_groups = f.int(heads), f.int_of(groups)
+    if n_heads % n_groups:
         raise ValueError(
-            f"{f.name(groups[0])}: expected a divisor of the {heads} Mamba-2 "
-            f"heads, got {n_groups}"
+            f"{' or '.join(map(f.name, groups))}: expected a divisor of "
+            f"{heads}={n_heads}, got {n_groups}"
         )
-    return heads * head_dim, n_groups
+    return n_heads * f.int(head_dim), n_groups
 
 
 def _nemotron_h(f: _Fields, n: int) -> dict[str, Any]:
@@ -783,10 +786,7 @@ def _nemotron_h(f: _Fields, n: int) -> dict[str, Any]:
                 f"{list(_NEMOTRON_CHARS)}, got {c!r}"
             )
     d_inner, n_groups = _mamba2_heads(
-        f,
-        f.int("mamba_num_heads"),
-        f.int("mamba_head_dim"),
-        ("n_groups", "mamba_n_groups"),
+        f, "mamba_num_heads", "mamba_head_dim", ("n_groups", "mamba_n_groups")
     )
     return {
         "layer_pattern": tuple(_NEMOTRON_CHARS[c] for c in chars),
@@ -801,9 +801,13 @@ def _nemotron_h(f: _Fields, n: int) -> dict[str, Any]:
 
 
 def _mamba2(f: _Fields, n: int) -> dict[str, Any]:
-    heads, head_dim = f.int("num_heads"), f.int("head_dim")
-    d_inner, n_groups = _mamba2_heads(f, heads, head_dim, ("n_groups",))
-    if f.given("expand") and f.int("expand") * f.int("hidden_size") != d_inner:
+    d_inner, n_groups = _mamba2_heads(
+        f, "num_heads", "head_dim", ("n_groups",)
+    )
+    if (
+        f.given("expand")
+        and f.int("expand") * f.int("hidden_size") != d_inner
+    ):
         raise ValueError(
             f"{f.name('expand')}: expected expand · hidden_size = num_heads · "
             f"head_dim = {d_inner}, got {f.int('expand')} · "
@@ -811,8 +815,8 @@ def _mamba2(f: _Fields, n: int) -> dict[str, Any]:
         )
     return {
         "layer_pattern": ("mamba2",) * n,
-        "n_heads": heads,
-        "head_dim": head_dim,
+        "n_heads": f.int("num_heads"),
+        "head_dim": f.int("head_dim"),
         "conv_size": f.int("conv_kernel"),
         "ssm": SSMConfig(
             d_inner=d_inner, d_state=f.int("state_size"), n_groups=n_groups
@@ -852,14 +856,15 @@ def _experts(f: _Fields) -> tuple[int | None, int | None]:
     names them by (``n_routed_experts``/``num_experts``/``num_local_experts`` and
     ``num_experts_per_tok``/``num_experts_per_token``); (None, None) for a dense model."""
     counts = ("n_routed_experts", "num_experts", "num_local_experts")
+    per_tokens = ("num_experts_per_tok", "num_experts_per_token")
     if not any(f.given(k) for k in counts):
         return None, None
-    experts = f.int_of(counts)
-    per_token = f.int_of(("num_experts_per_tok", "num_experts_per_token"))
+    experts, per_token = f.int_of(counts), f.int_of(per_tokens)
     if per_token > experts:
         raise ValueError(
-            f"{f.name('num_experts_per_tok')}: expected at most the {experts} "
-            f"experts, got {per_token}"
+            f"{' or '.join(map(f.name, filter(f.given, per_tokens)))}: expected "
+            f"at most the experts ({' or '.join(filter(f.given, counts))} = "
+            f"{experts}), got {per_token}"
         )
     return experts, per_token
 
@@ -869,7 +874,9 @@ def _text_fields(config: object) -> _Fields:
     ``text_config`` (its ``model_type`` is ``gemma3_text``)."""
     top = _Fields(config, "config")
     kind = top.value("model_type", None)
-    if kind is not None and (not isinstance(kind, str) or kind not in _MODEL_TYPES):
+    if kind is not None and (
+        not isinstance(kind, str) or kind not in _MODEL_TYPES
+    ):
         raise ValueError(
             f"config['model_type']: model_type {kind!r} is not one the calculator "
             f"reads; expected one of {', '.join(_MODEL_TYPES)}"
@@ -940,13 +947,15 @@ def architecture_from_config(
     if n_experts is None:
         n_experts, experts_per_token = _experts(f)
     if name is None:
-        name = _Fields(config, "config").value("_name_or_path", None)
-        name = name or str(f.model_type)
+        top = _Fields(config, "config")
+        given = top.given("_name_or_path") and top.str("_name_or_path")
+        name = given or str(f.model_type)
     return ModelConfig(
         name=name,
         vocab_size=f.int("vocab_size"),
         d_model=f.int("hidden_size"),
-        mlp_hidden=layers.pop("mlp_hidden", None) or f.int("intermediate_size"),
+        mlp_hidden=layers.pop("mlp_hidden", None)
+        or f.int("intermediate_size"),
         tie_embeddings=f.bool("tie_word_embeddings", False),
         **layers,
         params_total=params_total,
