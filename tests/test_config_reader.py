@@ -21,6 +21,7 @@ from attnlab.configs import (
     NEMOTRON_H_8B_CONFIG,
     QWEN3_NEXT_CONFIG,
     architecture_from_config,
+    parameters_from_config,
 )
 from attnlab.memory import cache_bytes_per_token, context_limit
 from attnlab.serving import largest_context, sequence_bytes, weight_bytes, what_if
@@ -197,6 +198,55 @@ def test_nemotron_h_reads_transformers_key_names_too():
         architecture_from_config({**NEMOTRON_H_8B_CONFIG, "mamba_n_groups": 4}, params_total=1)
 
 
+# --- weights counted from the config -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("config", "total", "active", "card"),
+    [
+        # the parameter counts of the released checkpoints (their model cards in brackets)
+        (LLAMA3_8B_CONFIG, 8_030_261_248, None, "8.03B"),
+        (HF["mistralai/Mistral-7B-v0.1"], 7_241_732_096, None, "7.24B"),
+        (HF["mistralai/Mixtral-8x7B-v0.1"], 46_702_792_704, 12_879_925_248, "46.7B, 12.9B active"),
+        (HF["Qwen/Qwen2.5-1.5B-Instruct"], 1_543_714_304, None, "1.54B"),
+        (HF["Qwen/Qwen1.5-MoE-A2.7B"], 14_315_784_192, 2_689_173_504, "14.3B, A2.7B"),
+        (HF["Qwen/Qwen3-32B"], 32_762_123_264, None, "32.8B"),
+        (HF["Qwen/Qwen3-30B-A3B"], 30_532_122_624, 3_353_032_704, "30.5B, 3.3B activated"),
+        (HF["google/gemma-7b"], 8_537_680_896, None, "8.54B"),
+        (HF["google/gemma-2-9b"], 9_241_705_984, None, "9.24B"),
+        (HF["google/gemma-3-1b-it"], 999_885_952, None, "1B"),
+    ],
+)
+def test_weights_are_counted_from_the_config(config, total, active, card):
+    assert parameters_from_config(config) == (total, active or total)
+    arch = architecture_from_config(config)
+    assert (arch.params_total, arch.params_active) == (total, active or total)
+    given = architecture_from_config(config, params_total=10, params_active=5)
+    assert (given.params_total, given.params_active) == (10, 5)  # as given
+
+
+def test_mixtral_by_hand():
+    d, ff, v, layers = 4096, 14336, 32000, 32
+    attention = d * 4096 + 2 * d * 1024 + 4096 * d  # W_q, W_k and W_v (8 KV heads), W_o
+    per_layer = attention + 2 * d + d * 8  # two RMSNorms, the router
+    expert = 3 * d * ff  # SwiGLU: gate, up, down
+    total = layers * (per_layer + 8 * expert) + 2 * v * d + d  # untied head, final norm
+    active = layers * (per_layer + 2 * expert) + 2 * v * d + d
+    assert parameters_from_config(HF["mistralai/Mixtral-8x7B-v0.1"]) == (total, active)
+
+
+def test_weights_the_config_does_not_size_must_be_given():
+    with pytest.raises(ValueError, match="'deepseek_v2' model are not counted"):
+        architecture_from_config(HF["deepseek-ai/DeepSeek-V2-Lite"])
+    with pytest.raises(ValueError, match="a 'gemma3' checkpoint holds a vision tower"):
+        architecture_from_config(HF["google/gemma-3-27b-it"])
+    with pytest.raises(ValueError, match="params_active: expected it with params_total"):
+        architecture_from_config(LLAMA3_8B_CONFIG, params_active=10)
+    with pytest.raises(ValueError, match=r"\['mlp_only_layers'\]\[0\]: expected a layer number "
+                                         r"in \[0, 47\]"):
+        parameters_from_config({**HF["Qwen/Qwen3-30B-A3B"], "mlp_only_layers": [48]})
+
+
 # --- bad configs are refused by the field's name -------------------------------------------------
 
 
@@ -297,6 +347,8 @@ VALID = {
     "MiniMax-Text-01": MINIMAX_TEXT_01_CONFIG, "Jamba 1.5 Mini": JAMBA_15_MINI_CONFIG,
     "Nemotron-H 8B": NEMOTRON_H_8B_CONFIG,
 }
+COUNTED = ("llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gemma",
+           "gemma2", "gemma3_text")
 DELETE = object()
 MUTATIONS = [DELETE, None, True, False, 0, -1, 1, 3, 10_000, 1.5, 4096.0, math.nan, math.inf,
              "x", "32", "full_atention", [], {}, [0, 1]]
@@ -335,11 +387,15 @@ def test_a_mutated_config_is_refused_by_name_or_gives_a_finite_answer(data):
     value = data.draw(st.sampled_from(MUTATIONS))
     config = _mutate(VALID[repo], path, value)
     field = next(key for key in reversed(path) if isinstance(key, str))
+    counted = VALID[repo].get("model_type") in COUNTED
     try:
         arch = architecture_from_config(config, params_total=10**9)
+        if counted:  # the weights counted from the config too
+            arch = architecture_from_config(config)
     except (ValueError, TypeError) as error:
         assert field in str(error), (repo, path, value, error)
         return
+    assert arch.params_active <= arch.params_total
     seq = sequence_bytes(arch, 4096)
     for n in (seq.cache_bytes, seq.state_bytes, seq.conv_bytes):
         assert isinstance(n, int) and n >= 0

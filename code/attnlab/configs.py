@@ -892,10 +892,100 @@ def _text_fields(config: object) -> _Fields:
     return _Fields(text.config, text.where, "gemma3_text")
 
 
+_COUNTED_TYPES = (*_ATTENTION_TYPES,)
+"""The model types whose weights :func:`parameters_from_config` counts from the config."""
+
+
+def _moe_layers(f: _Fields, n: int) -> set[int]:
+    """The layers (0-based) that route tokens to experts: every layer of Mixtral; in Qwen's
+    MoE models every ``decoder_sparse_step``-th layer not in ``mlp_only_layers``."""
+    if f.model_type == "mixtral":
+        return set(range(n))
+    if f.model_type not in ("qwen2_moe", "qwen3_moe"):
+        return set()
+    step = f.int("decoder_sparse_step", default=1)
+    dense = (
+        _layer_indices(f, "mlp_only_layers", n, first=0)
+        if f.given("mlp_only_layers")
+        else []
+    )
+    return {i for i in range(n) if (i + 1) % step == 0 and i not in dense}
+
+
+def parameters_from_config(config: dict[str, Any]) -> tuple[int, int]:
+    """Parameters (stored, used per token) of a decoder whose every weight its config sizes:
+    the model types of :data:`_COUNTED_TYPES` (Llama, Mistral, Mixtral, Qwen2/3 and their MoE,
+    Gemma 1-3 text models).
+
+    Per layer: attention W_q, W_k, W_v, W_o (d · h·d_h, 2 · d · h_kv·d_h, h·d_h · d; Qwen2's
+    q, k, v biases; Qwen3's and Gemma-3's q/k norms, d_h each), its norms (2 a layer, 4 in
+    Gemma-2/3, d each), and a SwiGLU/GeGLU MLP 3 · d · d_ff, or in a MoE layer a router
+    d · E and E experts of 3 · d · d_moe (Qwen2-MoE adds a shared expert 3 · d · d_shared and
+    its gate d), of which a token uses k. Plus the embedding V · d, the LM head V · d unless
+    tied, and the final norm d. Llama-3-8B: 8,030,261,248; Mixtral-8x7B: 46,702,792,704 of
+    which 12,879,925,248 per token.
+    """
+    f = _text_fields(config)
+    if config.get("model_type") == "gemma3":
+        raise ValueError(
+            "config['model_type']: a 'gemma3' checkpoint holds a vision tower too, "
+            "whose weights its config does not size; expected a text model's "
+            "config (give params_total for this one)"
+        )
+    if f.model_type not in (*_COUNTED_TYPES, None):
+        raise ValueError(
+            f"config['model_type']: the weights of a {f.model_type!r} model are not "
+            f"counted from its config; expected one of {', '.join(_COUNTED_TYPES)} "
+            "(or give params_total)"
+        )
+    n, d = f.int("num_hidden_layers"), f.int("hidden_size")
+    heads = _attention(f)
+    q = heads["n_heads"] * heads["head_dim"]
+    kv = heads["n_kv_heads"] * heads["head_dim"]
+    attention = 2 * d * q + 2 * d * kv
+    if f.model_type in ("qwen2", "qwen2_moe") or f.bool(
+        "attention_bias", False
+    ):
+        attention += q + 2 * kv
+    if f.model_type in ("qwen3", "qwen3_moe", "gemma3_text"):
+        attention += 2 * heads["head_dim"]  # q and k RMSNorm
+    norms = (4 if f.model_type in ("gemma2", "gemma3_text") else 2) * d
+    total = active = 0
+    moe = _moe_layers(f, n)
+    for i in range(n):
+        if i in moe:
+            experts, per_token = _experts(f)
+            if experts is None:
+                raise ValueError(
+                    f"{f.where}: a {f.model_type!r} model routes tokens to experts, "
+                    "expected a field 'n_routed_experts' or 'num_experts' or "
+                    "'num_local_experts', found none"
+                )
+            width = (
+                f.int("intermediate_size")
+                if f.model_type == "mixtral"
+                else f.int("moe_intermediate_size")
+            )
+            expert = 3 * d * width
+            shared = d * experts  # the router
+            if f.model_type == "qwen2_moe":
+                shared += 3 * d * f.int("shared_expert_intermediate_size") + d
+            total += attention + norms + shared + experts * expert
+            active += attention + norms + shared + per_token * expert
+        else:
+            mlp = 3 * d * f.int("intermediate_size")
+            total += attention + norms + mlp
+            active += attention + norms + mlp
+    embeddings = f.int("vocab_size") * d
+    if not f.bool("tie_word_embeddings", False):
+        embeddings *= 2
+    return total + embeddings + d, active + embeddings + d
+
+
 def architecture_from_config(
     config: dict[str, Any],
     *,
-    params_total: int,
+    params_total: int | None = None,
     params_active: int | None = None,
     name: str | None = None,
     n_experts: int | None = None,
@@ -926,9 +1016,11 @@ def architecture_from_config(
     ``ValueError`` naming the field, what was expected and what came; nothing is guessed.
     Fields a released config may omit take transformers' class defaults (:data:`_DEFAULTS`).
 
-    The parameter counts are not in a config: give ``params_total`` (and ``params_active`` for a
-    mixture of experts; it defaults to the total). ``n_experts`` and ``experts_per_token``
-    default to the config's ``n_routed_experts``/``num_experts``/``num_local_experts`` and
+    The parameter counts: ``params_total`` (and ``params_active`` for a mixture of experts; it
+    defaults to the total) as given, or, when ``params_total`` is None, counted from the
+    config by :func:`parameters_from_config` for the model types whose weights it sizes
+    (the others must give them). ``n_experts`` and ``experts_per_token`` default to the
+    config's ``n_routed_experts``/``num_experts``/``num_local_experts`` and
     ``num_experts_per_tok`` (``num_experts_per_token`` in Kimi's configs).
     """
     f = _text_fields(config)
@@ -946,6 +1038,13 @@ def architecture_from_config(
         )
     if n_experts is None:
         n_experts, experts_per_token = _experts(f)
+    if params_total is None:
+        if params_active is not None:
+            raise ValueError(
+                "params_active: expected it with params_total, or neither (both "
+                f"counted from the config), got params_active={params_active!r} alone"
+            )
+        params_total, params_active = parameters_from_config(config)
     if name is None:
         top = _Fields(config, "config")
         given = top.given("_name_or_path") and top.str("_name_or_path")
