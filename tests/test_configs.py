@@ -125,7 +125,9 @@ def test_kimi_linear_agrees_with_its_config():
     assert seq.conv_bytes == n_kda * (w - 1) * 3 * h * d * 2  # q, k and v convolved
     assert (kimi.n_experts, kimi.experts_per_token) == (
         c["num_experts"], c["num_experts_per_token"])
-    assert "unconfirmed" in kimi.notes
+    kda_layers = [i + 1 for i, k in enumerate(kimi.layer_pattern) if k == "kda"]
+    assert kda_layers == linear["kda_layers"]  # the config lists both, 1-based
+    assert "unconfirmed" not in kimi.notes and "Firworks" in kimi.notes
 
 
 def test_qwen3_next_agrees_with_its_config():

@@ -8,7 +8,10 @@ kinds and their byte formulas live in one registry, :data:`attnlab.kinds.KINDS`.
 The course's own models, :data:`SOPHIA` and :data:`SOPHIA_NANO`, are written out here. The
 published ones are read from the fields of their released ``config.json`` (kept below as plain
 dicts with their sources) by one reader, :func:`architecture_from_config`: Llama-3-8B,
-DeepSeek-V3, Kimi Linear, Qwen3-Next, MiniMax-Text-01, Jamba 1.5 Mini and Nemotron-H 8B.
+DeepSeek-V3, Kimi Linear, Qwen3-Next, MiniMax-Text-01, Jamba 1.5 Mini and Nemotron-H 8B. The
+reader takes any config of the model types in :data:`_MODEL_TYPES` (dense and MoE attention
+models with sliding-window and local/global layers, MLA, KDA, Gated DeltaNet, lightning,
+Mamba and Mamba-2 hybrids) and checks every field it reads, refusing a bad one by its name.
 Mixture-of-experts feed-forward layers are counted in the parameters, not built: every block
 of a :class:`attnlab.model.HybridLM` has one dense MLP (the routing does not change what a
 layer caches while decoding).
@@ -1112,6 +1115,8 @@ KIMI_LINEAR_CONFIG = {  # moonshotai/Kimi-Linear-48B-A3B-Instruct, config.json [
     "num_experts_per_token": 8,
     "linear_attn_config": {
         "full_attn_layers": [4, 8, 12, 16, 20, 24, 27],
+        "kda_layers": [1, 2, 3, 5, 6, 7, 9, 10, 11, 13, 14, 15, 17, 18, 19]
+        + [21, 22, 23, 25, 26],
         "num_heads": 32,
         "head_dim": 128,
         "short_conv_kernel_size": 4,
@@ -1221,8 +1226,10 @@ KIMI_LINEAR_48B_A3B = architecture_from_config(
     source="config.json of moonshotai/Kimi-Linear-48B-A3B-Instruct; Kimi Linear tech report, "
     "arXiv 2510.26692, §4-5.",
     bib=("kimi_linear_config", "kimi2025linear"),
-    notes="The config values are unconfirmed: copied identically in several public "
-    "repositories, the Hugging Face original was not reachable. full_attn_layers is 1-based: "
+    notes="The config values match the released config.json as its derivative checkpoints "
+    "copy it (e.g. Firworks/Kimi-Linear-48B-A3B-Instruct-nvfp4, whose architecture fields are "
+    "the original's) and as several public repositories quote it; the moonshotai file itself "
+    "was not read directly. full_attn_layers is 1-based: "
     "[4, 8, 12, 16, 20, 24, 27] gives 20 KDA + 7 MLA layers (20:7, not exactly 3:1), MLA "
     "last. The KDA heads are linear_attn_config's 32 x 128. MLA is NoPE (mla_use_nope), so "
     "its 64 'rope' key dims are cached unrotated. The MoE (256 experts, 8 active + 1 shared, "
