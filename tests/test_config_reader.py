@@ -329,6 +329,8 @@ def test_weights_the_config_does_not_size_must_be_given():
          ValueError, r"expected a field 'num_experts_per_tok' or 'num_experts_per_token'"),
         ({**HF["mistralai/Mamba-Codestral-7B-v0.1"], "expand": 3},
          ValueError, r"\['expand'\]: expected expand · hidden_size = num_heads · head_dim"),
+        ({k: v for k, v in HF["mistralai/Mistral-7B-v0.1"].items() if k != "model_type"},
+         ValueError, r"\['sliding_window'\]: a config without a model_type is read as Llama's"),
         ({**LLAMA3_8B_CONFIG, "model_type": "gemma4"},
          ValueError, r"config\['model_type'\]: model_type 'gemma4' is not one"),
     ],

@@ -651,6 +651,12 @@ def _local_global(f: _Fields, n: int, kind: str) -> dict[str, Any]:
         pattern = tuple(
             "swa" if (i + 1) % every else "attn" for i in range(n)
         )
+    elif kind is None and window is not None:
+        raise ValueError(
+            f"{f.name('sliding_window')}: a config without a model_type is read "
+            f"as Llama's, which has no sliding window, got {window}; give its "
+            "model_type (or layer_types)"
+        )
     else:
         pattern = ("attn",) * n
     if "swa" not in pattern:
