@@ -20,6 +20,7 @@ from attnlab.configs import (
     NEMOTRON_H_8B,
     NEMOTRON_H_8B_CONFIG,
     QWEN3_NEXT_CONFIG,
+    ModelConfig,
     architecture_from_config,
     parameters_from_config,
 )
@@ -32,7 +33,8 @@ HF = json.loads((Path(__file__).parent / "data" / "hf_configs.json").read_text()
 BF16, FP32 = 2, 4  # bytes a number: caches and conv inputs in bf16, recurrent states in fp32
 
 
-def read(repo: str, **changes) -> object:
+def read(repo: str, **changes) -> ModelConfig:
+    """The calculator's model of ``repo``'s config, with ``changes`` to its fields."""
     return architecture_from_config({**HF[repo], **changes}, params_total=10**9, name=repo)
 
 
@@ -273,7 +275,7 @@ def test_weights_the_config_does_not_size_must_be_given():
         ({**KIMI_LINEAR_CONFIG, "linear_attn_config": {
             **KIMI_LINEAR_CONFIG["linear_attn_config"], "kda_layers": [1, 2, 3, 4]}},
          ValueError, r"\['kda_layers'\], .*\['full_attn_layers'\]: expected each of the layers "
-                     r"1..27 in exactly one list"),
+                     r"1..27 \(num_hidden_layers=27\) in exactly one list"),
         # MiniMax: 0 or 1 only
         ({**MINIMAX_TEXT_01_CONFIG, "attn_type_list": [0, 2] * 40},
          ValueError, r"\['attn_type_list'\]\[1\]: expected 0 \(lightning\) or 1 \(softmax\), "

@@ -694,7 +694,8 @@ def _kimi(f: _Fields, n: int) -> dict[str, Any]:
         if sorted(full + kda) != list(range(1, n + 1)):
             raise ValueError(
                 f"{linear.name('kda_layers')}, {linear.name('full_attn_layers')}: "
-                f"expected each of the layers 1..{n} in exactly one list, got "
+                f"expected each of the layers 1..{n} (num_hidden_layers={n}) in "
+                "exactly one list, got "
                 f"{sorted(kda)} and {sorted(full)}"
             )
     return {
