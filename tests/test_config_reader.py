@@ -138,6 +138,29 @@ def test_qwen_slides_only_with_use_sliding_window_and_from_max_window_layers_on(
         21 * per_layer * 65_536 + 7 * per_layer * 32_768) == 1_644_167_168
 
 
+def test_llama_4_scout_attends_in_chunks_in_three_layers_of_four():
+    c = HF["meta-llama/Llama-4-Scout-17B-16E-Instruct"]["text_config"]
+    scout = read("meta-llama/Llama-4-Scout-17B-16E-Instruct")
+    # no_rope_layers is empty, so transformers' default: a NoPE (global) layer every 4th
+    assert scout.layer_pattern == ("chunked", "chunked", "chunked", "attn") * 12
+    assert scout.attention_chunk_size == 8192 and context_limit(scout) is None
+    assert scout.mlp_hidden == c["intermediate_size_mlp"]
+    assert (scout.n_experts, scout.experts_per_token) == (16, 1)
+    per_layer = 2 * c["num_key_value_heads"] * c["head_dim"] * BF16  # 4096 B a token
+    t = 2**20
+    assert sequence_bytes(scout, t).cache_bytes == (
+        12 * per_layer * t + 36 * per_layer * 8192) == 52_747_567_104
+    # a few tokens: every layer still holds them all
+    assert sequence_bytes(scout, 100).cache_bytes == 48 * per_layer * 100
+    listed = {**c, "no_rope_layers": [1, 0] * 24}
+    assert architecture_from_config(listed, params_total=1).layer_pattern == (
+        "chunked", "attn") * 24
+    with pytest.raises(ValueError, match=r"\['no_rope_layers'\]\[1\]: expected 0 \(NoPE"):
+        architecture_from_config({**c, "no_rope_layers": [1, 2] * 24}, params_total=1)
+    with pytest.raises(ValueError, match=r"expected a field 'attention_chunk_size'"):
+        architecture_from_config({**c, "attention_chunk_size": None}, params_total=1)
+
+
 # --- the other model types -----------------------------------------------------------------------
 
 

@@ -24,10 +24,10 @@ SMALL = dataclasses.replace(
 BUILT = [kind for kind, k in KINDS.items() if k.build is not None]
 
 
-def test_the_course_builds_seven_kinds_and_sizes_five_more():
+def test_the_course_builds_seven_kinds_and_sizes_six_more():
     assert BUILT == ["attn", "mla", "kda", "gdn", "deltanet", "gla", "linear"]
-    assert [k for k in KINDS if k not in BUILT] == ["swa", "lightning", "mamba", "mamba2",
-                                                    "mlp"]
+    assert [k for k in KINDS if k not in BUILT] == ["swa", "chunked", "lightning", "mamba",
+                                                    "mamba2", "mlp"]
     labels = [k.label for k in KINDS.values()]
     assert len(set(labels)) == len(labels)
     assert {kind: k.label for kind, k in KINDS.items() if kind in ("attn", "kda", "mla")} == {
@@ -46,7 +46,8 @@ def test_a_built_layer_keeps_exactly_what_its_formula_counts(kind, tokens):
     assert cache.num_bytes() == 2 * (n.cache + n.state + n.conv) * 4  # batch 2, float32
 
 
-WINDOWED = dataclasses.replace(SOPHIA, n_kv_heads=4, sliding_window=2000)
+WINDOWED = dataclasses.replace(SOPHIA, n_kv_heads=4, sliding_window=2000,
+                               attention_chunk_size=3000)
 
 
 @pytest.mark.parametrize("kind", list(KINDS))
@@ -62,12 +63,14 @@ def test_caches_grow_with_the_context_and_states_do_not(kind):
         assert KINDS[kind].window is None
 
 
-def test_a_sliding_window_cache_stops_growing_at_its_window():
-    w = WINDOWED.sliding_window
-    assert KINDS["swa"].window(WINDOWED) == w and KINDS["attn"].window is None
+@pytest.mark.parametrize(("kind", "field"), [("swa", "sliding_window"),
+                                             ("chunked", "attention_chunk_size")])
+def test_a_windowed_cache_stops_growing_at_its_window(kind, field):
+    w = getattr(WINDOWED, field)
+    assert KINDS[kind].window(WINDOWED) == w and KINDS["attn"].window is None
     per_token = 2 * WINDOWED.n_kv_heads * WINDOWED.head_dim  # K and V of 4 heads of 96
     for tokens, kept in [(0, 0), (1, 1), (w - 1, w - 1), (w, w), (w + 1, w), (10 * w, w)]:
-        assert layer_numbers("swa", WINDOWED, tokens) == LayerNumbers(
+        assert layer_numbers(kind, WINDOWED, tokens) == LayerNumbers(
             cache=per_token * kept, state=0, conv=0)
         assert layer_numbers("attn", WINDOWED, tokens).cache == per_token * tokens
 

@@ -10,8 +10,9 @@ published ones are read from the fields of their released ``config.json`` (kept 
 dicts with their sources) by one reader, :func:`architecture_from_config`: Llama-3-8B,
 DeepSeek-V3, Kimi Linear, Qwen3-Next, MiniMax-Text-01, Jamba 1.5 Mini and Nemotron-H 8B. The
 reader takes any config of the model types in :data:`_MODEL_TYPES` (dense and MoE attention
-models with sliding-window and local/global layers, MLA, KDA, Gated DeltaNet, lightning,
-Mamba and Mamba-2 hybrids) and checks every field it reads, refusing a bad one by its name.
+models with sliding-window, chunked and local/global layers, MLA, KDA, Gated DeltaNet,
+lightning, Mamba and Mamba-2 hybrids) and checks every field it reads, refusing a bad one by
+its name.
 Mixture-of-experts feed-forward layers are counted in the parameters, not built: every block
 of a :class:`attnlab.model.HybridLM` has one dense MLP (the routing does not change what a
 layer caches while decoding).
@@ -123,8 +124,9 @@ class ModelConfig:
     - ``mla``, ``recurrent``, ``ssm``: the dimensions of the MLA layers (required when the
       pattern has one), of the recurrent layers when their heads differ from ``n_heads ×
       head_dim`` (:attr:`recurrent_heads`), and of the Mamba layers (required for them).
-    - ``sliding_window``: the W tokens a ``"swa"`` layer attends to and caches (required
-      when the pattern has one); its heads are the ``"attn"`` layers' heads.
+    - ``sliding_window``: the W tokens a ``"swa"`` layer attends to and caches, and
+      ``attention_chunk_size`` the C tokens of a ``"chunked"`` layer's chunks (each required
+      when the pattern has such a layer); their heads are the ``"attn"`` layers' heads.
     - ``mlp_hidden``: hidden width of the SwiGLU MLP of every block; ``vocab_size``.
     - ``rope``: rotary positions in the ``"attn"`` layers; ``tie_embeddings``: the LM head
       reuses the token embedding matrix.
@@ -150,6 +152,7 @@ class ModelConfig:
     recurrent: RecurrentHeads | None = None
     ssm: SSMConfig | None = None
     sliding_window: int | None = None
+    attention_chunk_size: int | None = None
     mlp_hidden: int
     rope: bool = True
     tie_embeddings: bool = False
@@ -200,10 +203,9 @@ class ModelConfig:
                 f"ModelConfig.n_kv_heads: expected a divisor of n_heads={self.n_heads}, got {n_kv}"
             )
         object.__setattr__(self, "n_kv_heads", n_kv)
-        if self.sliding_window is not None:
-            check_positive_int(
-                "ModelConfig.sliding_window", self.sliding_window
-            )
+        for name in ("sliding_window", "attention_chunk_size"):
+            if getattr(self, name) is not None:
+                check_positive_int(f"ModelConfig.{name}", getattr(self, name))
         for field, kind in (
             ("mla", MLAConfig),
             ("recurrent", RecurrentHeads),
@@ -413,11 +415,13 @@ _ATTENTION_TYPES = (
     "gemma",
     "gemma2",
     "gemma3_text",
+    "llama4_text",
 )
 _QWEN_TYPES = ("qwen2", "qwen2_moe", "qwen3", "qwen3_moe")
 _MODEL_TYPES = (
     *_ATTENTION_TYPES,
     "gemma3",
+    "llama4",
     "deepseek_v2",
     "deepseek_v3",
     "kimi_linear",
@@ -440,12 +444,21 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
         "vocab_size": 262_208,
         "sliding_window_pattern": 6,
     },
+    "llama4_text": {"no_rope_layer_interval": 4},
 }
 """Fields a released config may leave out because transformers' config class fills them in
 (``Gemma3TextConfig``: vocab_size 262208, one global layer in ``sliding_window_pattern`` = 6;
-Gemma ties its embeddings): the class defaults, not guesses."""
+Gemma ties its embeddings; ``Llama4TextConfig``: a NoPE global layer every
+``no_rope_layer_interval`` = 4): the class defaults, not guesses."""
 
-_LAYER_WORDS = {"full_attention": "attn", "sliding_attention": "swa"}
+_NESTED = {"gemma3": "gemma3_text", "llama4": "llama4_text"}
+"""Multimodal model types whose language model's fields nest in ``text_config``."""
+
+_LAYER_WORDS = {
+    "full_attention": "attn",
+    "sliding_attention": "swa",
+    "chunked_attention": "chunked",
+}
 """``layer_types`` words of the attention models (transformers' names) and their kinds."""
 
 _NEMOTRON_CHARS = {"M": "mamba2", "*": "attn", "-": "mlp", "E": "mlp"}
@@ -651,6 +664,8 @@ def _local_global(f: _Fields, n: int, kind: str) -> dict[str, Any]:
         pattern = tuple(
             "swa" if (i + 1) % every else "attn" for i in range(n)
         )
+    elif kind == "llama4_text":
+        pattern = _llama4_layers(f, n)
     elif kind is None and window is not None:
         raise ValueError(
             f"{f.name('sliding_window')}: a config without a model_type is read "
@@ -659,8 +674,11 @@ def _local_global(f: _Fields, n: int, kind: str) -> dict[str, Any]:
         )
     else:
         pattern = ("attn",) * n
+    found = {"layer_pattern": pattern}
+    if "chunked" in pattern:
+        found["attention_chunk_size"] = f.int("attention_chunk_size")
     if "swa" not in pattern:
-        return {"layer_pattern": pattern}
+        return found
     if window is None:
         raise ValueError(
             f"{f.name('sliding_window')}: the config has sliding-window layers, "
@@ -671,7 +689,33 @@ def _local_global(f: _Fields, n: int, kind: str) -> dict[str, Any]:
                 else ""
             )
         )
-    return {"layer_pattern": pattern, "sliding_window": window}
+    return {**found, "sliding_window": window}
+
+
+def _llama4_layers(f: _Fields, n: int) -> tuple[str, ...]:
+    """Llama 4: the layers with RoPE (``no_rope_layers`` entry 1) attend within chunks, the
+    NoPE ones (0) to everything; an empty or absent list means one NoPE layer every
+    ``no_rope_layer_interval``."""
+    flags = f.list("no_rope_layers") if f.given("no_rope_layers") else []
+    if not flags:
+        every = f.int("no_rope_layer_interval")
+        flags = [int((i + 1) % every != 0) for i in range(n)]
+    if len(flags) != n:
+        raise ValueError(
+            f"{f.name('no_rope_layers')}: expected num_hidden_layers={n} "
+            f"entries, got {len(flags)}"
+        )
+    for i, flag in enumerate(flags):
+        if (
+            isinstance(flag, bool)
+            or flag not in (0, 1)
+            or not isinstance(flag, int)
+        ):
+            raise ValueError(
+                f"{f.name('no_rope_layers')}[{i}]: expected 0 (NoPE, global) or "
+                f"1 (RoPE, chunked), got {flag!r}"
+            )
+    return tuple("chunked" if flag else "attn" for flag in flags)
 
 
 def _mla(f: _Fields) -> MLAConfig:
@@ -838,6 +882,9 @@ def _mamba2(f: _Fields, n: int) -> dict[str, Any]:
 def _layers(f: _Fields, n: int) -> dict[str, Any]:
     """The layer pattern and the dimensions its kinds read, by ``model_type``."""
     kind = f.model_type
+    if kind == "llama4_text":  # intermediate_size is the experts' width
+        dense = {"mlp_hidden": f.int("intermediate_size_mlp")}
+        return {**_local_global(f, n, kind), **_attention(f), **dense}
     if kind in _ATTENTION_TYPES or kind is None:
         return {**_local_global(f, n, kind), **_attention(f)}
     if kind in ("deepseek_v2", "deepseek_v3"):
@@ -880,8 +927,8 @@ def _experts(f: _Fields) -> tuple[int | None, int | None]:
 
 
 def _text_fields(config: object) -> _Fields:
-    """The fields that describe the language model: the config itself, or Gemma-3's nested
-    ``text_config`` (its ``model_type`` is ``gemma3_text``)."""
+    """The fields that describe the language model: the config itself, or the nested
+    ``text_config`` of Gemma-3 and Llama 4 (:data:`_NESTED`)."""
     top = _Fields(config, "config")
     kind = top.value("model_type", None)
     if kind is not None and (
@@ -891,18 +938,18 @@ def _text_fields(config: object) -> _Fields:
             f"config['model_type']: model_type {kind!r} is not one the calculator "
             f"reads; expected one of {', '.join(_MODEL_TYPES)}"
         )
-    if kind != "gemma3":
+    if kind not in _NESTED:
         return _Fields(config, "config", kind)
-    text = top.sub("text_config")
-    inner = text.value("model_type", "gemma3_text")
-    if inner != "gemma3_text":
+    text, inner = top.sub("text_config"), _NESTED[kind]
+    if text.value("model_type", inner) != inner:
         raise ValueError(
-            f"{text.name('model_type')}: expected 'gemma3_text', got {inner!r}"
+            f"{text.name('model_type')}: expected {inner!r}, "
+            f"got {text.value('model_type')!r}"
         )
-    return _Fields(text.config, text.where, "gemma3_text")
+    return _Fields(text.config, text.where, inner)
 
 
-_COUNTED_TYPES = (*_ATTENTION_TYPES,)
+_COUNTED_TYPES = tuple(t for t in _ATTENTION_TYPES if t != "llama4_text")
 """The model types whose weights :func:`parameters_from_config` counts from the config."""
 
 
@@ -936,11 +983,11 @@ def parameters_from_config(config: dict[str, Any]) -> tuple[int, int]:
     which 12,879,925,248 per token.
     """
     f = _text_fields(config)
-    if config.get("model_type") == "gemma3":
+    if config.get("model_type") in _NESTED:
         raise ValueError(
-            "config['model_type']: a 'gemma3' checkpoint holds a vision tower too, "
-            "whose weights its config does not size; expected a text model's "
-            "config (give params_total for this one)"
+            f"config['model_type']: a {config['model_type']!r} checkpoint holds a "
+            "vision tower too, whose weights its config does not size; expected a "
+            "text model's config (give params_total for this one)"
         )
     if f.model_type not in (*_COUNTED_TYPES, None):
         raise ValueError(
@@ -1010,7 +1057,8 @@ def architecture_from_config(
     The layer pattern and dimensions come from the fields each ``model_type`` uses: the
     attention models' ``layer_types`` or their sliding-window fields (Mistral's
     ``sliding_window``, Qwen's ``use_sliding_window``/``max_window_layers``, Gemma-2's
-    alternation, Gemma-3's ``sliding_window_pattern``; Gemma-3's fields nest in
+    alternation, Gemma-3's ``sliding_window_pattern``, Llama 4's chunked layers by
+    ``no_rope_layers`` and ``attention_chunk_size``; Gemma-3's and Llama 4's fields nest in
     ``text_config``), Kimi's ``linear_attn_config``, Qwen3-Next's ``layer_types`` or
     ``full_attention_interval`` and ``linear_*`` heads, MiniMax's ``attn_type_list``, Jamba's
     ``attn_layer_period``/``attn_layer_offset``, Nemotron-H's ``hybrid_override_pattern``,

@@ -13,8 +13,8 @@ For each kind, :data:`KINDS` holds
 - ``build(config)``: the layer :class:`attnlab.model.HybridLM` stacks, for the kinds the
   course implements (the kinds it only sizes, from published models, have ``None``);
 - ``needs``: the :class:`attnlab.configs.ModelConfig` field of dimensions the kind reads
-  beyond the shared ones (``"mla"``, ``"ssm"``, ``"sliding_window"``), required when a
-  pattern lists the kind.
+  beyond the shared ones (``"mla"``, ``"ssm"``, ``"sliding_window"``,
+  ``"attention_chunk_size"``), required when a pattern lists the kind.
 
 Numbers one layer keeps for one sequence of T tokens (w the short-convolution width; the
 recurrent layers have H_k query/key heads of d_k and H_v value heads of d_v, by default the
@@ -23,6 +23,9 @@ model's ``n_heads`` heads of ``head_dim`` for both):
 - ``attn`` (MHA, GQA, MQA): cache 2 · n_kv_heads · head_dim · T (K and V).
 - ``swa`` (sliding-window attention, the local layers of local/global stacks): a rolling
   cache of the last W tokens, 2 · n_kv_heads · head_dim · min(T, W) (Mistral 7B §2).
+- ``chunked`` (chunked attention, Llama 4's local layers): each token attends within its
+  chunk of C tokens, so a cache holds at most one chunk, 2 · n_kv_heads · head_dim ·
+  min(T, C) (its peak: T mod C tokens between the ends of chunks, C at them).
 - ``mla``: cache (d_c + d_h^R) · T (the latent and the shared rope key).
 - ``kda``, ``gdn``, ``deltanet``, ``gla``: state H_v · d_k · d_v; conv
   (w − 1)(2 H_k d_k + H_v d_v), the last w − 1 inputs of the short convolutions on q, k and v
@@ -89,6 +92,17 @@ def swa_numbers(config: ModelConfig, context: int) -> LayerNumbers:
 def sliding_window(config: ModelConfig) -> int:
     """The context at which a sliding-window cache stops growing: W."""
     return config.sliding_window
+
+
+def chunked_numbers(config: ModelConfig, context: int) -> LayerNumbers:
+    """Chunked attention keeps K and V of the current chunk of C tokens at
+    most: 2 · n_kv_heads · head_dim · min(T, C), the peak it holds."""
+    return attn_numbers(config, min(context, config.attention_chunk_size))
+
+
+def attention_chunk(config: ModelConfig) -> int:
+    """The context at which a chunked cache stops growing: C."""
+    return config.attention_chunk_size
 
 
 def mla_numbers(config: ModelConfig, context: int) -> LayerNumbers:
@@ -220,6 +234,13 @@ KINDS: dict[str, Kind] = {
         needs="sliding_window",
         window=sliding_window,
     ),
+    "chunked": Kind(
+        "chunked attention",
+        chunked_numbers,
+        grows=True,
+        needs="attention_chunk_size",
+        window=attention_chunk,
+    ),
     "kda": Kind("KDA", recurrent_numbers, build=_recurrent(KDALayer)),
     "gdn": Kind(
         "Gated DeltaNet",
@@ -241,5 +262,6 @@ KINDS: dict[str, Kind] = {
     "mlp": Kind("MLP only", nothing_kept),
 }
 """Every layer kind a :class:`attnlab.configs.ModelConfig` may list, in the order of the
-course: the attention kinds (sliding-window attention, from published models, only sized), the
+course: the attention kinds (sliding-window and chunked attention, from published models, only
+sized), the
 recurrent kinds it builds, then the kinds of published models it only sizes."""
