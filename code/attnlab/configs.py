@@ -486,13 +486,16 @@ class _Fields:
         self.defaults = _DEFAULTS.get(model_type, {})
 
     def name(self, key: str) -> str:
+        """How a refusal names the field: ``config['key']``."""
         return f"{self.where}[{key!r}]"
 
     def given(self, key: str) -> bool:
+        """Whether the field is there and not ``null``."""
         return self.config.get(key) is not None
 
     def value(self, key: str, default: Any = _REQUIRED) -> Any:
-        """The field (a JSON ``null`` counts as absent), else ``default``."""
+        """The field (a JSON ``null`` counts as absent), else the model type's class default
+        (:data:`_DEFAULTS`), else ``default``; a required field missing is refused."""
         if self.given(key):
             return self.config[key]
         default = self.defaults.get(key, default)
@@ -503,16 +506,19 @@ class _Fields:
             )
         return default
 
-    def int(self, key: str, *, low: int = 1, default: Any = _REQUIRED) -> Any:
+    def integer(
+        self, key: str, *, low: int = 1, default: Any = _REQUIRED
+    ) -> Any:
+        """The field as an integer >= ``low`` (``default`` if absent)."""
         value = self.value(key, default)
         if value is None or (not self.given(key) and value is default):
             return value
         return _integer(self.name(key), value, low)
 
-    def int_of(self, keys: tuple[str, ...], *, low: int = 1) -> int:
+    def integer_of(self, keys: tuple[str, ...], *, low: int = 1) -> int:
         """One integer that configs spell several ways (the original remote-code name and
         transformers' name); both given must agree."""
-        found = {k: self.int(k, low=low) for k in keys if self.given(k)}
+        found = {k: self.integer(k, low=low) for k in keys if self.given(k)}
         if not found:
             raise ValueError(
                 f"{self.where}: expected a field "
@@ -526,7 +532,8 @@ class _Fields:
             )
         return next(iter(found.values()))
 
-    def bool(self, key: str, default: bool) -> bool:
+    def flag(self, key: str, default: bool) -> bool:
+        """The field as true or false (``default`` if absent)."""
         value = self.value(key, default)
         if not isinstance(value, bool):
             raise TypeError(
@@ -534,7 +541,8 @@ class _Fields:
             )
         return value
 
-    def list(self, key: str) -> list:
+    def items(self, key: str) -> list:
+        """The field as a list (a JSON array)."""
         value = self.value(key)
         if not isinstance(value, list | tuple):
             raise TypeError(
@@ -542,7 +550,8 @@ class _Fields:
             )
         return list(value)
 
-    def str(self, key: str) -> str:
+    def string(self, key: str) -> str:
+        """The field as a string."""
         value = self.value(key)
         if not isinstance(value, str):
             raise TypeError(
@@ -551,6 +560,7 @@ class _Fields:
         return value
 
     def sub(self, key: str) -> _Fields:
+        """The fields of a dict nested in this one."""
         return _Fields(self.value(key), self.name(key), self.model_type)
 
 
@@ -569,7 +579,7 @@ def _integer(name: str, value: object, low: int) -> int:
 
 def _layer_indices(f: _Fields, key: str, n: int, *, first: int) -> list[int]:
     """A list of distinct layer numbers in [first, first + n - 1] (``first`` 1 or 0)."""
-    items = f.list(key)
+    items = f.items(key)
     for i, item in enumerate(items):
         _integer(f"{f.name(key)}[{i}]", item, first)
         if item > n - 1 + first:
@@ -588,7 +598,7 @@ def _words(
     f: _Fields, key: str, n: int, kinds: dict[str, str]
 ) -> tuple[str, ...]:
     """The layer kinds of a list of ``n`` words (e.g. ``layer_types``), every word known."""
-    words = f.list(key)
+    words = f.items(key)
     if len(words) != n:
         raise ValueError(
             f"{f.name(key)}: expected num_hidden_layers={n} entries, "
@@ -606,8 +616,8 @@ def _head_dim(f: _Fields, heads: int, *keys: str) -> int:
     """``head_dim`` (or the type's own key) if given, else hidden_size / heads exactly."""
     for key in (*keys, "head_dim"):
         if f.given(key):
-            return f.int(key)
-    hidden = f.int("hidden_size")
+            return f.integer(key)
+    hidden = f.integer("hidden_size")
     if hidden % heads:
         raise ValueError(
             f"{f.name('hidden_size')}: without a head_dim field, expected a "
@@ -619,8 +629,8 @@ def _head_dim(f: _Fields, heads: int, *keys: str) -> int:
 def _attention(f: _Fields, *head_dim_keys: str) -> dict[str, Any]:
     """The softmax-attention heads: n_heads, head_dim and the key/value heads of GQA (a
     config without ``num_key_value_heads`` has one per query head, as transformers reads it)."""
-    heads = f.int("num_attention_heads")
-    kv = f.int("num_key_value_heads", default=heads)
+    heads = f.integer("num_attention_heads")
+    kv = f.integer("num_key_value_heads", default=heads)
     if heads % kv:
         raise ValueError(
             f"{f.name('num_key_value_heads')}: expected a divisor of "
@@ -641,12 +651,12 @@ def _local_global(f: _Fields, n: int, kind: str) -> dict[str, Any]:
     ``max_window_layers`` on; Gemma-2 alternates, local first; Gemma-3 has one global layer
     in ``sliding_window_pattern`` (transformers' rules).
     """
-    window = f.int("sliding_window", default=None)
+    window = f.integer("sliding_window", default=None)
     if kind in _QWEN_TYPES:
-        if not f.bool("use_sliding_window", False):
+        if not f.flag("use_sliding_window", False):
             window = None
         first_sliding = (
-            n if window is None else f.int("max_window_layers", low=0)
+            n if window is None else f.integer("max_window_layers", low=0)
         )
     if f.given("layer_types"):
         pattern = _words(f, "layer_types", n, _LAYER_WORDS)
@@ -660,7 +670,7 @@ def _local_global(f: _Fields, n: int, kind: str) -> dict[str, Any]:
     elif kind == "gemma2":
         pattern = tuple("swa" if (i + 1) % 2 else "attn" for i in range(n))
     elif kind == "gemma3_text":
-        every = f.int("sliding_window_pattern")
+        every = f.integer("sliding_window_pattern")
         pattern = tuple(
             "swa" if (i + 1) % every else "attn" for i in range(n)
         )
@@ -676,7 +686,7 @@ def _local_global(f: _Fields, n: int, kind: str) -> dict[str, Any]:
         pattern = ("attn",) * n
     found = {"layer_pattern": pattern}
     if "chunked" in pattern:
-        found["attention_chunk_size"] = f.int("attention_chunk_size")
+        found["attention_chunk_size"] = f.integer("attention_chunk_size")
     if "swa" not in pattern:
         return found
     if window is None:
@@ -696,9 +706,9 @@ def _llama4_layers(f: _Fields, n: int) -> tuple[str, ...]:
     """Llama 4: the layers with RoPE (``no_rope_layers`` entry 1) attend within chunks, the
     NoPE ones (0) to everything; an empty or absent list means one NoPE layer every
     ``no_rope_layer_interval``."""
-    flags = f.list("no_rope_layers") if f.given("no_rope_layers") else []
+    flags = f.items("no_rope_layers") if f.given("no_rope_layers") else []
     if not flags:
-        every = f.int("no_rope_layer_interval")
+        every = f.integer("no_rope_layer_interval")
         flags = [int((i + 1) % every != 0) for i in range(n)]
     if len(flags) != n:
         raise ValueError(
@@ -720,13 +730,13 @@ def _llama4_layers(f: _Fields, n: int) -> tuple[str, ...]:
 
 def _mla(f: _Fields) -> MLAConfig:
     return MLAConfig(
-        n_heads=f.int("num_attention_heads"),
-        qk_nope_head_dim=f.int("qk_nope_head_dim"),
-        qk_rope_head_dim=f.int("qk_rope_head_dim"),
-        v_head_dim=f.int("v_head_dim"),
-        kv_lora_rank=f.int("kv_lora_rank"),
-        q_lora_rank=f.int("q_lora_rank", default=None),
-        rope=not f.bool("mla_use_nope", False),
+        n_heads=f.integer("num_attention_heads"),
+        qk_nope_head_dim=f.integer("qk_nope_head_dim"),
+        qk_rope_head_dim=f.integer("qk_rope_head_dim"),
+        v_head_dim=f.integer("v_head_dim"),
+        kv_lora_rank=f.integer("kv_lora_rank"),
+        q_lora_rank=f.integer("q_lora_rank", default=None),
+        rope=not f.flag("mla_use_nope", False),
     )
 
 
@@ -744,9 +754,9 @@ def _kimi(f: _Fields, n: int) -> dict[str, Any]:
             )
     return {
         "layer_pattern": pattern_from_full_attn_layers(n, tuple(full)),
-        "n_heads": linear.int("num_heads"),
-        "head_dim": linear.int("head_dim"),
-        "conv_size": linear.int("short_conv_kernel_size"),
+        "n_heads": linear.integer("num_heads"),
+        "head_dim": linear.integer("head_dim"),
+        "conv_size": linear.integer("short_conv_kernel_size"),
         "mla": _mla(f),
     }
 
@@ -760,25 +770,25 @@ def _qwen3_next(f: _Fields, n: int) -> dict[str, Any]:
             {"full_attention": "attn", "linear_attention": "gdn"},
         )
     else:
-        every = f.int("full_attention_interval")
+        every = f.integer("full_attention_interval")
         pattern = tuple(
             "attn" if (i + 1) % every == 0 else "gdn" for i in range(n)
         )
     return {
         "layer_pattern": pattern,
         **_attention(f),
-        "conv_size": f.int("linear_conv_kernel_dim"),
+        "conv_size": f.integer("linear_conv_kernel_dim"),
         "recurrent": RecurrentHeads(
-            n_key_heads=f.int("linear_num_key_heads"),
-            key_dim=f.int("linear_key_head_dim"),
-            n_value_heads=f.int("linear_num_value_heads"),
-            value_dim=f.int("linear_value_head_dim"),
+            n_key_heads=f.integer("linear_num_key_heads"),
+            key_dim=f.integer("linear_key_head_dim"),
+            n_value_heads=f.integer("linear_num_value_heads"),
+            value_dim=f.integer("linear_value_head_dim"),
         ),
     }
 
 
 def _minimax(f: _Fields, n: int) -> dict[str, Any]:
-    types = f.list("attn_type_list")
+    types = f.items("attn_type_list")
     if len(types) != n:
         raise ValueError(
             f"{f.name('attn_type_list')}: expected num_hidden_layers={n} "
@@ -797,8 +807,8 @@ def _minimax(f: _Fields, n: int) -> dict[str, Any]:
 
 
 def _jamba(f: _Fields, n: int) -> dict[str, Any]:
-    period = f.int("attn_layer_period")
-    offset = f.int("attn_layer_offset", low=0)
+    period = f.integer("attn_layer_period")
+    offset = f.integer("attn_layer_offset", low=0)
     if offset >= period:
         raise ValueError(
             f"{f.name('attn_layer_offset')}: expected less than "
@@ -809,10 +819,10 @@ def _jamba(f: _Fields, n: int) -> dict[str, Any]:
             "attn" if i % period == offset else "mamba" for i in range(n)
         ),
         **_attention(f),
-        "conv_size": f.int("mamba_d_conv"),
+        "conv_size": f.integer("mamba_d_conv"),
         "ssm": SSMConfig(
-            d_inner=f.int("mamba_expand") * f.int("hidden_size"),
-            d_state=f.int("mamba_d_state"),
+            d_inner=f.integer("mamba_expand") * f.integer("hidden_size"),
+            d_state=f.integer("mamba_d_state"),
         ),
     }
 
@@ -822,17 +832,17 @@ def _mamba2_heads(
 ) -> tuple[int, int]:
     """d_inner = heads · head_dim and the groups of B and C, which divide the heads (the
     fields named ``heads``, ``head_dim`` and one of ``groups``)."""
-    n_heads, n_groups = f.int(heads), f.int_of(groups)
+    n_heads, n_groups = f.integer(heads), f.integer_of(groups)
     if n_heads % n_groups:
         raise ValueError(
             f"{' or '.join(map(f.name, groups))}: expected a divisor of "
             f"{heads}={n_heads}, got {n_groups}"
         )
-    return n_heads * f.int(head_dim), n_groups
+    return n_heads * f.integer(head_dim), n_groups
 
 
 def _nemotron_h(f: _Fields, n: int) -> dict[str, Any]:
-    chars = f.str("hybrid_override_pattern")
+    chars = f.string("hybrid_override_pattern")
     for i, c in enumerate(chars):
         if c not in _NEMOTRON_CHARS:
             raise ValueError(
@@ -845,10 +855,10 @@ def _nemotron_h(f: _Fields, n: int) -> dict[str, Any]:
     return {
         "layer_pattern": tuple(_NEMOTRON_CHARS[c] for c in chars),
         **_attention(f, "attention_head_dim"),
-        "conv_size": f.int_of(("conv_kernel", "mamba_d_conv")),
+        "conv_size": f.integer_of(("conv_kernel", "mamba_d_conv")),
         "ssm": SSMConfig(
             d_inner=d_inner,
-            d_state=f.int_of(("ssm_state_size", "mamba_d_state")),
+            d_state=f.integer_of(("ssm_state_size", "mamba_d_state")),
             n_groups=n_groups,
         ),
     }
@@ -860,22 +870,24 @@ def _mamba2(f: _Fields, n: int) -> dict[str, Any]:
     )
     if (
         f.given("expand")
-        and f.int("expand") * f.int("hidden_size") != d_inner
+        and f.integer("expand") * f.integer("hidden_size") != d_inner
     ):
         raise ValueError(
             f"{f.name('expand')}: expected expand · hidden_size = num_heads · "
-            f"head_dim = {d_inner}, got {f.int('expand')} · "
-            f"{f.int('hidden_size')}"
+            f"head_dim = {d_inner}, got {f.integer('expand')} · "
+            f"{f.integer('hidden_size')}"
         )
     return {
         "layer_pattern": ("mamba2",) * n,
-        "n_heads": f.int("num_heads"),
-        "head_dim": f.int("head_dim"),
-        "conv_size": f.int("conv_kernel"),
+        "n_heads": f.integer("num_heads"),
+        "head_dim": f.integer("head_dim"),
+        "conv_size": f.integer("conv_kernel"),
         "ssm": SSMConfig(
-            d_inner=d_inner, d_state=f.int("state_size"), n_groups=n_groups
+            d_inner=d_inner,
+            d_state=f.integer("state_size"),
+            n_groups=n_groups,
         ),
-        "mlp_hidden": f.int("intermediate_size", default=d_inner),
+        "mlp_hidden": f.integer("intermediate_size", default=d_inner),
     }
 
 
@@ -883,7 +895,7 @@ def _layers(f: _Fields, n: int) -> dict[str, Any]:
     """The layer pattern and the dimensions its kinds read, by ``model_type``."""
     kind = f.model_type
     if kind == "llama4_text":  # intermediate_size is the experts' width
-        dense = {"mlp_hidden": f.int("intermediate_size_mlp")}
+        dense = {"mlp_hidden": f.integer("intermediate_size_mlp")}
         return {**_local_global(f, n, kind), **_attention(f), **dense}
     if kind in _ATTENTION_TYPES or kind is None:
         return {**_local_global(f, n, kind), **_attention(f)}
@@ -891,8 +903,8 @@ def _layers(f: _Fields, n: int) -> dict[str, Any]:
         # n_heads × head_dim: the multi-head baseline (DeepSeek-V2 Table 1), d_h = qk_nope_head_dim
         return {
             "layer_pattern": ("mla",) * n,
-            "n_heads": f.int("num_attention_heads"),
-            "head_dim": f.int("qk_nope_head_dim"),
+            "n_heads": f.integer("num_attention_heads"),
+            "head_dim": f.integer("qk_nope_head_dim"),
             "mla": _mla(f),
         }
     readers = {
@@ -916,7 +928,7 @@ def _experts(f: _Fields) -> tuple[int | None, int | None]:
     per_tokens = ("num_experts_per_tok", "num_experts_per_token")
     if not any(f.given(k) for k in counts):
         return None, None
-    experts, per_token = f.int_of(counts), f.int_of(per_tokens)
+    experts, per_token = f.integer_of(counts), f.integer_of(per_tokens)
     if per_token > experts:
         raise ValueError(
             f"{' or '.join(map(f.name, filter(f.given, per_tokens)))}: expected "
@@ -960,7 +972,7 @@ def _moe_layers(f: _Fields, n: int) -> set[int]:
         return set(range(n))
     if f.model_type not in ("qwen2_moe", "qwen3_moe"):
         return set()
-    step = f.int("decoder_sparse_step", default=1)
+    step = f.integer("decoder_sparse_step", default=1)
     dense = (
         _layer_indices(f, "mlp_only_layers", n, first=0)
         if f.given("mlp_only_layers")
@@ -995,12 +1007,12 @@ def parameters_from_config(config: dict[str, Any]) -> tuple[int, int]:
             f"counted from its config; expected one of {', '.join(_COUNTED_TYPES)} "
             "(or give params_total)"
         )
-    n, d = f.int("num_hidden_layers"), f.int("hidden_size")
+    n, d = f.integer("num_hidden_layers"), f.integer("hidden_size")
     heads = _attention(f)
     q = heads["n_heads"] * heads["head_dim"]
     kv = heads["n_kv_heads"] * heads["head_dim"]
     attention = 2 * d * q + 2 * d * kv
-    if f.model_type in ("qwen2", "qwen2_moe") or f.bool(
+    if f.model_type in ("qwen2", "qwen2_moe") or f.flag(
         "attention_bias", False
     ):
         attention += q + 2 * kv
@@ -1019,22 +1031,24 @@ def parameters_from_config(config: dict[str, Any]) -> tuple[int, int]:
                     "'num_local_experts', found none"
                 )
             width = (
-                f.int("intermediate_size")
+                f.integer("intermediate_size")
                 if f.model_type == "mixtral"
-                else f.int("moe_intermediate_size")
+                else f.integer("moe_intermediate_size")
             )
             expert = 3 * d * width
             shared = d * experts  # the router
             if f.model_type == "qwen2_moe":
-                shared += 3 * d * f.int("shared_expert_intermediate_size") + d
+                shared += (
+                    3 * d * f.integer("shared_expert_intermediate_size") + d
+                )
             total += attention + norms + shared + experts * expert
             active += attention + norms + shared + per_token * expert
         else:
-            mlp = 3 * d * f.int("intermediate_size")
+            mlp = 3 * d * f.integer("intermediate_size")
             total += attention + norms + mlp
             active += attention + norms + mlp
-    embeddings = f.int("vocab_size") * d
-    if not f.bool("tie_word_embeddings", False):
+    embeddings = f.integer("vocab_size") * d
+    if not f.flag("tie_word_embeddings", False):
         embeddings *= 2
     return total + embeddings + d, active + embeddings + d
 
@@ -1082,7 +1096,7 @@ def architecture_from_config(
     ``num_experts_per_tok`` (``num_experts_per_token`` in Kimi's configs).
     """
     f = _text_fields(config)
-    n = f.int("num_hidden_layers")
+    n = f.integer("num_hidden_layers")
     layers = _layers(f, n)
     if len(layers["layer_pattern"]) != n:
         field = (
@@ -1105,15 +1119,15 @@ def architecture_from_config(
         params_total, params_active = parameters_from_config(config)
     if name is None:
         top = _Fields(config, "config")
-        given = top.given("_name_or_path") and top.str("_name_or_path")
+        given = top.given("_name_or_path") and top.string("_name_or_path")
         name = given or str(f.model_type)
     return ModelConfig(
         name=name,
-        vocab_size=f.int("vocab_size"),
-        d_model=f.int("hidden_size"),
+        vocab_size=f.integer("vocab_size"),
+        d_model=f.integer("hidden_size"),
         mlp_hidden=layers.pop("mlp_hidden", None)
-        or f.int("intermediate_size"),
-        tie_embeddings=f.bool("tie_word_embeddings", False),
+        or f.integer("intermediate_size"),
+        tie_embeddings=f.flag("tie_word_embeddings", False),
         **layers,
         params_total=params_total,
         params_active=params_active,
