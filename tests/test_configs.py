@@ -125,7 +125,9 @@ def test_kimi_linear_agrees_with_its_config():
     assert seq.conv_bytes == n_kda * (w - 1) * 3 * h * d * 2  # q, k and v convolved
     assert (kimi.n_experts, kimi.experts_per_token) == (
         c["num_experts"], c["num_experts_per_token"])
-    assert "unconfirmed" in kimi.notes
+    kda_layers = [i + 1 for i, k in enumerate(kimi.layer_pattern) if k == "kda"]
+    assert kda_layers == linear["kda_layers"]  # the config lists both, 1-based
+    assert "unconfirmed" not in kimi.notes and "Firworks" in kimi.notes
 
 
 def test_qwen3_next_agrees_with_its_config():
@@ -263,7 +265,7 @@ def test_a_config_the_reader_cannot_read_is_refused_by_name():
     with pytest.raises(ValueError, match="num_hidden_layers"):
         architecture_from_config({**MINIMAX_TEXT_01_CONFIG, "num_hidden_layers": 9,
                                   "attn_type_list": [0] * 7 + [1]}, params_total=10)
-    with pytest.raises(ValueError, match="config: expected a dict"):
+    with pytest.raises(TypeError, match="config: expected a dict"):
         architecture_from_config([1, 2], params_total=10)
     missing = {k: v for k, v in TINY_JAMBA.items() if k != "mamba_d_state"}
     with pytest.raises(ValueError, match="'mamba_d_state' .*model_type 'jamba'"):

@@ -8,7 +8,11 @@ kinds and their byte formulas live in one registry, :data:`attnlab.kinds.KINDS`.
 The course's own models, :data:`SOPHIA` and :data:`SOPHIA_NANO`, are written out here. The
 published ones are read from the fields of their released ``config.json`` (kept below as plain
 dicts with their sources) by one reader, :func:`architecture_from_config`: Llama-3-8B,
-DeepSeek-V3, Kimi Linear, Qwen3-Next, MiniMax-Text-01, Jamba 1.5 Mini and Nemotron-H 8B.
+DeepSeek-V3, Kimi Linear, Qwen3-Next, MiniMax-Text-01, Jamba 1.5 Mini and Nemotron-H 8B. The
+reader takes any config of the model types in :data:`_MODEL_TYPES` (dense and MoE attention
+models with sliding-window, chunked and local/global layers, MLA, KDA, Gated DeltaNet,
+lightning, Mamba and Mamba-2 hybrids) and checks every field it reads, refusing a bad one by
+its name.
 Mixture-of-experts feed-forward layers are counted in the parameters, not built: every block
 of a :class:`attnlab.model.HybridLM` has one dense MLP (the routing does not change what a
 layer caches while decoding).
@@ -120,6 +124,9 @@ class ModelConfig:
     - ``mla``, ``recurrent``, ``ssm``: the dimensions of the MLA layers (required when the
       pattern has one), of the recurrent layers when their heads differ from ``n_heads ×
       head_dim`` (:attr:`recurrent_heads`), and of the Mamba layers (required for them).
+    - ``sliding_window``: the W tokens a ``"swa"`` layer attends to and caches, and
+      ``attention_chunk_size`` the C tokens of a ``"chunked"`` layer's chunks (each required
+      when the pattern has such a layer); their heads are the ``"attn"`` layers' heads.
     - ``mlp_hidden``: hidden width of the SwiGLU MLP of every block; ``vocab_size``.
     - ``rope``: rotary positions in the ``"attn"`` layers; ``tie_embeddings``: the LM head
       reuses the token embedding matrix.
@@ -144,6 +151,8 @@ class ModelConfig:
     mla: MLAConfig | None = None
     recurrent: RecurrentHeads | None = None
     ssm: SSMConfig | None = None
+    sliding_window: int | None = None
+    attention_chunk_size: int | None = None
     mlp_hidden: int
     rope: bool = True
     tie_embeddings: bool = False
@@ -194,6 +203,9 @@ class ModelConfig:
                 f"ModelConfig.n_kv_heads: expected a divisor of n_heads={self.n_heads}, got {n_kv}"
             )
         object.__setattr__(self, "n_kv_heads", n_kv)
+        for name in ("sliding_window", "attention_chunk_size"):
+            if getattr(self, name) is not None:
+                check_positive_int(f"ModelConfig.{name}", getattr(self, name))
         for field, kind in (
             ("mla", MLAConfig),
             ("recurrent", RecurrentHeads),
@@ -210,7 +222,7 @@ class ModelConfig:
             if needs is not None and getattr(self, needs) is None:
                 raise ValueError(
                     f"ModelConfig.{needs}: the layer pattern has {kind!r} layers, so "
-                    f"{needs} dimensions are required, got None"
+                    f"{needs} is required, got None"
                 )
         self._check_size()
 
@@ -392,11 +404,24 @@ SOPHIA_NANO = ModelConfig(
 
 # ---------------------------------------------------------------- the reader
 
-_MODEL_TYPES = (
+_ATTENTION_TYPES = (
     "llama",
     "mistral",
+    "mixtral",
     "qwen2",
+    "qwen2_moe",
     "qwen3",
+    "qwen3_moe",
+    "gemma",
+    "gemma2",
+    "gemma3_text",
+    "llama4_text",
+)
+_QWEN_TYPES = ("qwen2", "qwen2_moe", "qwen3", "qwen3_moe")
+_MODEL_TYPES = (
+    *_ATTENTION_TYPES,
+    "gemma3",
+    "llama4",
     "deepseek_v2",
     "deepseek_v3",
     "kimi_linear",
@@ -406,143 +431,632 @@ _MODEL_TYPES = (
     "minimax_m1",
     "jamba",
     "nemotron_h",
+    "mamba2",
 )
 """The ``model_type`` values :func:`architecture_from_config` reads (a config without one is
 read as a dense attention model, like Llama's)."""
 
+_DEFAULTS: dict[str, dict[str, Any]] = {
+    "gemma": {"tie_word_embeddings": True},
+    "gemma2": {"tie_word_embeddings": True},
+    "gemma3_text": {
+        "tie_word_embeddings": True,
+        "vocab_size": 262_208,
+        "sliding_window_pattern": 6,
+    },
+    "llama4_text": {"no_rope_layer_interval": 4},
+}
+"""Fields a released config may leave out because transformers' config class fills them in
+(``Gemma3TextConfig``: vocab_size 262208, one global layer in ``sliding_window_pattern`` = 6;
+Gemma ties its embeddings; ``Llama4TextConfig``: a NoPE global layer every
+``no_rope_layer_interval`` = 4): the class defaults, not guesses."""
 
-def _field(config: dict[str, Any], *names: str) -> Any:
-    for name in names:
-        if config.get(name) is not None:
-            return config[name]
-    raise ValueError(
-        f"config: expected a field {' or '.join(map(repr, names))} "
-        f"(model_type {config.get('model_type')!r}), found none"
-    )
+_NESTED = {"gemma3": "gemma3_text", "llama4": "llama4_text"}
+"""Multimodal model types whose language model's fields nest in ``text_config``."""
+
+_LAYER_WORDS = {
+    "full_attention": "attn",
+    "sliding_attention": "swa",
+    "chunked_attention": "chunked",
+}
+"""``layer_types`` words of the attention models (transformers' names) and their kinds."""
+
+_NEMOTRON_CHARS = {"M": "mamba2", "*": "attn", "-": "mlp", "E": "mlp"}
+"""Nemotron-H's ``hybrid_override_pattern``: Mamba-2, attention, MLP, MoE-MLP blocks."""
+
+_REQUIRED = object()
 
 
-def _attention(config: dict[str, Any]) -> dict[str, Any]:
-    """The softmax-attention heads: n_heads, head_dim (given, or hidden_size / heads) and the
-    key/value heads of GQA."""
-    heads = _field(config, "num_attention_heads")
-    if config.get("head_dim") is not None:
-        head_dim = config["head_dim"]
-    elif config.get("attention_head_dim") is not None:
-        head_dim = config["attention_head_dim"]
-    else:
-        head_dim = _field(config, "hidden_size") // heads
+class _Fields:
+    """The fields of one ``config.json`` dict (or a dict inside one), each read with its type
+    and range checked. A refusal names the field as the caller wrote it, e.g.
+    ``config['linear_attn_config']['num_heads']``, with what was expected and what came:
+    ``TypeError`` for a wrong type (a bool, float, string or list where an integer belongs),
+    ``ValueError`` for a wrong value or a missing field."""
+
+    def __init__(
+        self, config: object, where: str, model_type: object = None
+    ) -> None:
+        if not isinstance(config, dict):
+            raise TypeError(
+                f"{where}: expected a dict of config.json fields, "
+                f"got {type(config).__name__}"
+            )
+        self.config, self.where, self.model_type = config, where, model_type
+        self.defaults = _DEFAULTS.get(model_type, {})
+
+    def name(self, key: str) -> str:
+        """How a refusal names the field: ``config['key']``."""
+        return f"{self.where}[{key!r}]"
+
+    def given(self, key: str) -> bool:
+        """Whether the field is there and not ``null``."""
+        return self.config.get(key) is not None
+
+    def value(self, key: str, default: Any = _REQUIRED) -> Any:
+        """The field (a JSON ``null`` counts as absent), else the model type's class default
+        (:data:`_DEFAULTS`), else ``default``; a required field missing is refused."""
+        if self.given(key):
+            return self.config[key]
+        default = self.defaults.get(key, default)
+        if default is _REQUIRED:
+            raise ValueError(
+                f"{self.where}: expected a field {key!r} "
+                f"(model_type {self.model_type!r}), found none"
+            )
+        return default
+
+    def integer(
+        self, key: str, *, low: int = 1, default: Any = _REQUIRED
+    ) -> Any:
+        """The field as an integer >= ``low`` (``default`` if absent)."""
+        value = self.value(key, default)
+        if value is None or (not self.given(key) and value is default):
+            return value
+        return _integer(self.name(key), value, low)
+
+    def integer_of(self, keys: tuple[str, ...], *, low: int = 1) -> int:
+        """One integer that configs spell several ways (the original remote-code name and
+        transformers' name); both given must agree."""
+        found = {k: self.integer(k, low=low) for k in keys if self.given(k)}
+        if not found:
+            raise ValueError(
+                f"{self.where}: expected a field "
+                f"{' or '.join(map(repr, keys))} "
+                f"(model_type {self.model_type!r}), found none"
+            )
+        if len(set(found.values())) > 1:
+            raise ValueError(
+                f"{', '.join(map(self.name, found))}: expected one value, "
+                f"got {', '.join(map(str, found.values()))}"
+            )
+        return next(iter(found.values()))
+
+    def flag(self, key: str, default: bool) -> bool:
+        """The field as true or false (``default`` if absent)."""
+        value = self.value(key, default)
+        if not isinstance(value, bool):
+            raise TypeError(
+                f"{self.name(key)}: expected true or false, got {value!r}"
+            )
+        return value
+
+    def items(self, key: str) -> list:
+        """The field as a list (a JSON array)."""
+        value = self.value(key)
+        if not isinstance(value, list | tuple):
+            raise TypeError(
+                f"{self.name(key)}: expected a list, got {value!r}"
+            )
+        return list(value)
+
+    def string(self, key: str) -> str:
+        """The field as a string."""
+        value = self.value(key)
+        if not isinstance(value, str):
+            raise TypeError(
+                f"{self.name(key)}: expected a string, got {value!r}"
+            )
+        return value
+
+    def sub(self, key: str) -> _Fields:
+        """The fields of a dict nested in this one."""
+        return _Fields(self.value(key), self.name(key), self.model_type)
+
+
+def _integer(name: str, value: object, low: int) -> int:
+    """``value`` if it is an integer >= ``low``: bools, floats (NaN and inf too) and strings
+    are refused, as are values below ``low``."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(
+            f"{name}: expected an integer >= {low}, got {value!r} "
+            f"({type(value).__name__})"
+        )
+    if value < low:
+        raise ValueError(f"{name}: expected an integer >= {low}, got {value}")
+    return value
+
+
+def _layer_indices(f: _Fields, key: str, n: int, *, first: int) -> list[int]:
+    """A list of distinct layer numbers in [first, first + n - 1] (``first`` 1 or 0)."""
+    items = f.items(key)
+    for i, item in enumerate(items):
+        _integer(f"{f.name(key)}[{i}]", item, first)
+        if item > n - 1 + first:
+            raise ValueError(
+                f"{f.name(key)}[{i}]: expected a layer number in "
+                f"[{first}, {n - 1 + first}] (num_hidden_layers={n}), got {item}"
+            )
+    if len(set(items)) != len(items):
+        raise ValueError(
+            f"{f.name(key)}: expected distinct layer numbers, got {items}"
+        )
+    return items
+
+
+def _words(
+    f: _Fields, key: str, n: int, kinds: dict[str, str]
+) -> tuple[str, ...]:
+    """The layer kinds of a list of ``n`` words (e.g. ``layer_types``), every word known."""
+    words = f.items(key)
+    if len(words) != n:
+        raise ValueError(
+            f"{f.name(key)}: expected num_hidden_layers={n} entries, "
+            f"got {len(words)}"
+        )
+    for i, word in enumerate(words):
+        if not isinstance(word, str) or word not in kinds:
+            raise ValueError(
+                f"{f.name(key)}[{i}]: expected one of {list(kinds)}, got {word!r}"
+            )
+    return tuple(kinds[word] for word in words)
+
+
+def _head_dim(f: _Fields, heads: int, *keys: str) -> int:
+    """``head_dim`` (or the type's own key) if given, else hidden_size / heads exactly."""
+    for key in (*keys, "head_dim"):
+        if f.given(key):
+            return f.integer(key)
+    hidden = f.integer("hidden_size")
+    if hidden % heads:
+        raise ValueError(
+            f"{f.name('hidden_size')}: without a head_dim field, expected a "
+            f"multiple of num_attention_heads={heads}, got {hidden}"
+        )
+    return hidden // heads
+
+
+def _attention(f: _Fields, *head_dim_keys: str) -> dict[str, Any]:
+    """The softmax-attention heads: n_heads, head_dim and the key/value heads of GQA (a
+    config without ``num_key_value_heads`` has one per query head, as transformers reads it)."""
+    heads = f.integer("num_attention_heads")
+    kv = f.integer("num_key_value_heads", default=heads)
+    if heads % kv:
+        raise ValueError(
+            f"{f.name('num_key_value_heads')}: expected a divisor of "
+            f"num_attention_heads={heads}, got {kv}"
+        )
     return {
         "n_heads": heads,
-        "head_dim": head_dim,
-        "n_kv_heads": config.get("num_key_value_heads") or heads,
+        "head_dim": _head_dim(f, heads, *head_dim_keys),
+        "n_kv_heads": kv,
     }
 
 
-def _mla(config: dict[str, Any]) -> MLAConfig:
+def _local_global(f: _Fields, n: int, kind: str) -> dict[str, Any]:
+    """Which attention layers are sliding-window (``"swa"``) and the window W.
+
+    ``layer_types`` when given; else Mistral and Mixtral slide in every layer if
+    ``sliding_window`` is set; Qwen2/3 only with ``use_sliding_window``, in layers from
+    ``max_window_layers`` on; Gemma-2 alternates, local first; Gemma-3 has one global layer
+    in ``sliding_window_pattern`` (transformers' rules).
+    """
+    window = f.integer("sliding_window", default=None)
+    if kind in _QWEN_TYPES:
+        if not f.flag("use_sliding_window", False):
+            window = None
+        first_sliding = (
+            n if window is None else f.integer("max_window_layers", low=0)
+        )
+    if f.given("layer_types"):
+        pattern = _words(f, "layer_types", n, _LAYER_WORDS)
+    elif kind in ("mistral", "mixtral"):
+        pattern = ("attn" if window is None else "swa",) * n
+    elif kind in _QWEN_TYPES:
+        pattern = tuple(
+            "swa" if window is not None and i >= first_sliding else "attn"
+            for i in range(n)
+        )
+    elif kind == "gemma2":
+        pattern = tuple("swa" if (i + 1) % 2 else "attn" for i in range(n))
+    elif kind == "gemma3_text":
+        every = f.integer("sliding_window_pattern")
+        pattern = tuple(
+            "swa" if (i + 1) % every else "attn" for i in range(n)
+        )
+    elif kind == "llama4_text":
+        pattern = _llama4_layers(f, n)
+    elif kind is None and window is not None:
+        raise ValueError(
+            f"{f.name('sliding_window')}: a config without a model_type is read "
+            f"as Llama's, which has no sliding window, got {window}; give its "
+            "model_type (or layer_types)"
+        )
+    else:
+        pattern = ("attn",) * n
+    found = {"layer_pattern": pattern}
+    if "chunked" in pattern:
+        found["attention_chunk_size"] = f.integer("attention_chunk_size")
+    if "swa" not in pattern:
+        return found
+    if window is None:
+        raise ValueError(
+            f"{f.name('sliding_window')}: the config has sliding-window layers, "
+            "so expected a window (an integer >= 1), found none"
+            + (
+                " (use_sliding_window is false)"
+                if kind in _QWEN_TYPES
+                else ""
+            )
+        )
+    return {**found, "sliding_window": window}
+
+
+def _llama4_layers(f: _Fields, n: int) -> tuple[str, ...]:
+    """Llama 4: the layers with RoPE (``no_rope_layers`` entry 1) attend within chunks, the
+    NoPE ones (0) to everything; an empty or absent list means one NoPE layer every
+    ``no_rope_layer_interval``."""
+    flags = f.items("no_rope_layers") if f.given("no_rope_layers") else []
+    if not flags:
+        every = f.integer("no_rope_layer_interval")
+        flags = [int((i + 1) % every != 0) for i in range(n)]
+    if len(flags) != n:
+        raise ValueError(
+            f"{f.name('no_rope_layers')}: expected num_hidden_layers={n} "
+            f"entries, got {len(flags)}"
+        )
+    for i, flag in enumerate(flags):
+        if (
+            isinstance(flag, bool)
+            or flag not in (0, 1)
+            or not isinstance(flag, int)
+        ):
+            raise ValueError(
+                f"{f.name('no_rope_layers')}[{i}]: expected 0 (NoPE, global) or "
+                f"1 (RoPE, chunked), got {flag!r}"
+            )
+    return tuple("chunked" if flag else "attn" for flag in flags)
+
+
+def _mla(f: _Fields) -> MLAConfig:
     return MLAConfig(
-        n_heads=_field(config, "num_attention_heads"),
-        qk_nope_head_dim=_field(config, "qk_nope_head_dim"),
-        qk_rope_head_dim=_field(config, "qk_rope_head_dim"),
-        v_head_dim=_field(config, "v_head_dim"),
-        kv_lora_rank=_field(config, "kv_lora_rank"),
-        q_lora_rank=config.get("q_lora_rank"),
-        rope=not config.get("mla_use_nope", False),
+        n_heads=f.integer("num_attention_heads"),
+        qk_nope_head_dim=f.integer("qk_nope_head_dim"),
+        qk_rope_head_dim=f.integer("qk_rope_head_dim"),
+        v_head_dim=f.integer("v_head_dim"),
+        kv_lora_rank=f.integer("kv_lora_rank"),
+        q_lora_rank=f.integer("q_lora_rank", default=None),
+        rope=not f.flag("mla_use_nope", False),
     )
 
 
-def _layers(config: dict[str, Any], n: int) -> dict[str, Any]:
+def _kimi(f: _Fields, n: int) -> dict[str, Any]:
+    linear = f.sub("linear_attn_config")
+    full = _layer_indices(linear, "full_attn_layers", n, first=1)
+    if linear.given("kda_layers"):
+        kda = _layer_indices(linear, "kda_layers", n, first=1)
+        if sorted(full + kda) != list(range(1, n + 1)):
+            raise ValueError(
+                f"{linear.name('kda_layers')}, {linear.name('full_attn_layers')}: "
+                f"expected each of the layers 1..{n} (num_hidden_layers={n}) in "
+                "exactly one list, got "
+                f"{sorted(kda)} and {sorted(full)}"
+            )
+    return {
+        "layer_pattern": pattern_from_full_attn_layers(n, tuple(full)),
+        "n_heads": linear.integer("num_heads"),
+        "head_dim": linear.integer("head_dim"),
+        "conv_size": linear.integer("short_conv_kernel_size"),
+        "mla": _mla(f),
+    }
+
+
+def _qwen3_next(f: _Fields, n: int) -> dict[str, Any]:
+    if f.given("layer_types"):
+        pattern = _words(
+            f,
+            "layer_types",
+            n,
+            {"full_attention": "attn", "linear_attention": "gdn"},
+        )
+    else:
+        every = f.integer("full_attention_interval")
+        pattern = tuple(
+            "attn" if (i + 1) % every == 0 else "gdn" for i in range(n)
+        )
+    return {
+        "layer_pattern": pattern,
+        **_attention(f),
+        "conv_size": f.integer("linear_conv_kernel_dim"),
+        "recurrent": RecurrentHeads(
+            n_key_heads=f.integer("linear_num_key_heads"),
+            key_dim=f.integer("linear_key_head_dim"),
+            n_value_heads=f.integer("linear_num_value_heads"),
+            value_dim=f.integer("linear_value_head_dim"),
+        ),
+    }
+
+
+def _minimax(f: _Fields, n: int) -> dict[str, Any]:
+    types = f.items("attn_type_list")
+    if len(types) != n:
+        raise ValueError(
+            f"{f.name('attn_type_list')}: expected num_hidden_layers={n} "
+            f"entries, got {len(types)}"
+        )
+    for i, t in enumerate(types):
+        if isinstance(t, bool) or t not in (0, 1) or not isinstance(t, int):
+            raise ValueError(
+                f"{f.name('attn_type_list')}[{i}]: expected 0 (lightning) or "
+                f"1 (softmax), got {t!r}"
+            )
+    return {
+        "layer_pattern": tuple("attn" if t else "lightning" for t in types),
+        **_attention(f),
+    }
+
+
+def _jamba(f: _Fields, n: int) -> dict[str, Any]:
+    period = f.integer("attn_layer_period")
+    offset = f.integer("attn_layer_offset", low=0)
+    if offset >= period:
+        raise ValueError(
+            f"{f.name('attn_layer_offset')}: expected less than "
+            f"attn_layer_period={period}, got {offset}"
+        )
+    return {
+        "layer_pattern": tuple(
+            "attn" if i % period == offset else "mamba" for i in range(n)
+        ),
+        **_attention(f),
+        "conv_size": f.integer("mamba_d_conv"),
+        "ssm": SSMConfig(
+            d_inner=f.integer("mamba_expand") * f.integer("hidden_size"),
+            d_state=f.integer("mamba_d_state"),
+        ),
+    }
+
+
+def _mamba2_heads(
+    f: _Fields, heads: str, head_dim: str, groups: tuple[str, ...]
+) -> tuple[int, int]:
+    """d_inner = heads · head_dim and the groups of B and C, which divide the heads (the
+    fields named ``heads``, ``head_dim`` and one of ``groups``)."""
+    n_heads, n_groups = f.integer(heads), f.integer_of(groups)
+    if n_heads % n_groups:
+        raise ValueError(
+            f"{' or '.join(map(f.name, groups))}: expected a divisor of "
+            f"{heads}={n_heads}, got {n_groups}"
+        )
+    return n_heads * f.integer(head_dim), n_groups
+
+
+def _nemotron_h(f: _Fields, n: int) -> dict[str, Any]:
+    chars = f.string("hybrid_override_pattern")
+    for i, c in enumerate(chars):
+        if c not in _NEMOTRON_CHARS:
+            raise ValueError(
+                f"{f.name('hybrid_override_pattern')}[{i}]: expected one of "
+                f"{list(_NEMOTRON_CHARS)}, got {c!r}"
+            )
+    d_inner, n_groups = _mamba2_heads(
+        f, "mamba_num_heads", "mamba_head_dim", ("n_groups", "mamba_n_groups")
+    )
+    return {
+        "layer_pattern": tuple(_NEMOTRON_CHARS[c] for c in chars),
+        **_attention(f, "attention_head_dim"),
+        "conv_size": f.integer_of(("conv_kernel", "mamba_d_conv")),
+        "ssm": SSMConfig(
+            d_inner=d_inner,
+            d_state=f.integer_of(("ssm_state_size", "mamba_d_state")),
+            n_groups=n_groups,
+        ),
+    }
+
+
+def _mamba2(f: _Fields, n: int) -> dict[str, Any]:
+    d_inner, n_groups = _mamba2_heads(
+        f, "num_heads", "head_dim", ("n_groups",)
+    )
+    if (
+        f.given("expand")
+        and f.integer("expand") * f.integer("hidden_size") != d_inner
+    ):
+        raise ValueError(
+            f"{f.name('expand')}: expected expand · hidden_size = num_heads · "
+            f"head_dim = {d_inner}, got {f.integer('expand')} · "
+            f"{f.integer('hidden_size')}"
+        )
+    return {
+        "layer_pattern": ("mamba2",) * n,
+        "n_heads": f.integer("num_heads"),
+        "head_dim": f.integer("head_dim"),
+        "conv_size": f.integer("conv_kernel"),
+        "ssm": SSMConfig(
+            d_inner=d_inner,
+            d_state=f.integer("state_size"),
+            n_groups=n_groups,
+        ),
+        "mlp_hidden": f.integer("intermediate_size", default=d_inner),
+    }
+
+
+def _layers(f: _Fields, n: int) -> dict[str, Any]:
     """The layer pattern and the dimensions its kinds read, by ``model_type``."""
-    kind = config.get("model_type")
-    if kind in ("llama", "mistral", "qwen2", "qwen3", None):
-        return {"layer_pattern": ("attn",) * n, **_attention(config)}
+    kind = f.model_type
+    if kind == "llama4_text":  # intermediate_size is the experts' width
+        dense = {"mlp_hidden": f.integer("intermediate_size_mlp")}
+        return {**_local_global(f, n, kind), **_attention(f), **dense}
+    if kind in _ATTENTION_TYPES or kind is None:
+        return {**_local_global(f, n, kind), **_attention(f)}
     if kind in ("deepseek_v2", "deepseek_v3"):
         # n_heads × head_dim: the multi-head baseline (DeepSeek-V2 Table 1), d_h = qk_nope_head_dim
         return {
             "layer_pattern": ("mla",) * n,
-            "n_heads": _field(config, "num_attention_heads"),
-            "head_dim": _field(config, "qk_nope_head_dim"),
-            "mla": _mla(config),
+            "n_heads": f.integer("num_attention_heads"),
+            "head_dim": f.integer("qk_nope_head_dim"),
+            "mla": _mla(f),
         }
-    if kind == "kimi_linear":
-        linear = _field(config, "linear_attn_config")
-        full = tuple(linear["full_attn_layers"])  # 1-based
-        return {
-            "layer_pattern": pattern_from_full_attn_layers(n, full),
-            "n_heads": linear["num_heads"],
-            "head_dim": linear["head_dim"],
-            "conv_size": linear["short_conv_kernel_size"],
-            "mla": _mla(config),
-        }
-    if kind == "qwen3_next":
-        types = config.get("layer_types")
-        if not types:
-            interval = _field(config, "full_attention_interval")
-            types = [
-                "linear_attention" if (i + 1) % interval else "full_attention"
-                for i in range(n)
-            ]
-        return {
-            "layer_pattern": tuple(
-                "attn" if t == "full_attention" else "gdn" for t in types
-            ),
-            **_attention(config),
-            "conv_size": _field(config, "linear_conv_kernel_dim"),
-            "recurrent": RecurrentHeads(
-                n_key_heads=_field(config, "linear_num_key_heads"),
-                key_dim=_field(config, "linear_key_head_dim"),
-                n_value_heads=_field(config, "linear_num_value_heads"),
-                value_dim=_field(config, "linear_value_head_dim"),
-            ),
-        }
-    if kind in ("minimax", "minimax_text_01", "minimax_m1"):
-        return {
-            "layer_pattern": tuple(
-                "attn" if t == 1 else "lightning"
-                for t in _field(config, "attn_type_list")
-            ),
-            **_attention(config),
-        }
-    if kind == "jamba":
-        period = _field(config, "attn_layer_period")
-        offset = _field(config, "attn_layer_offset")
-        d_inner = _field(config, "mamba_expand") * _field(
-            config, "hidden_size"
+    readers = {
+        "kimi_linear": _kimi,
+        "qwen3_next": _qwen3_next,
+        "minimax": _minimax,
+        "minimax_text_01": _minimax,
+        "minimax_m1": _minimax,
+        "jamba": _jamba,
+        "nemotron_h": _nemotron_h,
+        "mamba2": _mamba2,
+    }
+    return readers[kind](f, n)
+
+
+def _experts(f: _Fields) -> tuple[int | None, int | None]:
+    """The routed experts and how many each token uses, from whichever field the model type
+    names them by (``n_routed_experts``/``num_experts``/``num_local_experts`` and
+    ``num_experts_per_tok``/``num_experts_per_token``); (None, None) for a dense model."""
+    counts = ("n_routed_experts", "num_experts", "num_local_experts")
+    per_tokens = ("num_experts_per_tok", "num_experts_per_token")
+    if not any(f.given(k) for k in counts):
+        return None, None
+    experts, per_token = f.integer_of(counts), f.integer_of(per_tokens)
+    if per_token > experts:
+        raise ValueError(
+            f"{' or '.join(map(f.name, filter(f.given, per_tokens)))}: expected "
+            f"at most the experts ({' or '.join(filter(f.given, counts))} = "
+            f"{experts}), got {per_token}"
         )
-        return {
-            "layer_pattern": tuple(
-                "attn" if i % period == offset else "mamba" for i in range(n)
-            ),
-            **_attention(config),
-            "conv_size": _field(config, "mamba_d_conv"),
-            "ssm": SSMConfig(
-                d_inner=d_inner, d_state=_field(config, "mamba_d_state")
-            ),
-        }
-    if kind == "nemotron_h":
-        by_char = {"M": "mamba2", "*": "attn", "-": "mlp", "E": "mlp"}
-        heads = _field(config, "mamba_num_heads")
-        return {
-            "layer_pattern": tuple(
-                by_char[c] for c in _field(config, "hybrid_override_pattern")
-            ),
-            **_attention(config),
-            "conv_size": _field(config, "conv_kernel"),
-            "ssm": SSMConfig(
-                d_inner=heads * _field(config, "mamba_head_dim"),
-                d_state=_field(config, "ssm_state_size", "mamba_d_state"),
-                n_groups=_field(config, "n_groups"),
-            ),
-        }
-    raise ValueError(
-        f"config: model_type {kind!r} is not one the calculator reads; expected one of "
-        f"{', '.join(_MODEL_TYPES)}"
+    return experts, per_token
+
+
+def _text_fields(config: object) -> _Fields:
+    """The fields that describe the language model: the config itself, or the nested
+    ``text_config`` of Gemma-3 and Llama 4 (:data:`_NESTED`)."""
+    top = _Fields(config, "config")
+    kind = top.value("model_type", None)
+    if kind is not None and (
+        not isinstance(kind, str) or kind not in _MODEL_TYPES
+    ):
+        raise ValueError(
+            f"config['model_type']: model_type {kind!r} is not one the calculator "
+            f"reads; expected one of {', '.join(_MODEL_TYPES)}"
+        )
+    if kind not in _NESTED:
+        return _Fields(config, "config", kind)
+    text, inner = top.sub("text_config"), _NESTED[kind]
+    if text.value("model_type", inner) != inner:
+        raise ValueError(
+            f"{text.name('model_type')}: expected {inner!r}, "
+            f"got {text.value('model_type')!r}"
+        )
+    return _Fields(text.config, text.where, inner)
+
+
+_COUNTED_TYPES = tuple(t for t in _ATTENTION_TYPES if t != "llama4_text")
+"""The model types whose weights :func:`parameters_from_config` counts from the config."""
+
+
+def _moe_layers(f: _Fields, n: int) -> set[int]:
+    """The layers (0-based) that route tokens to experts: every layer of Mixtral; in Qwen's
+    MoE models every ``decoder_sparse_step``-th layer not in ``mlp_only_layers``."""
+    if f.model_type == "mixtral":
+        return set(range(n))
+    if f.model_type not in ("qwen2_moe", "qwen3_moe"):
+        return set()
+    step = f.integer("decoder_sparse_step", default=1)
+    dense = (
+        _layer_indices(f, "mlp_only_layers", n, first=0)
+        if f.given("mlp_only_layers")
+        else []
     )
+    return {i for i in range(n) if (i + 1) % step == 0 and i not in dense}
+
+
+def parameters_from_config(config: dict[str, Any]) -> tuple[int, int]:
+    """Parameters (stored, used per token) of a decoder whose every weight its config sizes:
+    the model types of :data:`_COUNTED_TYPES` (Llama, Mistral, Mixtral, Qwen2/3 and their MoE,
+    Gemma 1-3 text models).
+
+    Per layer: attention W_q, W_k, W_v, W_o (d · h·d_h, 2 · d · h_kv·d_h, h·d_h · d; Qwen2's
+    q, k, v biases; Qwen3's and Gemma-3's q/k norms, d_h each), its norms (2 a layer, 4 in
+    Gemma-2/3, d each), and a SwiGLU/GeGLU MLP 3 · d · d_ff, or in a MoE layer a router
+    d · E and E experts of 3 · d · d_moe (Qwen2-MoE adds a shared expert 3 · d · d_shared and
+    its gate d), of which a token uses k. Plus the embedding V · d, the LM head V · d unless
+    tied, and the final norm d. Llama-3-8B: 8,030,261,248; Mixtral-8x7B: 46,702,792,704 of
+    which 12,879,925,248 per token.
+    """
+    f = _text_fields(config)
+    if config.get("model_type") in _NESTED:
+        raise ValueError(
+            f"config['model_type']: a {config['model_type']!r} checkpoint holds a "
+            "vision tower too, whose weights its config does not size; expected a "
+            "text model's config (give params_total for this one)"
+        )
+    if f.model_type not in (*_COUNTED_TYPES, None):
+        raise ValueError(
+            f"config['model_type']: the weights of a {f.model_type!r} model are not "
+            f"counted from its config; expected one of {', '.join(_COUNTED_TYPES)} "
+            "(or give params_total)"
+        )
+    n, d = f.integer("num_hidden_layers"), f.integer("hidden_size")
+    heads = _attention(f)
+    q = heads["n_heads"] * heads["head_dim"]
+    kv = heads["n_kv_heads"] * heads["head_dim"]
+    attention = 2 * d * q + 2 * d * kv
+    if f.model_type in ("qwen2", "qwen2_moe") or f.flag(
+        "attention_bias", False
+    ):
+        attention += q + 2 * kv
+    if f.model_type in ("qwen3", "qwen3_moe", "gemma3_text"):
+        attention += 2 * heads["head_dim"]  # q and k RMSNorm
+    norms = (4 if f.model_type in ("gemma2", "gemma3_text") else 2) * d
+    total = active = 0
+    moe = _moe_layers(f, n)
+    for i in range(n):
+        if i in moe:
+            experts, per_token = _experts(f)
+            if experts is None:
+                raise ValueError(
+                    f"{f.where}: a {f.model_type!r} model routes tokens to experts, "
+                    "expected a field 'n_routed_experts' or 'num_experts' or "
+                    "'num_local_experts', found none"
+                )
+            width = (
+                f.integer("intermediate_size")
+                if f.model_type == "mixtral"
+                else f.integer("moe_intermediate_size")
+            )
+            expert = 3 * d * width
+            shared = d * experts  # the router
+            if f.model_type == "qwen2_moe":
+                shared += (
+                    3 * d * f.integer("shared_expert_intermediate_size") + d
+                )
+            total += attention + norms + shared + experts * expert
+            active += attention + norms + shared + per_token * expert
+        else:
+            mlp = 3 * d * f.integer("intermediate_size")
+            total += attention + norms + mlp
+            active += attention + norms + mlp
+    embeddings = f.integer("vocab_size") * d
+    if not f.flag("tie_word_embeddings", False):
+        embeddings *= 2
+    return total + embeddings + d, active + embeddings + d
 
 
 def architecture_from_config(
     config: dict[str, Any],
     *,
-    params_total: int,
+    params_total: int | None = None,
     params_active: int | None = None,
     name: str | None = None,
     n_experts: int | None = None,
@@ -554,63 +1068,66 @@ def architecture_from_config(
 ) -> ModelConfig:
     """A :class:`ModelConfig` from the fields of a Hugging Face ``config.json`` (a ``dict``).
 
-    The layer pattern and dimensions come from the fields each ``model_type`` uses (Kimi's
-    ``linear_attn_config``, Qwen3-Next's ``linear_*`` heads, MiniMax's ``attn_type_list``,
-    Jamba's ``attn_layer_period``/``attn_layer_offset``, Nemotron-H's
-    ``hybrid_override_pattern``); ``d_model``, ``vocab_size`` and ``mlp_hidden`` from
-    ``hidden_size``, ``vocab_size`` and the dense ``intermediate_size``. Positions are read only
-    where they change what is cached (MLA's ``mla_use_nope``): ``rope`` keeps its default.
+    The layer pattern and dimensions come from the fields each ``model_type`` uses: the
+    attention models' ``layer_types`` or their sliding-window fields (Mistral's
+    ``sliding_window``, Qwen's ``use_sliding_window``/``max_window_layers``, Gemma-2's
+    alternation, Gemma-3's ``sliding_window_pattern``, Llama 4's chunked layers by
+    ``no_rope_layers`` and ``attention_chunk_size``; Gemma-3's and Llama 4's fields nest in
+    ``text_config``), Kimi's ``linear_attn_config``, Qwen3-Next's ``layer_types`` or
+    ``full_attention_interval`` and ``linear_*`` heads, MiniMax's ``attn_type_list``, Jamba's
+    ``attn_layer_period``/``attn_layer_offset``, Nemotron-H's ``hybrid_override_pattern``,
+    Mamba-2's heads; ``d_model``, ``vocab_size`` and ``mlp_hidden`` from ``hidden_size``,
+    ``vocab_size`` and the dense ``intermediate_size`` (a Mamba-2 model, which has no MLP,
+    gets its inner width d_inner). Positions are read only where they change what is cached
+    (MLA's ``mla_use_nope``): ``rope`` keeps its default.
 
-    The parameter counts are not in a config: give ``params_total`` (and ``params_active`` for a
-    mixture of experts; it defaults to the total). ``n_experts`` and ``experts_per_token``
-    default to the config's ``n_routed_experts``/``num_experts``/``num_local_experts`` and
+    Every field read is checked: its type (an integer is not a bool, a float, NaN or a
+    string), its range (sizes >= 1) and the rules between fields (key/value heads divide the
+    heads; layer numbers within ``num_hidden_layers``; every layer-type word known; Jamba's
+    offset below its period; MiniMax's types 0 or 1). A refusal is a ``TypeError`` or
+    ``ValueError`` naming the field, what was expected and what came; nothing is guessed.
+    Fields a released config may omit take transformers' class defaults (:data:`_DEFAULTS`).
+
+    The parameter counts: ``params_total`` (and ``params_active`` for a mixture of experts; it
+    defaults to the total) as given, or, when ``params_total`` is None, counted from the
+    config by :func:`parameters_from_config` for the model types whose weights it sizes
+    (the others must give them). ``n_experts`` and ``experts_per_token`` default to the
+    config's ``n_routed_experts``/``num_experts``/``num_local_experts`` and
     ``num_experts_per_tok`` (``num_experts_per_token`` in Kimi's configs).
     """
-    if not isinstance(config, dict):
-        raise ValueError(
-            f"config: expected a dict of config.json fields, "
-            f"got {type(config).__name__}"
-        )
-    n = _field(config, "num_hidden_layers")
-    layers = _layers(config, n)
+    f = _text_fields(config)
+    n = f.integer("num_hidden_layers")
+    layers = _layers(f, n)
     if len(layers["layer_pattern"]) != n:
+        field = (
+            "hybrid_override_pattern"
+            if f.model_type == "nemotron_h"
+            else "layer pattern"
+        )
         raise ValueError(
-            f"config: the layer pattern gives {len(layers['layer_pattern'])} layers, "
+            f"config: the {field} gives {len(layers['layer_pattern'])} layers, "
             f"num_hidden_layers says {n}"
         )
     if n_experts is None:
-        n_experts = next(
-            (
-                config[k]
-                for k in (
-                    "n_routed_experts",
-                    "num_experts",
-                    "num_local_experts",
-                )
-                if config.get(k)
-            ),
-            None,
-        )
-        experts_per_token = (
-            next(
-                (
-                    config[k]
-                    for k in ("num_experts_per_tok", "num_experts_per_token")
-                    if config.get(k)
-                ),
-                None,
+        n_experts, experts_per_token = _experts(f)
+    if params_total is None:
+        if params_active is not None:
+            raise ValueError(
+                "params_active: expected it with params_total, or neither (both "
+                f"counted from the config), got params_active={params_active!r} alone"
             )
-            if n_experts
-            else None
-        )
+        params_total, params_active = parameters_from_config(config)
+    if name is None:
+        top = _Fields(config, "config")
+        given = top.given("_name_or_path") and top.string("_name_or_path")
+        name = given or str(f.model_type)
     return ModelConfig(
-        name=name
-        or config.get("_name_or_path")
-        or str(config.get("model_type")),
-        vocab_size=_field(config, "vocab_size"),
-        d_model=_field(config, "hidden_size"),
-        mlp_hidden=_field(config, "intermediate_size"),
-        tie_embeddings=config.get("tie_word_embeddings", False),
+        name=name,
+        vocab_size=f.integer("vocab_size"),
+        d_model=f.integer("hidden_size"),
+        mlp_hidden=layers.pop("mlp_hidden", None)
+        or f.integer("intermediate_size"),
+        tie_embeddings=f.flag("tie_word_embeddings", False),
         **layers,
         params_total=params_total,
         params_active=params_active,
@@ -667,6 +1184,8 @@ KIMI_LINEAR_CONFIG = {  # moonshotai/Kimi-Linear-48B-A3B-Instruct, config.json [
     "num_experts_per_token": 8,
     "linear_attn_config": {
         "full_attn_layers": [4, 8, 12, 16, 20, 24, 27],
+        "kda_layers": [1, 2, 3, 5, 6, 7, 9, 10, 11, 13, 14, 15, 17, 18, 19]
+        + [21, 22, 23, 25, 26],
         "num_heads": 32,
         "head_dim": 128,
         "short_conv_kernel_size": 4,
@@ -776,8 +1295,10 @@ KIMI_LINEAR_48B_A3B = architecture_from_config(
     source="config.json of moonshotai/Kimi-Linear-48B-A3B-Instruct; Kimi Linear tech report, "
     "arXiv 2510.26692, §4-5.",
     bib=("kimi_linear_config", "kimi2025linear"),
-    notes="The config values are unconfirmed: copied identically in several public "
-    "repositories, the Hugging Face original was not reachable. full_attn_layers is 1-based: "
+    notes="The config values match the released config.json as its derivative checkpoints "
+    "copy it (e.g. Firworks/Kimi-Linear-48B-A3B-Instruct-nvfp4, whose architecture fields are "
+    "the original's) and as several public repositories quote it; the moonshotai file itself "
+    "was not read directly. full_attn_layers is 1-based: "
     "[4, 8, 12, 16, 20, 24, 27] gives 20 KDA + 7 MLA layers (20:7, not exactly 3:1), MLA "
     "last. The KDA heads are linear_attn_config's 32 x 128. MLA is NoPE (mla_use_nope), so "
     "its 64 'rope' key dims are cached unrotated. The MoE (256 experts, 8 active + 1 shared, "

@@ -5,18 +5,27 @@ For each kind, :data:`KINDS` holds
 - ``label``: its name in figures and tables;
 - ``grows``: True if what it keeps while decoding grows with the context (a cache),
   False if it is fixed (a recurrent state, or nothing);
+- ``window``: for a cache that stops growing, ``window(config)`` gives the context it stops
+  at (a sliding window's W tokens); None for a cache that grows with every token and for
+  fixed states;
 - ``numbers(config, context)``: how many numbers one layer keeps for one sequence after
   ``context`` tokens, as :class:`LayerNumbers` (cache, state, conv);
 - ``build(config)``: the layer :class:`attnlab.model.HybridLM` stacks, for the kinds the
   course implements (the kinds it only sizes, from published models, have ``None``);
 - ``needs``: the :class:`attnlab.configs.ModelConfig` field of dimensions the kind reads
-  beyond the shared ones (``"mla"``, ``"ssm"``), required when a pattern lists the kind.
+  beyond the shared ones (``"mla"``, ``"ssm"``, ``"sliding_window"``,
+  ``"attention_chunk_size"``), required when a pattern lists the kind.
 
 Numbers one layer keeps for one sequence of T tokens (w the short-convolution width; the
 recurrent layers have H_k query/key heads of d_k and H_v value heads of d_v, by default the
 model's ``n_heads`` heads of ``head_dim`` for both):
 
 - ``attn`` (MHA, GQA, MQA): cache 2 · n_kv_heads · head_dim · T (K and V).
+- ``swa`` (sliding-window attention, the local layers of local/global stacks): a rolling
+  cache of the last W tokens, 2 · n_kv_heads · head_dim · min(T, W) (Mistral 7B §2).
+- ``chunked`` (chunked attention, Llama 4's local layers): each token attends within its
+  chunk of C tokens, so a cache holds at most one chunk, 2 · n_kv_heads · head_dim ·
+  min(T, C) (its peak: T mod C tokens between the ends of chunks, C at them).
 - ``mla``: cache (d_c + d_h^R) · T (the latent and the shared rope key).
 - ``kda``, ``gdn``, ``deltanet``, ``gla``: state H_v · d_k · d_v; conv
   (w − 1)(2 H_k d_k + H_v d_v), the last w − 1 inputs of the short convolutions on q, k and v
@@ -72,6 +81,28 @@ def attn_numbers(config: ModelConfig, context: int) -> LayerNumbers:
     2 · n_kv_heads · head_dim · T."""
     cache = 2 * config.n_kv_heads * config.head_dim * context
     return LayerNumbers(cache=cache, state=0, conv=0)
+
+
+def swa_numbers(config: ModelConfig, context: int) -> LayerNumbers:
+    """Sliding-window attention keeps K and V of the last W tokens only (a
+    rolling buffer): 2 · n_kv_heads · head_dim · min(T, W)."""
+    return attn_numbers(config, min(context, config.sliding_window))
+
+
+def sliding_window(config: ModelConfig) -> int:
+    """The context at which a sliding-window cache stops growing: W."""
+    return config.sliding_window
+
+
+def chunked_numbers(config: ModelConfig, context: int) -> LayerNumbers:
+    """Chunked attention keeps K and V of the current chunk of C tokens at
+    most: 2 · n_kv_heads · head_dim · min(T, C), the peak it holds."""
+    return attn_numbers(config, min(context, config.attention_chunk_size))
+
+
+def attention_chunk(config: ModelConfig) -> int:
+    """The context at which a chunked cache stops growing: C."""
+    return config.attention_chunk_size
 
 
 def mla_numbers(config: ModelConfig, context: int) -> LayerNumbers:
@@ -178,14 +209,15 @@ def _recurrent(
 @dataclass(frozen=True)
 class Kind:
     """One layer kind: its label, whether its memory grows with the context, the numbers one
-    layer keeps, how to build one (None if the course only sizes it) and the dimensions it
-    needs beyond the shared ones."""
+    layer keeps, how to build one (None if the course only sizes it), the dimensions it
+    needs beyond the shared ones and, for a cache that stops growing, where it stops."""
 
     label: str
     numbers: Callable[[ModelConfig, int], LayerNumbers]
     grows: bool = False
     build: Callable[[ModelConfig], nn.Module] | None = None
     needs: str | None = None
+    window: Callable[[ModelConfig], int] | None = None
 
 
 KINDS: dict[str, Kind] = {
@@ -194,6 +226,20 @@ KINDS: dict[str, Kind] = {
     ),
     "mla": Kind(
         "MLA", mla_numbers, grows=True, build=_latent_attention, needs="mla"
+    ),
+    "swa": Kind(
+        "sliding-window attention",
+        swa_numbers,
+        grows=True,
+        needs="sliding_window",
+        window=sliding_window,
+    ),
+    "chunked": Kind(
+        "chunked attention",
+        chunked_numbers,
+        grows=True,
+        needs="attention_chunk_size",
+        window=attention_chunk,
     ),
     "kda": Kind("KDA", recurrent_numbers, build=_recurrent(KDALayer)),
     "gdn": Kind(
@@ -216,5 +262,6 @@ KINDS: dict[str, Kind] = {
     "mlp": Kind("MLP only", nothing_kept),
 }
 """Every layer kind a :class:`attnlab.configs.ModelConfig` may list, in the order of the
-course: the attention kinds, the recurrent kinds it builds, then the kinds of published models
-it only sizes."""
+course: the attention kinds (sliding-window and chunked attention, from published models, only
+sized), the
+recurrent kinds it builds, then the kinds of published models it only sizes."""

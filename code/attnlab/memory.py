@@ -273,6 +273,24 @@ def cache_bytes_per_token(
     return cache_breakdown(config, 1, dtype=dtype).cache_bytes
 
 
+def context_limit(config: ModelConfig) -> int | None:
+    """The context after which ``config`` keeps no more bytes per sequence: the longest window
+    of its bounded caches (sliding-window layers keep min(T, W) tokens), 0 if nothing grows
+    (recurrent states only), None if some cache grows with every token.
+
+    Mistral-7B-v0.1 (every layer a 4096-token window): 4096. Gemma-3 (one global layer in
+    six): None.
+    """
+    _check_config(config)
+    limits = []
+    for kind in config.kinds:
+        k = KINDS[kind]
+        if k.grows and k.window is None:
+            return None
+        limits.append(k.window(config) if k.grows else 0)
+    return max(limits)
+
+
 def as_all_attention(config: ModelConfig) -> ModelConfig:
     """The same model with every layer as standard multi-head attention (n_heads × head_dim,
     one K/V head per query head): the "all layers standard attention" baseline."""

@@ -39,7 +39,7 @@ from .memory import (
     _check_config,
     _check_count,
     cache_breakdown,
-    cache_bytes_per_token,
+    context_limit,
     format_bytes,
     tensor_bytes,
 )
@@ -162,8 +162,9 @@ def largest_context(
     state_dtype: str = "fp32",
 ) -> int:
     """The longest context each of ``batch`` sequences can reach within ``memory_bytes``
-    (0 if the weights and fixed states alone do not fit). A model without any growing cache
-    has no limit: the answer is then ``-1``."""
+    (0 if the weights and fixed states alone do not fit). A model whose every cache is bounded
+    (recurrent states, sliding windows: :func:`attnlab.memory.context_limit`) has no cache
+    limit once its largest window fits: the answer is then ``-1``."""
     check_positive_int("batch", batch)
     _check_count("memory_bytes", memory_bytes)
     fixed = memory_needed(
@@ -176,8 +177,6 @@ def largest_context(
     ).total
     if fixed > memory_bytes:
         return 0
-    if cache_bytes_per_token(arch, cache_dtype) == 0:
-        return -1
 
     def fits(tokens: int) -> bool:
         return (
@@ -192,6 +191,9 @@ def largest_context(
             <= memory_bytes
         )
 
+    limit = context_limit(arch)
+    if limit is not None and fits(limit):
+        return -1
     lo, hi = 0, 1
     while fits(hi):
         lo, hi = hi, hi * 2
@@ -377,7 +379,7 @@ class WhatIf:
             "fits" if self.need.total <= self.memory_bytes else "does NOT fit"
         )
         longest = (
-            "no limit"
+            "no cache limit (every cache is bounded)"
             if self.max_context < 0
             else f"{self.max_context:,} tokens"
         )
