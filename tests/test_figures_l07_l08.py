@@ -167,7 +167,7 @@ def test_draw_form_times_marks_a_crossing_inside_the_lengths_only():
         l08.draw_form_times(fig, LENGTHS, SECONDS, spread=spread, crossing=crossing)
         texts = [t.get_text() for t in fig.axes[0].texts]
         assert any("trends cross" in t for t in texts) == marked
-        assert "fastest to slowest" in fig.axes[0].get_title()
+        assert "fastest to slowest" in fig.axes[0].get_legend().get_title().get_text()
 
 
 GRID_T, GRID_C = [1024, 4096], [1, 4, 16, 64, 256, 1024]
