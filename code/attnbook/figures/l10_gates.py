@@ -170,7 +170,9 @@ def draw_gate_kinds(
         ax.set_title(title)
         ax.set_xlabel("time step t (token)")
     axes[0].set_ylabel("key channel (index)")
-    axes[0].yaxis.set_major_locator(MaxNLocator(integer=True))  # whole channels
+    axes[0].yaxis.set_major_locator(
+        MaxNLocator(integer=True)
+    )  # whole channels
     fig.colorbar(
         image,
         ax=list(axes),
