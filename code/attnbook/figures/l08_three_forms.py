@@ -157,7 +157,7 @@ def draw_form_times(
     if crossing is not None and lengths[0] <= crossing <= lengths[-1]:
         ax.axvline(crossing, color="#777777", linestyle=":", linewidth=1)
         ax.annotate(
-            f"trends cross\nnear T ≈ {crossing:,.0f}",
+            f"trends cross\nnear T ≈ {float(f'{crossing:.2g}'):,.0f}",
             (crossing, ax.get_ylim()[0]),
             textcoords="offset points",
             xytext=(-6, 8),
