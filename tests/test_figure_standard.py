@@ -219,7 +219,9 @@ def registry() -> dict[str, Entry]:
         "L8 three forms": Entry(l08.draw_three_forms,
                                 kwargs={"length": 12, "chunk_size": 4}),
         "L8 form times": Entry(l08.draw_form_times, kwargs={
-            "lengths": m["lengths"], "seconds": m["seconds"], "chunk_size": 64, "threads": 1}),
+            "lengths": m["lengths"], "seconds": m["seconds"], "chunk_size": 64, "threads": 1,
+            "spread": {f: [(0.7 * s, 2.5 * s) for s in m["seconds"][f]] for f in m["seconds"]},
+            "crossing": float(m["lengths"][2])}),
         "L8 chunk size": Entry(l08.chunk_size_panel(m["chunk_s"], m["form_s"], head_dim=64),
                                grid=m["grid"], covers=("chunk_size_panel",
                                                             "draw_chunk_size")),

@@ -146,12 +146,28 @@ def test_draw_form_times_rejects_bad_input(lengths, seconds):
         l08.draw_form_times(new_figure(), lengths, seconds)
 
 
-def test_crossing():
+def test_a_power_law_fit_uses_every_run_and_trends_cross_where_they_meet():
     lengths = [100, 200, 400]
-    # b is faster (smaller) first, equal to a in log space halfway between 200 and 400
-    assert lin.crossing(lengths, [10, 10, 10], [1, 5, 20]) == pytest.approx(200 * 2**0.5)
-    assert lin.crossing(lengths, [10, 10, 10], [1, 2, 3]) is None
-    assert lin.crossing(lengths, [1, 1, 1], [2, 2, 2]) == 100
+    quadratic = lin.fit_power_law(lengths, [[1e-4 * t**2] * 3 for t in lengths])
+    assert quadratic.exponent == pytest.approx(2) and quadratic(300) == pytest.approx(9.0)
+    # one slow run among three does not decide the trend: it moves the exponent a little
+    noisy = lin.fit_power_law(lengths, [[1.0, 1.0, 1.0], [2.0, 2.0, 20.0], [4.0, 4.0, 4.0]])
+    assert 1 < noisy.exponent < 2
+    linear = lin.PowerLaw(0.02, 1.0)  # 0.02 T against 1e-4 T²: equal at T = 200
+    assert lin.trend_crossing(quadratic, linear) == pytest.approx(200)
+    assert lin.trend_crossing(linear, quadratic) is None
+    with pytest.raises(ValueError, match="runs"):
+        lin.fit_power_law([100, 100], [[1.0], [2.0]])
+
+
+def test_draw_form_times_marks_a_crossing_inside_the_lengths_only():
+    spread = {f: [(0.8 * s, 1.3 * s) for s in SECONDS[f]] for f in LINEAR_FORMS}
+    for crossing, marked in [(300.0, True), (5000.0, False)]:
+        fig = new_figure(7, 4.2)
+        l08.draw_form_times(fig, LENGTHS, SECONDS, spread=spread, crossing=crossing)
+        texts = [t.get_text() for t in fig.axes[0].texts]
+        assert any("trends cross" in t for t in texts) == marked
+        assert "fastest to slowest" in fig.axes[0].get_legend().get_title().get_text()
 
 
 GRID_T, GRID_C = [1024, 4096], [1, 4, 16, 64, 256, 1024]

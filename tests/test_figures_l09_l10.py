@@ -196,3 +196,14 @@ def test_effective_horizon():
     assert mem.effective_horizon(torch.tensor(0.0)).item() == math.inf
     with pytest.raises(ValueError, match="g"):
         mem.effective_horizon(0.1)
+
+
+def test_the_gate_heat_maps_label_whole_channels_only():
+    from attnbook.figures import l10_gates
+
+    fig = new_figure(6.4, 3)
+    l10_gates.draw_gate_kinds(fig)
+    fig.canvas.draw()
+    low, high = sorted(fig.axes[0].get_ylim())
+    shown = [t for t in fig.axes[0].get_yticks() if low <= t <= high]
+    assert shown and all(float(t).is_integer() for t in shown)

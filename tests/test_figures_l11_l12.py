@@ -119,3 +119,16 @@ def test_switch_errors_default_ordering():
             for mixer, (over, same) in dr.switch_errors(0.01, 1.0, 0.5).items()}
     assert mean["gdn"] < mean["deltanet"] < mean["gla"]
     assert mean["gdn"] == pytest.approx(mean["latest_only"], abs=0.01)
+
+
+def test_the_recall_legend_hides_no_point_of_the_curves():
+    from attnbook.figures import l11_delta_rule
+
+    fig = new_figure(6.4, 3)
+    l11_delta_rule.draw_recall_vs_pairs(fig)
+    fig.canvas.draw()
+    left = fig.axes[0]
+    box = left.get_legend().get_window_extent()
+    for line in left.get_lines():
+        for x, y in left.transData.transform(line.get_xydata()):
+            assert not box.contains(x, y), line.get_label()

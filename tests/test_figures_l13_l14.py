@@ -17,9 +17,10 @@ from attnbook.demos.transitions import transition_product
 from attnbook.figures import l13_chunkwise_delta_rule as l13
 from attnbook.figures import l14_kda as l14
 from attnbook.plotting import figure_png, new_figure
-from attnlab.delta import ut_transform
+from attnlab.delta import delta_rule_chunk_reference, ut_transform
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from torch.utils.flop_counter import FlopCounterMode
 
 
 def chunk_inputs(seed, b=1, h=2, c=7, dk=5, dv=3, beta_scale=1.0):
@@ -69,13 +70,36 @@ def test_delta_rule_cost_formulas():
     chunk = delta_rule_cost("chunk", 4096, 96, 64)
     assert chunk.sequential_steps == 64
     assert chunk.inter_flops == rec.inter_flops  # the state work is the recurrent work again
-    assert chunk.intra_flops == 64 * (7 * 64 * 64 - 64) * 96
-    assert chunk.intra_flops / chunk.inter_flops == pytest.approx((7 * 64 - 1) / (6 * 96))
+    assert chunk.intra_flops == 64 * (8 * 64 * 64 - 2 * 64) * 96
+    assert chunk.intra_flops / chunk.inter_flops == pytest.approx((8 * 64 - 2) / (6 * 96))
     assert chunk.flops == chunk.intra_flops + chunk.inter_flops
     padded = delta_rule_cost("chunk", 100, 8, 64)  # 2 chunks, the last one padded
     assert padded.sequential_steps == 2 and padded.inter_flops == 6 * 128 * 64
     one = delta_rule_cost("chunk", 10, 4, 1)
     assert one.intra_flops == 10 * 6 * 4 and one.sequential_steps == 10
+
+
+@pytest.mark.parametrize(("t", "c", "d"), [(128, 32, 8), (64, 64, 16), (12, 1, 4)])
+def test_delta_rule_cost_counts_what_the_reference_runs(monkeypatch, t, c, d):
+    """Every operation of delta_rule_chunk_reference counted: torch's FLOP counter sees its
+    matrix products, and each triangular solve is counted as forward substitution does it
+    (unit diagonal: one multiply-add per strictly-lower entry and right-hand-side column)."""
+    solved = []
+    solve = torch.linalg.solve_triangular
+
+    def counted_solve(a, b, **kwargs):
+        rows = a.shape[-1]
+        solved.append(b.numel() // rows * rows * (rows - 1))  # 2 · C(C − 1)/2 · columns
+        return solve(a, b, **kwargs)
+
+    monkeypatch.setattr(torch.linalg, "solve_triangular", counted_solve)
+    q, k, v = (torch.randn(1, 2, t, d, dtype=torch.float64) for _ in range(3))
+    beta = torch.rand(1, 2, t, dtype=torch.float64)
+    with FlopCounterMode(display=False) as counter:
+        delta_rule_chunk_reference(q, F.normalize(k, dim=-1), v, beta=beta, chunk_size=c)
+    assert len(solved) == 2 * (t // c)  # two solves per chunk: W and U
+    per_head = (counter.get_total_flops() + sum(solved)) / 2
+    assert per_head == delta_rule_cost("chunk", t, d, c).flops
 
 
 @pytest.mark.parametrize(("kwargs", "name"), [
@@ -329,3 +353,25 @@ def test_draw_channel_lifetimes_and_its_alt_text():
     alt = l14.channel_lifetimes_alt(result)
     best = cl.GRID[int(result["rows"][0]["head_curve"].argmin())]
     assert f"lowest point is at {best:g}" in alt and "1 seeds" in alt
+# ---------------------------------------------------------------- sizing a chunk for a GPU (demos)
+def test_a_gpu_chunk_counts_its_bytes_and_flops():
+    from attnbook.demos import chunk_sizing as gpu
+
+    assert gpu.chunk_hbm_bytes(64, 128) == (4 * 64 * 128 + 64) * 2
+    parts = gpu.chunk_on_chip_bytes(64, 128)
+    assert sum(parts.values()) == 3 * 64 * 128 * 2 + 128 * 128 * 4 + 2 * 64 * 64 * 4 \
+        + 2 * 64 * 128 * 4
+    assert sum(parts.values()) <= gpu.H100_SXM.shared_kb_per_block * 1024
+    assert sum(gpu.chunk_on_chip_bytes(128, 128).values()) > 227 * 1024
+    assert gpu.chunk_flops(64, 128) == delta_rule_cost("chunk", 64, 128, 64).flops
+    with pytest.raises(ValueError, match="chunk_size"):
+        gpu.chunk_hbm_bytes(0, 8)
+
+
+def test_a_bf16_solve_loses_more_than_storing_in_bf16_and_fp32_almost_nothing():
+    from attnbook.demos import chunk_sizing as gpu
+
+    for seed in range(3):
+        stored = gpu.stored_error(16, 32, seed)
+        assert gpu.solve_error(torch.bfloat16, 16, 32, seed) > stored > 1e-4
+        assert gpu.solve_error(torch.float32, 16, 32, seed) < 1e-5

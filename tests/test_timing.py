@@ -6,6 +6,7 @@ from attnbook import timing
 from attnbook.timing import (
     best_seconds,
     median_seconds,
+    spread_seconds,
     time_decode_step,
     time_delta_rule,
     time_linear_attention,
@@ -22,14 +23,14 @@ class Counter:
         self.grad_enabled.append(torch.is_grad_enabled())
 
 
-@pytest.mark.parametrize("summary", [best_seconds, median_seconds])
+@pytest.mark.parametrize("summary", [best_seconds, median_seconds, spread_seconds])
 @pytest.mark.parametrize(("warmup", "extra"), [(True, 1), (False, 0)])
 def test_calls_repeats_plus_warmup_without_autograd(summary, warmup, extra):
     fn = Counter()
     seconds = summary(fn, repeats=3, warmup=warmup)
     assert fn.calls == 3 + extra
     assert not any(fn.grad_enabled)
-    assert seconds >= 0.0
+    assert getattr(seconds, "median", seconds) >= 0.0
 
 
 def _fake_clock(monkeypatch, durations):
@@ -46,6 +47,20 @@ def test_best_is_the_fastest_and_median_the_middle_call(monkeypatch):
     assert best_seconds(lambda: None, repeats=3, warmup=False) == pytest.approx(0.1)
     _fake_clock(monkeypatch, [0.5, 0.1, 0.3])
     assert median_seconds(lambda: None, repeats=3, warmup=False) == pytest.approx(0.3)
+
+
+def test_a_spread_is_the_median_between_the_fastest_and_slowest_call(monkeypatch):
+    _fake_clock(monkeypatch, [0.5, 0.1, 0.3])
+    spread = spread_seconds(lambda: None, repeats=3, warmup=False)
+    assert (spread.median, spread.low, spread.high) == pytest.approx((0.3, 0.1, 0.5))
+    assert spread.runs == pytest.approx((0.5, 0.1, 0.3))
+    _fake_clock(monkeypatch, [0.6, 0.7, 0.8, 0.51, 0.55, 0.58])
+    a = spread_seconds(lambda: None, repeats=3, warmup=False)
+    b = spread_seconds(lambda: None, repeats=3, warmup=False)
+    assert not a.overlaps(b) and not b.overlaps(a)
+    _fake_clock(monkeypatch, [0.45, 0.65])
+    c = spread_seconds(lambda: None, repeats=2, warmup=False)  # [0.45, 0.65]
+    assert c.overlaps(a) and a.overlaps(c) and c.overlaps(spread)
 
 
 @pytest.mark.parametrize("summary", [best_seconds, median_seconds])
@@ -99,9 +114,19 @@ def test_a_kernel_timing_is_the_fastest_call_of_the_form_it_names(monkeypatch, t
 
 
 @pytest.mark.parametrize("timer", [time_linear_attention, time_delta_rule])
+def test_a_kernel_timing_summarises_the_runs_as_asked(monkeypatch, timer):
+    _fake_clock(monkeypatch, [0.4, 0.2, 0.3])
+    spread = timer("chunk", 16, n_heads=1, head_dim=4, chunk_size=8, repeats=3,
+                   warmup=False, summary=spread_seconds)
+    assert (spread.median, spread.low, spread.high) == pytest.approx((0.3, 0.2, 0.4))
+
+
+@pytest.mark.parametrize("timer", [time_linear_attention, time_delta_rule])
 @pytest.mark.parametrize(
     ("kwargs", "name"),
-    [({"form": "fast", "length": 8}, "form"), ({"form": "chunk", "length": 0}, "length"),
+    [({"form": "fast", "length": 8}, "form"),
+     ({"form": "chunk", "length": 8, "summary": min}, "summary"),
+     ({"form": "chunk", "length": 0}, "length"),
      ({"form": "chunk", "length": 8, "repeats": 0}, "repeats"),
      ({"form": "chunk", "length": 8, "chunk_size": 0}, "chunk_size"),
      ({"form": "chunk", "length": 8, "warmup": 1}, "warmup"),

@@ -97,21 +97,24 @@ def delta_rule_cost(
     form: str, length: int, head_dim: int, chunk_size: int = 64
 ) -> DeltaRuleCost:
     """FLOPs (2 per multiply-add) and sequential steps of the delta rule for one head, counted
-    as ``delta_rule_recurrent`` / ``delta_rule_chunk`` compute it, with T = ``length``,
-    d = ``head_dim`` = Dk = Dv, C = ``chunk_size``, N = ⌈T / C⌉ (the last chunk is padded).
-    Leading terms only (the O(T d) vector operations are left out).
+    as ``delta_rule_recurrent`` and ``delta_rule_chunk_reference`` compute it, with
+    T = ``length``, d = ``head_dim`` = Dk = Dv, C = ``chunk_size``, N = ⌈T / C⌉ (the last chunk
+    is padded). Leading terms only (the O(T d) vector operations are left out).
 
     recurrent (per token): Sᵀk, the rank-1 write β k (v − Sᵀk)ᵀ, and o = Sᵀq: 3 · 2d²,
         so inter = 6 T d², intra = 0, T sequential steps.
-    chunk (per chunk): inside the chunk K Kᵀ, Q Kᵀ and A_qk V_new (3 · 2C²d) and the unit
-        triangular solve (C(C − 1) d): intra = N (7C² − C) d; with the state K S, Kᵀ V_new and
-        Q S (3 · 2Cd²): inter = 6 N C d², the recurrent work again; N sequential steps.
+    chunk (per chunk, as ``delta_rule_chunk_reference`` runs it):
+        inside the chunk: K Kᵀ, Q Kᵀ and (Q Kᵀ ⊙ M) V_new, full C × C products (3 · 2C²d),
+        and ``ut_transform``'s two unit lower-triangular solves, for W and for U, by forward
+        substitution (2 · C(C − 1) d): intra = N (8C² − 2C) d;
+        with the state: W S, Q S and Kᵀ V_new (3 · 2Cd²): inter = 6 N C d², the recurrent
+        work again; N sequential steps.
 
-    So the chunkwise form does *more* arithmetic, (7C − 1) / (6d) more, but in matrix products
-    and in T / C sequential steps instead of T. These are the algorithm's terms, with each
-    chunk's triangular system solved by substitution; ``delta_rule_chunk`` spends a little more
-    (it forms 𝒯 = L⁻¹, about 2C³/3, and multiplies by the full C × C matrix, 2C²d instead of
-    C(C − 1) d), because on a CPU a matrix product runs several times faster than a solve.
+    So the chunkwise form does *more* arithmetic, (8C − 2) / (6d) more, but in matrix products
+    and in T / C sequential steps instead of T. The fast ``delta_rule_chunk`` spends a little
+    more again (it forms 𝒯 = L⁻¹, about 2C³/3, and multiplies by the full C × C matrix, 2C²d
+    per solve instead of C(C − 1) d), because on a CPU a matrix product runs several times
+    faster than a solve.
     """
     check_choice("form", form, DELTA_FORMS)
     t = check_positive_int("length", length)
@@ -123,7 +126,7 @@ def delta_rule_cost(
         )
     n = -(-t // c)
     return DeltaRuleCost(
-        intra_flops=n * (7 * c * c - c) * d,
+        intra_flops=n * (8 * c * c - 2 * c) * d,
         inter_flops=6 * n * c * d * d,
         sequential_steps=n,
     )

@@ -7,6 +7,8 @@ pays for first-call allocations and lazy initialisation):
 - ``best_seconds``: the fastest call. Other processes on a shared machine only ever *add* time,
   so the minimum is the best estimate of what the code itself costs (``timeit``'s advice).
 - ``median_seconds``: the middle call, for when the typical call matters more than the best one.
+- ``spread_seconds``: the median with the fastest and slowest call (a ``Spread``), for a
+  sentence or a fit that must hold however noisy the machine is.
 
 Every call runs under ``torch.no_grad()``: these are inference timings, without autograd.
 Results depend on the machine and on ``torch.get_num_threads()``; set that before measuring.
@@ -18,6 +20,7 @@ import math
 import statistics
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from functools import partial
 
 import torch
@@ -123,12 +126,41 @@ def linear_fit(
         )
     b = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sxx
     return my - b * mx, b
+@dataclass(frozen=True)
+class Spread:
+    """Seconds of repeated calls: their ``median`` and the fastest (``low``) and slowest
+    (``high``) call, and every call in the order it ran (``runs``)."""
+
+    median: float
+    low: float
+    high: float
+    runs: tuple[float, ...]
+
+    def overlaps(self, other: Spread) -> bool:
+        """True when the two ranges [low, high] share a point: the runs cannot tell the two
+        apart."""
+        return self.low <= other.high and other.low <= self.high
+
+
+def spread_seconds(
+    fn: Callable[[], object], *, repeats: int, warmup: bool = True
+) -> Spread:
+    """Median, fastest and slowest wall-clock seconds of ``repeats`` calls of ``fn()`` under
+    ``torch.no_grad()`` (a ``Spread``). Same arguments and checks as ``best_seconds``."""
+    runs = _timed_calls(fn, repeats, warmup)
+    return Spread(statistics.median(runs), min(runs), max(runs), tuple(runs))
+
+
+_SUMMARIES = (best_seconds, median_seconds, spread_seconds)
 
 
 def _check_kernel_timing(
-    form: str, forms: tuple[str, ...], **sizes: int
+    form: str, forms: tuple[str, ...], summary: object, **sizes: int
 ) -> None:
     check_choice("form", form, forms)
+    if summary not in _SUMMARIES:
+        names = ", ".join(f.__name__ for f in _SUMMARIES)
+        raise ValueError(f"summary: expected one of {names}, got {summary!r}")
     for name, value in sizes.items():
         check_positive_int(name, value)
 
@@ -137,6 +169,7 @@ def time_linear_attention(
     form: str,
     length: int,
     *,
+    summary: Callable[..., object] = best_seconds,
     n_heads: int = 1,
     head_dim: int = 64,
     chunk_size: int = 64,
@@ -147,12 +180,14 @@ def time_linear_attention(
     """Measured wall-clock seconds of one call of ``linear_attention_<form>`` (no normaliser,
     no autograd) on random q, k, v ``[1, n_heads, length, head_dim]`` in float32.
 
-    Returns ``best_seconds`` of ``repeats`` runs (after one warm-up run when ``warmup``).
-    ``chunk_size`` is used by the chunkwise form only.
+    Returns ``summary`` (``best_seconds``, ``median_seconds`` or ``spread_seconds``) of
+    ``repeats`` runs, after one warm-up run when ``warmup``. ``chunk_size`` is used by the
+    chunkwise form only.
     """
     _check_kernel_timing(
         form,
         LINEAR_FORMS,
+        summary,
         length=length,
         n_heads=n_heads,
         head_dim=head_dim,
@@ -169,7 +204,7 @@ def time_linear_attention(
         "chunk": linear_attention_chunk,
     }[form]
     kwargs = {"chunk_size": chunk_size} if form == "chunk" else {}
-    return best_seconds(
+    return summary(
         lambda: kernel(q, k, v, **kwargs), repeats=repeats, warmup=warmup
     )
 
@@ -178,6 +213,7 @@ def time_delta_rule(
     form: str,
     length: int,
     *,
+    summary: Callable[..., object] = best_seconds,
     n_heads: int = 4,
     head_dim: int = 64,
     chunk_size: int = 64,
@@ -188,12 +224,14 @@ def time_delta_rule(
     """Measured wall-clock seconds of one call of ``delta_rule_<form>`` (no autograd) on random
     q, v ``[1, n_heads, length, head_dim]``, L2-normalised keys and β uniform in (0, 1), float32.
 
-    Returns ``best_seconds`` of ``repeats`` runs (after one warm-up run when ``warmup``).
-    ``chunk_size`` is used by the chunkwise form only.
+    Returns ``summary`` (``best_seconds``, ``median_seconds`` or ``spread_seconds``) of
+    ``repeats`` runs, after one warm-up run when ``warmup``. ``chunk_size`` is used by the
+    chunkwise form only.
     """
     _check_kernel_timing(
         form,
         DELTA_FORMS,
+        summary,
         length=length,
         n_heads=n_heads,
         head_dim=head_dim,
@@ -215,7 +253,7 @@ def time_delta_rule(
         def run():
             return delta_rule_recurrent(q, k, v, beta=beta)
 
-    return best_seconds(run, repeats=repeats, warmup=warmup)
+    return summary(run, repeats=repeats, warmup=warmup)
 
 
 def _decode_step_sizes(

@@ -178,8 +178,14 @@ def simulate(
     decayed = a * state
     if mistake == "normalised_keys":
         k = k / k.norm(dim=-1, keepdim=True)
-    if mistake == "decay_after_write":
-        decayed = state
+    if mistake in (
+        "decay_after_write",
+        "decay_key_not_state",
+        "erase_before_decay",
+    ):
+        decayed = state  # the state is not decayed before the write
+    if mistake == "decay_key_not_state":
+        k = a[..., 0] * k  # α ⊙ k: the new key decayed instead
     predict_from = state if mistake == "predict_undecayed" else decayed
     prediction = torch.einsum(
         "bhkv,bhk->bhv",
@@ -209,6 +215,15 @@ def simulate(
         )
     if mistake == "decay_after_write":
         new = a * new
+    if mistake == "erase_before_decay":  # Diag(α) (I − β k kᵀ) S + β k vᵀ
+        erased = (
+            state
+            - b[..., None, None] * k[..., :, None] * prediction[..., None, :]
+        )
+        new = (
+            a * erased
+            + b[..., None, None] * k[..., :, None] * v[..., None, :]
+        )
     read = old if mistake == "read_before_write" else new
     return torch.einsum("bhkv,bhk->bhv", read, s * q), new
 
@@ -230,8 +245,13 @@ STEP_MISTAKES = {
     "given (the layer normalises keys before the kernel).",
     "no_decay": "the gate is ignored: decay the state by α = exp(g) first.",
     "gate_not_exp": "g is the log of the decay: multiply by α = exp(g), not by g.",
-    "decay_after_write": "the decay is applied after the write: decay first, S' = α S, then "
-    "write into S' (the new pair must not be decayed).",
+    "decay_after_write": "the decay is applied after the write, so the new pair is decayed too: "
+    "decay first, S' = α S, then write into S' (the new pair arrives undecayed).",
+    "decay_key_not_state": "the decay multiplies the new key instead of the state: decay the "
+    "state's rows, Diag(α) S, and write k vᵀ undecayed.",
+    "erase_before_decay": "the order is erase → decay → write: the state is erased along k "
+    "before it is decayed. Decay first, S' = Diag(α) S, then erase and write on S': "
+    "S ← S' + β k (v − S'ᵀk)ᵀ (with one decay per channel the two orders differ).",
     "predict_undecayed": "is the decay applied before the correction? The prediction S'ᵀk must "
     "read the decayed state S' = α S, not the old S.",
 }
@@ -255,11 +275,12 @@ KIND_MISTAKES["gated"] = KIND_MISTAKES["delta"] + (
     "decay_after_write",
     "predict_undecayed",
 )
-KIND_MISTAKES["kda"] = KIND_MISTAKES["gated"]
+KIND_MISTAKES["kda"] = KIND_MISTAKES["gated"] + ("erase_before_decay",)
 KIND_MISTAKES["gla"] = KIND_MISTAKES["linear"] + (
     "no_decay",
     "gate_not_exp",
     "decay_after_write",
+    "decay_key_not_state",
 )
 
 
@@ -517,7 +538,11 @@ def delta_chunk(q, k, v, beta, state, *, mistake: str | None = None):
         v_new = u
     else:
         v_new = u - w @ state
-    o = q @ state + (q @ k.transpose(-1, -2)).tril() @ v_new
+    scores = q @ k.transpose(-1, -2)
+    inside = {"mask_strict": scores.tril(-1), "no_mask": scores}.get(
+        mistake, scores.tril()
+    )
+    o = q @ state + inside @ v_new
     written = v if mistake == "state_from_v" else v_new
     new = (
         state
@@ -536,6 +561,10 @@ DELTA_CHUNK_MISTAKES = {
     "the strictly lower part (tril(-1)).",
     "l_without_beta": "β is missing inside L: L = I + StrictTril(diag(β) K Kᵀ).",
     "no_scale": "the output is √d_k too large: scale q by 1/√d_k.",
+    "mask_strict": "a token does not read its own key: the mask inside the chunk keeps the "
+    "diagonal, j ≤ i (tril(), not tril(-1)).",
+    "no_mask": "a token reads keys later in its own chunk: mask Q Kᵀ to j ≤ i (tril()) "
+    "before multiplying by V_new.",
     "state_from_v": "the outputs match but the new state adds Kᵀ V: it adds the corrected "
     "values, S + Kᵀ V_new.",
     "state_unchanged": "the outputs match but the state is handed on unchanged: "
@@ -552,6 +581,8 @@ def delta_chunk_mistakes(q, k, v, beta, state, part: int) -> dict:
             "l_with_diagonal",
             "l_without_beta",
             "no_scale",
+            "mask_strict",
+            "no_mask",
         )
         if part == 0
         else ("state_from_v", "state_unchanged")

@@ -1,10 +1,11 @@
-"""Lessons 7 and 8: the toy stream of the cache-against-state picture, and where two measured
-timing curves cross."""
+"""Lessons 7 and 8: the toy stream of the cache-against-state picture, and where the trends of
+two measured timing curves cross."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import torch
 
@@ -28,24 +29,50 @@ def demo_stream(steps: int = DEMO_STEPS, dim: int = DEMO_DIM, seed: int = 0):
     return k, v
 
 
-def crossing(
-    lengths: Sequence[int],
-    slower_first: Sequence[float],
-    slower_later: Sequence[float],
-) -> float | None:
-    """The length at which the curve ``slower_later`` (faster at the shortest length) becomes
-    slower than ``slower_first``, interpolated on log–log axes; None if it never does, and the
-    first length if it already is from the start. Used for "where the measured curves cross"."""
-    for i, (a, b) in enumerate(zip(slower_first, slower_later, strict=True)):
-        if b >= a:
-            if i == 0:
-                return float(lengths[0])
-            r0 = math.log(slower_later[i - 1] / slower_first[i - 1])
-            r1 = math.log(b / a)
-            x0, x1 = math.log(lengths[i - 1]), math.log(lengths[i])
-            return (
-                math.exp(x0 + (x1 - x0) * (0 - r0) / (r1 - r0))
-                if r1 != r0
-                else lengths[i]
-            )
-    return None
+@dataclass(frozen=True)
+class PowerLaw:
+    """A trend t(T) = scale · T ** exponent, fitted to measured times on log–log axes."""
+
+    scale: float
+    exponent: float
+
+    def __call__(self, length: float) -> float:
+        return self.scale * length**self.exponent
+
+
+def fit_power_law(
+    lengths: Sequence[int], runs: Sequence[Sequence[float]]
+) -> PowerLaw:
+    """Least-squares line through every run on log–log axes: log t = log a + p log T.
+
+    ``runs[i]`` holds the seconds of each timed run at ``lengths[i]``; every run is one point,
+    so no single noisy run or length decides the trend.
+    """
+    points = [
+        (math.log(t), math.log(s))
+        for t, at_t in zip(lengths, runs, strict=True)
+        for s in at_t
+    ]
+    if len({x for x, _ in points}) < 2 or any(
+        s <= 0 for at in runs for s in at
+    ):
+        raise ValueError(
+            "runs: expected positive seconds at two or more lengths, "
+            f"got {list(map(list, runs))} at {list(lengths)}"
+        )
+    mean_x = sum(x for x, _ in points) / len(points)
+    mean_y = sum(y for _, y in points) / len(points)
+    slope = sum((x - mean_x) * (y - mean_y) for x, y in points) / sum(
+        (x - mean_x) ** 2 for x, _ in points
+    )
+    return PowerLaw(math.exp(mean_y - slope * mean_x), slope)
+
+
+def trend_crossing(steeper: PowerLaw, flatter: PowerLaw) -> float | None:
+    """The length T where the two trends meet, a T^p = b T^r; None when ``steeper`` does not
+    grow faster than ``flatter`` (the trends never trade places)."""
+    if steeper.exponent <= flatter.exponent:
+        return None
+    return (flatter.scale / steeper.scale) ** (
+        1 / (steeper.exponent - flatter.exponent)
+    )

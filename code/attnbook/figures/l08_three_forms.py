@@ -13,7 +13,6 @@ from matplotlib.ticker import NullLocator
 from attnlab.checks import check_int_in
 
 from ..costs import LINEAR_FORMS, linear_attention_cost
-from ..demos.linear_state import crossing
 from ..plotting import (
     PALETTE,
     SMALL_TEXT_PT,
@@ -124,9 +123,14 @@ def draw_form_times(
     seconds: Mapping[str, Sequence[float]],
     chunk_size: int = 64,
     threads: int = 1,
+    *,
+    spread: Mapping[str, Sequence[tuple[float, float]]] | None = None,
+    crossing: float | None = None,
 ) -> None:
-    """Measured milliseconds of the three forms against the sequence length (log–log), with the
-    point where the parallel form becomes slower than the recurrent one marked, if it does."""
+    """Measured milliseconds of the three forms against the sequence length (log–log): the
+    median ``seconds`` of each form, with the fastest-to-slowest range of its runs as a bar
+    when ``spread`` gives one (form -> one (low, high) per length), and, when ``crossing`` is
+    given, the length where the fitted trends of the parallel and recurrent times meet."""
     _check_timings(lengths, seconds)
     ax = fig.subplots()
     for form in LINEAR_FORMS:
@@ -134,19 +138,27 @@ def draw_form_times(
         label = _FORM_LABEL[form] + (
             f" (C = {chunk_size})" if form == "chunk" else ""
         )
-        ax.plot(
-            lengths,
-            [s * 1e3 for s in seconds[form]],
-            marker=marker,
-            color=colour,
-            label=label,
-        )
-    cross = crossing(lengths, seconds["recurrent"], seconds["parallel"])
-    if cross is not None:
-        ax.axvline(cross, color="#777777", linestyle=":", linewidth=1)
+        ms = [s * 1e3 for s in seconds[form]]
+        ax.plot(lengths, ms, marker=marker, color=colour, label=label)
+        if spread is not None:
+            low, high = zip(*spread[form], strict=True)
+            ax.errorbar(
+                lengths,
+                ms,
+                yerr=[
+                    [m - lo * 1e3 for m, lo in zip(ms, low, strict=True)],
+                    [hi * 1e3 - m for m, hi in zip(ms, high, strict=True)],
+                ],
+                fmt="none",
+                ecolor=colour,
+                capsize=3,
+                linewidth=1,
+            )
+    if crossing is not None and lengths[0] <= crossing <= lengths[-1]:
+        ax.axvline(crossing, color="#777777", linestyle=":", linewidth=1)
         ax.annotate(
-            f"parallel = recurrent\nnear T ≈ {cross:,.0f}",
-            (cross, ax.get_ylim()[0]),
+            f"trends cross\nnear T ≈ {float(f'{crossing:.2g}'):,.0f}",
+            (crossing, ax.get_ylim()[0]),
             textcoords="offset points",
             xytext=(-6, 8),
             ha="right",
@@ -159,15 +171,21 @@ def draw_form_times(
     ax.minorticks_off()
     last = lengths[-1]
     speed = seconds["recurrent"][-1] / seconds["chunk"][-1]
+    summary = "medians" if spread else "measured"
     style_axes(
         ax,
         "sequence length T (tokens)",
         "time for the whole sequence (ms)",
-        f"One head, d = 64, float32, {threads} CPU thread, measured. At T = {last:,}\n"
-        f"chunkwise is {speed:,.0f}× faster than recurrent, "
-        f"{seconds['parallel'][-1] / seconds['chunk'][-1]:,.0f}× faster than parallel",
+        f"One head, d = 64, float32, {threads} CPU thread, {summary}. "
+        f"At T = {last:,}\nchunkwise is {speed:,.0f}× faster than recurrent, "
+        f"{seconds['parallel'][-1] / seconds['chunk'][-1]:,.0f}× faster than "
+        "parallel",
     )
-    ax.legend(loc="upper left")
+    ax.legend(
+        loc="upper left",
+        title="bars: fastest to slowest run" if spread else None,
+        title_fontsize=SMALL_TEXT_PT,
+    )
 
 
 def draw_chunk_size(

@@ -8,6 +8,7 @@ import torch
 import torch.nn.functional as F
 from matplotlib.colors import LogNorm
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from attnlab.checks import check_int_in
 from attnlab.gated import (
@@ -169,6 +170,9 @@ def draw_gate_kinds(
         ax.set_title(title)
         ax.set_xlabel("time step t (token)")
     axes[0].set_ylabel("key channel (index)")
+    axes[0].yaxis.set_major_locator(
+        MaxNLocator(integer=True)
+    )  # whole channels
     fig.colorbar(
         image,
         ax=list(axes),

@@ -141,7 +141,8 @@ def draw_recall_vs_pairs(fig: Figure) -> None:
         color="#555555",
         fontsize=SMALL_TEXT_PT,
     )
-    left.set_ylim(0, max(curves["add"]) * 1.08)
+    # headroom above the curves for the legend, so that it hides none of them
+    left.set_ylim(0, max(curves["add"]) * 1.75)
     style_axes(
         left,
         "pairs stored N",
