@@ -256,8 +256,8 @@ def draw_rope_offset(fig: Figure, shift: int = 0, offset: int = 4) -> None:
         headaxislength=4.5,
         zorder=3,
     )
-    ax_plane.set_xlim(-1.6, 1.6)
-    ax_plane.set_ylim(-1.6, 1.6)
+    ax_plane.set_xlim(-1.85, 1.85)
+    ax_plane.set_ylim(-1.85, 1.85)
     # the unit circle's extent: three ticks suffice
     ax_plane.set_xticks([-1, 0, 1])
     ax_plane.set_yticks([-1, 0, 1])
