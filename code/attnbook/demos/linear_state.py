@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import torch
 
+from attnbook.timing import linear_fit
 from attnlab.linear import elu_plus_one
 
 #: The toy stream of the "cache against state" panel: tokens shown and width of k and v.
@@ -60,12 +61,8 @@ def fit_power_law(
             "runs: expected positive seconds at two or more lengths, "
             f"got {list(map(list, runs))} at {list(lengths)}"
         )
-    mean_x = sum(x for x, _ in points) / len(points)
-    mean_y = sum(y for _, y in points) / len(points)
-    slope = sum((x - mean_x) * (y - mean_y) for x, y in points) / sum(
-        (x - mean_x) ** 2 for x, _ in points
-    )
-    return PowerLaw(math.exp(mean_y - slope * mean_x), slope)
+    log_a, p = linear_fit([x for x, _ in points], [y for _, y in points])
+    return PowerLaw(math.exp(log_a), p)
 
 
 def trend_crossing(steeper: PowerLaw, flatter: PowerLaw) -> float | None:
