@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 import torch
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
-from matplotlib.transforms import offset_copy
+from matplotlib.patches import Rectangle
 
 from ..demos.token_embeddings import (
     embedding_bytes,
@@ -137,85 +137,51 @@ def draw_table_memory(
     d_model: int,
     marker: tuple[str, int, int] | None = None,
 ) -> None:
-    """Embedding-table memory (MiB, bf16) against vocabulary size: reference lines, one per
-    width in :data:`MEMORY_WIDTHS` and labelled at their left end (the chosen width's solid, the
-    others faint), and the chosen ``vocab_size`` × ``d_model`` as a large dot, its size in the
-    title.
+    """The embedding table drawn to scale: a rectangle V tall and d wide, so
+    its area is its parameter count V·d, on axes that hold the largest
+    choice (:data:`MEMORY_VOCABS`, :data:`MEMORY_WIDTHS`). The title gives
+    V × d and the bytes in bf16 in MB and MiB.
 
-    ``marker`` = (name, vocab_size, d_model) of a real model to mark (a star, named beside it).
-    """
-    ax = fig.subplots()
-    vocabs = MEMORY_VOCABS
-    left = offset_copy(ax.transData, fig=fig, x=-5, units="points")
-    for i, width in enumerate(MEMORY_WIDTHS):
-        mib = [embedding_bytes(v, width, "bf16") / MIB for v in vocabs]
-        ax.plot(
-            vocabs,
-            mib,
-            marker="o",
-            ms=3,
-            color=PALETTE[i],
-            alpha=1.0 if width == d_model else 0.35,
+    ``marker`` = (name, vocab_size, d_model) of a real model: its table as a
+    dashed outline on the same scale, named."""
+    (ax,) = fixed_axes(fig, 1, left=0.13, right=0.97, bottom=0.16, top=0.86)
+    ax.add_patch(
+        Rectangle(
+            (0, 0), d_model, vocab_size, color=PALETTE[0], alpha=0.55, lw=0
         )
-        ax.text(
-            vocabs[0],
-            mib[0],
-            f"d = {width}",
-            transform=left,
-            ha="right",
-            va="center",
-            fontsize=SMALL_TEXT_PT,
-            color=PALETTE[i],
-        )
-    chosen = embedding_bytes(vocab_size, d_model, "bf16") / MIB
-    ax.plot(
-        [vocab_size], [chosen], marker="o", ms=11, color=PALETTE[5], zorder=5
     )
     if marker is not None:
         name, v, d = marker
-        ax.plot(
-            [v],
-            [embedding_bytes(v, d, "bf16") / MIB],
-            marker="*",
-            ms=14,
-            color="black",
-            zorder=6,
-            linestyle="none",
+        ax.add_patch(
+            Rectangle(
+                (0, 0),
+                d,
+                v,
+                fill=False,
+                edgecolor="black",
+                linestyle="--",
+                linewidth=1.5,
+            )
         )
         ax.text(
+            d,
             v,
-            embedding_bytes(v, d, "bf16") / MIB,
-            f"{name} (V = {v:,}, d = {d})",
-            transform=offset_copy(
-                ax.transData, fig=fig, x=10, units="points"
-            ),
-            va="center",
+            f" {name}: {v:,} × {d:,}",
+            ha="left",
+            va="bottom",
             fontsize=SMALL_TEXT_PT,
         )
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.minorticks_off()  # minor log ticks cost more to draw than the whole data
-    # plain tick labels ("32k", "100"): the default 2^15 and 10^2 are mathtext, 3× slower to draw
-    ax.set_xticks(vocabs, [_kilo(v) for v in vocabs])
-    ax.set_xlim(left=vocabs[0] / 2)  # one octave of room for the line labels
-    lowest = embedding_bytes(vocabs[0], MEMORY_WIDTHS[0], "bf16") / MIB
-    highest = embedding_bytes(vocabs[-1], MEMORY_WIDTHS[-1], "bf16") / MIB
-    decades = [
-        10**k
-        for k in range(
-            math.ceil(math.log10(lowest)), math.floor(math.log10(highest)) + 1
-        )
-    ]
-    ax.set_yticks(decades, [f"{m:,}" for m in decades])
-    style_axes(
-        ax,
-        "vocabulary size V (tokens, log scale)",
-        "table memory in bf16 (MiB, log)",
-    )
-    # given y, not moved over the tick labels
+    ax.set_xlim(0, max(MEMORY_WIDTHS) * 1.05)
+    ax.set_ylim(0, max(MEMORY_VOCABS) * 1.05)
+    ax.set_xticks(MEMORY_WIDTHS, [f"{w:,}" for w in MEMORY_WIDTHS])
+    vticks = MEMORY_VOCABS[-3:]
+    ax.set_yticks([0, *vticks], ["0", *(_kilo(v) for v in vticks)])
+    style_axes(ax, "width d (numbers per row)", "vocabulary V (rows)")
+    n_bytes = embedding_bytes(vocab_size, d_model, "bf16")
     ax.set_title(
-        f"V × d = {vocab_size:,} × {d_model} = {vocab_size * d_model:,} parameters: "
-        f"{chosen * MIB / 1e6:,.1f} MB = {chosen:,.1f} MiB",
+        f"V × d = {vocab_size:,} × {d_model:,} = {vocab_size * d_model:,} "
+        f"parameters\n= {n_bytes / 1e6:,.1f} MB = {n_bytes / MIB:,.1f} MiB "
+        "in bf16 (2 bytes each)",
         y=1.0,
     )
 

@@ -117,7 +117,7 @@ def draw_head_at_step(
     else:
         fig.set_layout_engine(None)
         ax, ax_loss = fixed_axes(
-            fig, [(0.22, 0.45, 0.6, 0.49), (0.16, 0.07, 0.8, 0.15)]
+            fig, [(0.22, 0.46, 0.6, 0.48), (0.16, 0.1, 0.8, 0.14)]
         )
     labels = _labels(words)
     title = (
