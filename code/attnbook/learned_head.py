@@ -1,9 +1,10 @@
 """A head that was learned, not built: what a tiny trained transformer attends to.
 
-Lesson 5b trains a two-layer attention model on Lesson 1's toy corpus for a few
-seconds and looks for a head that reads the previous word. In that corpus the
-previous word decides what follows "the" ("near the" → a place, ". the" → a
-colour or an animal), so a head that helps there must look one token back.
+Lesson 5b trains a two-layer attention model on Lesson 1's toy corpus for 300
+steps (the lesson measures how long that takes) and looks for a head that
+reads the previous word. In that corpus the previous word decides what
+follows "the" ("near the" → a place, ". the" → a colour or an animal), so a
+head that helps there must look one token back.
 
 The measure is the *previous-word share* of a head over a set of query
 positions P (here: every "the", or every other word):
@@ -75,7 +76,7 @@ def tiny_transformer_config(vocab_size: int) -> ModelConfig:
         mlp_hidden=64,
         rope=True,
         tie_embeddings=True,
-        notes="Lesson 5b: trained for seconds on the toy corpus.",
+        notes="Lesson 5b: trained for 300 steps on the toy corpus.",
     )
 
 

@@ -88,14 +88,22 @@ class HybridBlock(nn.Module):
         cache: object | None = None,
         use_cache: bool = False,
     ) -> tuple[torch.Tensor, object | None]:
+        y, cache = self.mix(self.mixer_norm(x), cache, use_cache)
+        x = x + y
+        return x + self.mlp(self.mlp_norm(x)), cache
+
+    def mix(
+        self, x: torch.Tensor, cache: object | None, use_cache: bool
+    ) -> tuple[torch.Tensor, object | None]:
+        """The mixer on the normalised stream x ``[B, T, d_model]`` → (y, cache).
+
+        An MLA mixer continuing a cache (a decoding step) takes the path that
+        ``mla_decode`` names: absorbed or naive (Lesson 15).
+        """
         options = {}
         if self.kind == "mla" and cache is not None:
             options["absorb"] = self.mla_decode == "absorbed"
-        y, cache = self.mixer(
-            self.mixer_norm(x), cache=cache, use_cache=use_cache, **options
-        )
-        x = x + y
-        return x + self.mlp(self.mlp_norm(x)), cache
+        return self.mixer(x, cache=cache, use_cache=use_cache, **options)
 
 
 @dataclass

@@ -5,11 +5,12 @@ The toy data come from :mod:`attnbook.demos.toy_attention`."""
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 
 import torch
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
-from matplotlib.transforms import offset_copy
+from matplotlib.patches import Rectangle
 
 from ..demos.token_embeddings import (
     embedding_bytes,
@@ -136,85 +137,51 @@ def draw_table_memory(
     d_model: int,
     marker: tuple[str, int, int] | None = None,
 ) -> None:
-    """Embedding-table memory (MiB, bf16) against vocabulary size: reference lines, one per
-    width in :data:`MEMORY_WIDTHS` and labelled at their left end (the chosen width's solid, the
-    others faint), and the chosen ``vocab_size`` × ``d_model`` as a large dot, its size in the
-    title.
+    """The embedding table drawn to scale: a rectangle V tall and d wide, so
+    its area is its parameter count V·d, on axes that hold the largest
+    choice (:data:`MEMORY_VOCABS`, :data:`MEMORY_WIDTHS`). The title gives
+    V × d and the bytes in bf16 in MB and MiB.
 
-    ``marker`` = (name, vocab_size, d_model) of a real model to mark (a star, named beside it).
-    """
-    ax = fig.subplots()
-    vocabs = MEMORY_VOCABS
-    left = offset_copy(ax.transData, fig=fig, x=-5, units="points")
-    for i, width in enumerate(MEMORY_WIDTHS):
-        mib = [embedding_bytes(v, width, "bf16") / MIB for v in vocabs]
-        ax.plot(
-            vocabs,
-            mib,
-            marker="o",
-            ms=3,
-            color=PALETTE[i],
-            alpha=1.0 if width == d_model else 0.35,
+    ``marker`` = (name, vocab_size, d_model) of a real model: its table as a
+    dashed outline on the same scale, named."""
+    (ax,) = fixed_axes(fig, 1, left=0.13, right=0.97, bottom=0.16, top=0.86)
+    ax.add_patch(
+        Rectangle(
+            (0, 0), d_model, vocab_size, color=PALETTE[0], alpha=0.55, lw=0
         )
-        ax.text(
-            vocabs[0],
-            mib[0],
-            f"d = {width}",
-            transform=left,
-            ha="right",
-            va="center",
-            fontsize=SMALL_TEXT_PT,
-            color=PALETTE[i],
-        )
-    chosen = embedding_bytes(vocab_size, d_model, "bf16") / MIB
-    ax.plot(
-        [vocab_size], [chosen], marker="o", ms=11, color=PALETTE[5], zorder=5
     )
     if marker is not None:
         name, v, d = marker
-        ax.plot(
-            [v],
-            [embedding_bytes(v, d, "bf16") / MIB],
-            marker="*",
-            ms=14,
-            color="black",
-            zorder=6,
-            linestyle="none",
+        ax.add_patch(
+            Rectangle(
+                (0, 0),
+                d,
+                v,
+                fill=False,
+                edgecolor="black",
+                linestyle="--",
+                linewidth=1.5,
+            )
         )
         ax.text(
+            d,
             v,
-            embedding_bytes(v, d, "bf16") / MIB,
-            f"{name} (V = {v:,}, d = {d})",
-            transform=offset_copy(
-                ax.transData, fig=fig, x=10, units="points"
-            ),
-            va="center",
+            f" {name}: {v:,} × {d:,}",
+            ha="left",
+            va="bottom",
             fontsize=SMALL_TEXT_PT,
         )
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.minorticks_off()  # minor log ticks cost more to draw than the whole data
-    # plain tick labels ("32k", "100"): the default 2^15 and 10^2 are mathtext, 3× slower to draw
-    ax.set_xticks(vocabs, [_kilo(v) for v in vocabs])
-    ax.set_xlim(left=vocabs[0] / 2)  # one octave of room for the line labels
-    lowest = embedding_bytes(vocabs[0], MEMORY_WIDTHS[0], "bf16") / MIB
-    highest = embedding_bytes(vocabs[-1], MEMORY_WIDTHS[-1], "bf16") / MIB
-    decades = [
-        10**k
-        for k in range(
-            math.ceil(math.log10(lowest)), math.floor(math.log10(highest)) + 1
-        )
-    ]
-    ax.set_yticks(decades, [f"{m:,}" for m in decades])
-    style_axes(
-        ax,
-        "vocabulary size V (tokens, log scale)",
-        "table memory in bf16 (MiB, log)",
-    )
-    # given y, not moved over the tick labels
+    ax.set_xlim(0, max(MEMORY_WIDTHS) * 1.05)
+    ax.set_ylim(0, max(MEMORY_VOCABS) * 1.05)
+    ax.set_xticks(MEMORY_WIDTHS, [f"{w:,}" for w in MEMORY_WIDTHS])
+    vticks = MEMORY_VOCABS[-3:]
+    ax.set_yticks([0, *vticks], ["0", *(_kilo(v) for v in vticks)])
+    style_axes(ax, "width d (numbers per row)", "vocabulary V (rows)")
+    n_bytes = embedding_bytes(vocab_size, d_model, "bf16")
     ax.set_title(
-        f"V × d = {vocab_size:,} × {d_model} = {vocab_size * d_model:,} parameters: "
-        f"{chosen:,.1f} MiB",
+        f"V × d = {vocab_size:,} × {d_model:,} = {vocab_size * d_model:,} "
+        f"parameters\n= {n_bytes / 1e6:,.1f} MB = {n_bytes / MIB:,.1f} MiB "
+        "in bf16 (2 bytes each)",
         y=1.0,
     )
 
@@ -279,21 +246,151 @@ def draw_clusters_emerging(fig: Figure, n_sentences: int) -> None:
 
 
 def draw_neighbours(fig: Figure, word: str, k: int = 8) -> None:
-    """Cosine similarity of ``word`` to its ``k`` nearest neighbours in the toy table."""
+    """The ``k`` nearest neighbours of ``word`` in the toy table, as the angle
+    between their rows (degrees: 0 = same direction, 90 = unrelated); each bar
+    is labelled with its cosine similarity. Near 1 cosines differ in their
+    third decimal, angles in whole degrees, so the bars show the differences."""
     tokenizer, table = toy_embeddings()
     if word not in tokenizer.vocab:
         raise ValueError(f"word: {word!r} is not in the toy vocabulary")
     neighbours = nearest_neighbours(table, tokenizer.vocab.index(word), k)
     words = [tokenizer.vocab[i] for i, _ in neighbours][::-1]
     sims = [s for _, s in neighbours][::-1]
-    ax = fig.subplots()
-    ax.barh(words, sims, color=[_group_colour(w) for w in words])
-    ax.set_xlim(-1, 1)
-    ax.set_xticks([-1, -0.5, 0, 0.5, 1])
-    ax.axvline(0, color="black", linewidth=0.8)
+    angles = [math.degrees(math.acos(max(-1.0, min(1.0, s)))) for s in sims]
+    (ax,) = fixed_axes(fig, 1, left=0.17, right=0.97, bottom=0.16, top=0.88)
+    ax.barh(words, angles, color=[_group_colour(w) for w in words])
+    for y, (angle, sim) in enumerate(zip(angles, sims, strict=True)):
+        ax.text(
+            angle + 2,
+            y,
+            f"{angle:.0f}°  (cos {sim:.3f})",
+            va="center",
+            fontsize=SMALL_TEXT_PT,
+        )
+    ax.set_xlim(0, 150)
+    ax.set_xticks([0, 30, 60, 90, 120])
     style_axes(
         ax,
-        "cosine similarity to the chosen word",
-        "nearest tokens",
+        "angle to the chosen word's row (degrees)",
+        "",
         f"Nearest neighbours of “{word}” ({group_of(word)})",
     )
+
+
+def _shown(piece: bytes) -> str:
+    """A token's bytes as text, a space shown as ␣ and a cut-off UTF-8
+    character as its hex bytes."""
+    try:
+        return piece.decode("utf-8").replace(" ", "␣")
+    except UnicodeDecodeError:
+        return "".join(f"\\x{b:02x}" for b in piece)
+
+
+def draw_bpe_pieces(
+    fig: Figure,
+    vocab_size: int,
+    pieces: Sequence[bytes],
+    tokens_per_sentence: Mapping[int, float],
+    table_bytes: Mapping[int, int],
+    width: int,
+) -> None:
+    """What a vocabulary size buys and costs. Top: a sentence cut into the
+    ``pieces`` of the BPE tokenizer of ``vocab_size`` tokens, one box each.
+    Bottom left: tokens per held-out sentence against V
+    (``tokens_per_sentence``); bottom right: the embedding table's bytes at
+    width ``width`` (``table_bytes``, MB on the axis, MB and MiB in the
+    title). The chosen V is the large dot."""
+    top, left, right = fixed_axes(
+        fig,
+        [
+            (0.02, 0.56, 0.96, 0.34),
+            (0.1, 0.12, 0.36, 0.3),
+            (0.6, 0.12, 0.36, 0.3),
+        ],
+    )
+    top.set_axis_off()
+    top.set_xlim(0, 1)
+    top.set_ylim(0, 1)
+    # monospace: every character is 0.6 em wide; place boxes by characters
+    char = 0.6 * SMALL_TEXT_PT / (0.96 * fig.get_figwidth() * 72)
+    x, line = 0.01, 0
+    for i, piece in enumerate(pieces):
+        text = _shown(piece)
+        if x + len(text) * char > 0.99:
+            x, line = 0.01, line + 1
+        top.text(
+            x,
+            0.85 - 0.33 * line,
+            text,
+            family="monospace",
+            fontsize=SMALL_TEXT_PT,
+            va="center",
+            bbox={
+                "boxstyle": "round,pad=0.2",
+                "facecolor": PALETTE[i % 2],
+                "alpha": 0.3,
+                "edgecolor": "none",
+            },
+        )
+        x += (len(text) + 1.2) * char
+    fig.text(
+        0.5,
+        0.96,
+        f"V = {vocab_size}: {len(pieces)} tokens "
+        f"({sum(map(len, pieces))} bytes)",
+        ha="center",
+        va="top",
+    )
+    vocabs = sorted(tokens_per_sentence)
+    left.plot(
+        vocabs,
+        [tokens_per_sentence[v] for v in vocabs],
+        marker="o",
+        ms=3,
+        color=PALETTE[0],
+    )
+    left.plot(
+        [vocab_size],
+        [tokens_per_sentence[vocab_size]],
+        marker="o",
+        ms=10,
+        color=PALETTE[5],
+    )
+    left.set_ylim(0, 1.1 * max(tokens_per_sentence.values()))
+    style_axes(left, "vocabulary V", "tokens per sentence")
+    left.set_title("held-out sentences", fontsize=SMALL_TEXT_PT)
+    mb = {v: table_bytes[v] / 1e6 for v in vocabs}
+    right.plot(
+        vocabs, [mb[v] for v in vocabs], marker="o", ms=3, color=PALETTE[1]
+    )
+    right.plot(
+        [vocab_size], [mb[vocab_size]], marker="o", ms=10, color=PALETTE[5]
+    )
+    right.set_ylim(0, 1.1 * max(mb.values()))
+    style_axes(right, "vocabulary V", "table, bf16 (MB)")
+    right.set_title(
+        f"d = {width}: {mb[vocab_size]:.2f} MB = "
+        f"{table_bytes[vocab_size] / MIB:.2f} MiB",
+        fontsize=SMALL_TEXT_PT,
+    )
+
+
+def draw_sinusoidal_positions(fig: Figure, positions: torch.Tensor) -> None:
+    """The sinusoidal table P ``[T, d]`` as a heat map: one row per position,
+    one column per coordinate; the left columns turn fast, the right ones
+    slowly (Vaswani et al. §3.5)."""
+    (ax,) = fixed_axes(fig, 1, left=0.1, right=0.86, bottom=0.16, top=0.9)
+    n, d = positions.shape
+    heatmap(
+        ax,
+        positions,
+        xlabel="coordinate (sin, cos pairs)",
+        ylabel="position p",
+        colorbar_label="P[p, j]",
+        cmap="PuOr",
+        vmin=-1,
+        vmax=1,
+        xticklabels=[str(j) if j % 4 == 0 else "" for j in range(d)],
+    )
+    ax.tick_params(axis="x", labelrotation=0)
+    ax.set_title(f"Sinusoidal positions: T = {n}, d = {d}")

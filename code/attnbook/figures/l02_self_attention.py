@@ -101,7 +101,7 @@ def draw_query_meets_keys(
         width_ratios=[3, 2],
         left=0.2,
         right=0.97,
-        bottom=0.17,
+        bottom=0.19,
         top=0.93,
         hspace=0.45,
         wspace=0.06,
@@ -125,7 +125,11 @@ def draw_query_meets_keys(
         xlabel="feature",
         ylabel="key token",
         title="keys k = x W_K: what each announces",
-        xticklabels=list(FEATURES),
+        # staggered on two rows: side by side, "place" and "number" touch
+        xticklabels=[
+            name if j % 2 == 0 else "\n" + name
+            for j, name in enumerate(FEATURES)
+        ],
         yticklabels=_labels(tokens),
         vmin=-0.3,
         vmax=1.1,

@@ -5,7 +5,7 @@ They draw weights measured in the lesson; the layers behind them are built in
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import torch
 from matplotlib.figure import Figure
@@ -13,7 +13,14 @@ from matplotlib.figure import Figure
 from attnlab.attention import head_attention_weights
 
 from ..demos.heads_position import constructed_two_head_layer
-from ..plotting import heatmap
+from ..plotting import (
+    GREY,
+    PALETTE,
+    SMALL_TEXT_PT,
+    fixed_axes,
+    heatmap,
+    style_axes,
+)
 
 
 def _check_square(weights: torch.Tensor, words: Sequence[str]) -> None:
@@ -94,12 +101,24 @@ def draw_head_at_step(
     words: Sequence[str],
     step: int,
     share: float,
+    losses: Mapping[int, Sequence[float]] | None = None,
+    floor: float | None = None,
 ) -> None:
     """One learned head's weights on ``words`` after ``step`` training steps.
 
-    ``share``: its mean weight on the previous word at the probe's "the"s."""
+    ``share``: its mean weight on the previous word at the probe's "the"s.
+    ``losses`` (seed → the loss of every step; the first seed is the run
+    whose head is drawn): the loss curves under the map, the first run's
+    bold and the others faint, a dot at ``step``, and the corpus's entropy
+    ``floor`` dashed."""
     _check_square(weights, words)
-    ax = fig.subplots()
+    if losses is None:
+        ax = fig.subplots()
+    else:
+        fig.set_layout_engine(None)
+        ax, ax_loss = fixed_axes(
+            fig, [(0.22, 0.46, 0.6, 0.48), (0.16, 0.1, 0.8, 0.14)]
+        )
     labels = _labels(words)
     title = (
         f'after {step} steps: weight on the word before "the" = {share:.2f}'
@@ -117,3 +136,64 @@ def draw_head_at_step(
         aspect="equal",
     )
     _word_labels(ax, words)
+    if losses is None:
+        return
+    runs = list(losses.values())
+    for curve in runs[1:]:
+        ax_loss.plot(curve, color=GREY, linewidth=0.8, alpha=0.6)
+    ax_loss.plot(runs[0], color=PALETTE[0], linewidth=1.2)
+    shown = min(step, len(runs[0])) - 1  # the loss of the step just taken
+    if shown >= 0:
+        ax_loss.plot([shown], [runs[0][shown]], "o", ms=8, color=PALETTE[5])
+    ax_loss.axvline(max(shown, 0), color=PALETTE[5], linewidth=0.8)
+    if floor is not None:
+        ax_loss.axhline(floor, color="black", linestyle="--", linewidth=0.8)
+        ax_loss.text(
+            len(runs[0]) - 1,
+            floor,
+            "entropy floor",
+            ha="right",
+            va="top",
+            fontsize=SMALL_TEXT_PT,
+        )
+    ax_loss.set_ylim(0, max(max(c) for c in runs) * 1.05)
+    style_axes(ax_loss, "training step", "loss (nats)")
+
+
+def draw_next_word(
+    fig: Figure,
+    vocab: Sequence[str],
+    logits: torch.Tensor,
+    tau: float,
+    marked: Sequence[str],
+    marked_name: str = "places",
+    top: int = 10,
+) -> None:
+    """p = softmax(z / τ) over the vocabulary: the ``top`` words with the
+    largest logits (in that order, the same at every τ) and one bar for all
+    the others; the ``marked`` words (``marked_name``) coloured, their total
+    in the title."""
+    if logits.dim() != 1 or logits.numel() != len(vocab):
+        raise ValueError(
+            f"logits: expected a tensor [{len(vocab)}] (one per word), got "
+            f"{tuple(logits.shape)}"
+        )
+    p = torch.softmax(logits.double() / tau, dim=-1)
+    order = logits.argsort(descending=True)[:top].tolist()
+    names = [vocab[i] for i in order] + [f"other {len(vocab) - top}"]
+    values = [float(p[i]) for i in order] + [1.0 - float(p[order].sum())]
+    colours = [PALETTE[0] if vocab[i] in marked else GREY for i in order]
+    (ax,) = fixed_axes(fig, 1, left=0.2, right=0.97, bottom=0.16, top=0.88)
+    rows = range(len(names))[::-1]
+    ax.barh(rows, values, color=[*colours, "#cccccc"])
+    ax.set_yticks(rows, names)
+    for y, v in zip(rows, values, strict=True):
+        ax.text(v + 0.01, y, f"{v:.2f}", va="center", fontsize=SMALL_TEXT_PT)
+    ax.set_xlim(0, 1.12)
+    mass = float(p[[vocab.index(w) for w in marked]].sum())
+    style_axes(
+        ax,
+        "probability of the next word",
+        "",
+        f"τ = {tau:g}: the {len(marked)} {marked_name} hold {mass:.2f}",
+    )
