@@ -32,6 +32,7 @@ from attnbook.learned_head import PROBE_SENTENCE
 from attnbook.plotting import new_figure, style_axes
 from attnbook.widgets import Control, SliderPanel
 from attnlab.configs import PUBLISHED, SOPHIA, SOPHIA_NANO
+from attnlab.positions import sinusoidal_positions
 from matplotlib.figure import Figure
 from matplotlib.transforms import ScaledTranslation
 
@@ -130,6 +131,26 @@ def _decode_costs():
                     (131072, 524288, 2097152, 8388608), (1.7e-4, 1.8e-4), 8192)
 
 
+def _bpe_pieces() -> dict:
+    """Lesson 1's tokenizer panel: BPE trained on the toy corpus at each offered vocabulary."""
+    from attnbook.demos.token_embeddings import embedding_bytes
+    from attnbook.demos.toy_corpus import toy_corpus
+    from attnlab.tokenizer import train_bpe
+
+    corpus, held_out = " ".join(toy_corpus(2000, 0)), toy_corpus(200, 1)
+    full = train_bpe(corpus, 409)
+    vocabs = (256, 272, 288, 320, 352, 384, full.size)
+    tokenizers = {v: train_bpe(corpus, v) for v in vocabs}
+    sentence = "The red cat eats cheese. A purple rabbit eats pizza."
+    return {
+        "vocabs": list(vocabs),
+        "pieces": {v: [t.piece(i) for i in t.encode(sentence)] for v, t in tokenizers.items()},
+        "per_sentence": {v: sum(len(t.encode(" " + s)) for s in held_out) / len(held_out)
+                         for v, t in tokenizers.items()},
+        "table_bytes": {v: embedding_bytes(v, SOPHIA.d_model) for v in vocabs},
+    }
+
+
 def _lifetimes() -> dict:
     """Lesson 14's lifetime experiment on two seeds (the figure draws any number)."""
     from attnbook.demos.channel_lifetimes import lifetime_experiment
@@ -152,6 +173,11 @@ def registry() -> dict[str, Entry]:
     probe = PROBE_SENTENCE
     causal = torch.rand(len(probe), len(probe)).tril()
     stand_in = causal / causal.sum(-1, keepdim=True)  # rows of a causal head, summing to 1
+    # six stand-in loss curves falling from ln V towards a floor, and logits over 52 words
+    losses = {seed: [0.92 + 3.0 * math.exp(-i / (40 + 5 * seed)) for i in range(301)]
+              for seed in range(6)}
+    words, logits = [f"word{i}" for i in range(52)], torch.linspace(4, -4, 52)
+    bpe = _bpe_pieces()
     models = list(PUBLISHED)
     contexts = [4096, 131072, 2**20]
     m = _measured_times()
@@ -171,6 +197,13 @@ def registry() -> dict[str, Entry]:
                                                                    marker),
             grid={"vocab_size": [8192, 16384, 32768, 65536, 131072, 262144],
                   "d_model": list(l01.MEMORY_WIDTHS)}, covers=("draw_table_memory",)),
+        "L1 bpe pieces": Entry(
+            lambda fig, vocab_size: l01.draw_bpe_pieces(
+                fig, vocab_size, bpe["pieces"][vocab_size], bpe["per_sentence"],
+                bpe["table_bytes"], SOPHIA.d_model),
+            grid={"vocab_size": bpe["vocabs"]}, covers=("draw_bpe_pieces",)),
+        "L1 sinusoidal positions": Entry(l01.draw_sinusoidal_positions,
+                                         kwargs={"positions": sinusoidal_positions(64, 16)}),
         "L1 clusters emerging": Entry(l01.draw_clusters_emerging,
                                       grid={"n_sentences": list(toy_attention.TRAINING_SENTENCES)}),
         "L1 neighbours": Entry(l01.draw_neighbours, grid={"word": [
@@ -200,8 +233,12 @@ def registry() -> dict[str, Entry]:
         "L5b built and learned": Entry(l05b.draw_built_and_learned, kwargs={
             "learned": stand_in, "words": probe, "name": "layer 2, head 2"}),
         "L5b head at step": Entry(
-            lambda fig, step: l05b.draw_head_at_step(fig, stand_in, probe, step, 0.99),
+            lambda fig, step: l05b.draw_head_at_step(fig, stand_in, probe, step, 0.99,
+                                                     losses, 0.92),
             grid={"step": [0, 10, 150, 300]}, covers=("draw_head_at_step",)),
+        "L5b next word": Entry(
+            lambda fig, tau: l05b.draw_next_word(fig, words, logits, tau, words[:6]),
+            grid={"tau": [0.25, 0.5, 1.0, 2.0, 4.0]}, covers=("draw_next_word",)),
         "L6 recompute": Entry(l06.draw_recompute, kwargs={"n_steps": 8}),
         "L6 step times": Entry(l06.draw_step_times, kwargs={
             "contexts": [64, 128, 256, 512, 1024, 2048],

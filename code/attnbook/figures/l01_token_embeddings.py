@@ -209,7 +209,7 @@ def draw_clusters_emerging(fig: Figure, n_sentences: int) -> None:
         xy[:, 0].tolist(),
         xy[:, 1].tolist(),
         words,
-        distances=(7, 14, 24, 36, 50, 66),
+        distances=(7, 14, 24, 36, 50, 66, 84, 104),
         leader_beyond=7,
     )
     # lighter than empty scatters
