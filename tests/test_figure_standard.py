@@ -337,8 +337,6 @@ REGISTRY = registry()
 #: Figures not yet brought to the standard, each with what the test finds wrong. ``strict``: once
 #: a figure passes, it must leave this list.
 NOT_YET: dict[str, str] = {
-    "L13 WY identity": "the two left panels' x labels run together (\"column (key channel)\")",
-    "L13 measured times": "the chunk-size ticks 128 and 256 run together",
 }
 
 
