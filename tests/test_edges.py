@@ -44,6 +44,7 @@ from attnlab import (
     attention,
     attention_scores,
     causal_mask,
+    decay_masked_attention,
     delta_rule_chunk,
     delta_rule_chunk_reference,
     delta_rule_parallel,
@@ -78,6 +79,7 @@ from attnlab.blocks import RMSNorm
 from attnlab.gated import init_softplus_decay
 from attnlab.kv_cache import decode_with_cache
 from attnlab.model import next_token, parameter_count
+from attnlab.positions import sinusoidal_positions
 from attnlab.serving import decode_step_bytes, largest_batch, step_seconds, what_if
 from hypothesis import given
 from hypothesis import strategies as st
@@ -143,6 +145,7 @@ SEQUENCES = ("q", "k", "v", "g_channel", "g_scalar", "beta")  # the inputs with 
 FAMILIES = {
     "linear": (linear_attention_recurrent, {}),
     "gla": (gla_recurrent, {"g": "g_channel"}),
+    "gla_scalar": (gla_recurrent, {"g": "g_scalar"}),
     "delta": (delta_rule_recurrent, {"beta": "beta"}),
     "gated_delta": (gated_delta_rule_recurrent, {"g": "g_scalar", "beta": "beta"}),
     "kda": (kda_recurrent, {"g": "g_channel", "beta": "beta"}),
@@ -156,6 +159,7 @@ SEQUENCE_KERNELS = {
     gated_delta_rule_recurrent: "gated_delta", gated_delta_rule_chunk: "gated_delta",
     gated_delta_rule_chunk_reference: "gated_delta",
     kda_recurrent: "kda", kda_parallel: "kda", kda_chunk: "kda", kda_chunk_reference: "kda",
+    decay_masked_attention: "gla_scalar",
 }
 STEPS = {linear_attention_step: "linear", gla_step: "gla", delta_rule_step: "delta",
          gated_delta_rule_step: "gated_delta", kda_step: "kda"}
@@ -262,6 +266,19 @@ def _rope_angles_base():
         i = torch.arange(DK // 2, dtype=torch.float64)
         expected = POSITIONS.double()[:, None] * float(value) ** (-2 * i / DK)
         return lambda angles: assert_right(angles, expected)
+
+    return call, check
+
+
+def _sinusoidal_base():
+    def call(value):
+        return sinusoidal_positions(8, DK, value)
+
+    def check(value):  # P[p, 2i] = sin(p ω_i), P[p, 2i+1] = cos(p ω_i), ω_i = base^(−2i/d)
+        angle = torch.arange(8.0, dtype=torch.float64)[:, None] * float(value) ** (
+            -torch.arange(0, DK, 2, dtype=torch.float64) / DK)
+        expected = torch.stack([angle.sin(), angle.cos()], -1).flatten(-2)
+        return lambda table: assert_right(table, expected)
 
     return call, check
 
@@ -441,6 +458,7 @@ SWEEP = {
     ("attention_scores", "scale"): ("scale", *_scores_scale()),
     ("rope_angles", "base"): ("base", *_rope_angles_base()),
     ("apply_rope", "base"): ("base", *_apply_rope_base()),
+    ("sinusoidal_positions", "base"): ("base", *_sinusoidal_base()),
     ("MultiHeadAttention", "rope_base"): (
         "rope_base", *_attention_rope_base(lambda **o: MultiHeadAttention(D_MODEL, 2, 4, **o))),
     ("MultiHeadLatentAttention", "rope_base"): ("rope_base", *_attention_rope_base(
