@@ -9,6 +9,8 @@ One *cell* of the study trains one toy model (:func:`recall_model`, a small
 
 ``benchmarks/recall_sweep.py`` runs the grid and stores the rows; Lesson 17 reads them back
 with :func:`load_study` and states only what :func:`summarize` and :func:`paired_gap` compute.
+Its sentences are made here, chosen by the data (:func:`study_facts`, :func:`comparison_facts`,
+:func:`failure_facts`, :func:`live_facts`: glue key -> Markdown), so the lesson only glues them.
 """
 
 from __future__ import annotations

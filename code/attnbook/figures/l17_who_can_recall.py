@@ -1,4 +1,5 @@
-"""Figures for Lesson 17 (who can recall? the MQAR experiment). They only draw.
+"""Figures for Lesson 17 (who can recall? the MQAR experiment). They only draw,
+and the ``*_alt`` functions say in words what a figure shows.
 
 The study figures take ``attnbook.recall_study.summarize``'s cells (one per mixer and N, at the
 chosen learning rate, one accuracy per seed); the live-run figures take the rows of
