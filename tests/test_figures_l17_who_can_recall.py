@@ -136,3 +136,21 @@ def test_mixer_names_colours_and_markers_cover_the_study():
         assert figs.mixer_name(mixer) != mixer
         assert mixer in figs.MIXER_COLOURS and mixer in figs.MIXER_MARKERS
     assert len({figs.MIXER_COLOURS[m] for m in MIXERS}) == len(MIXERS)
+
+
+def test_alt_texts_name_every_mixer_with_its_numbers():
+    summary = summarize(fake_study())
+    alt = figs.study_alt(summary, head_dim=8)
+    assert "(0.25, 0.5, 1)" in alt
+    attn = summary["attn", 2].mean, summary["attn", 8].mean
+    assert f"softmax attention from {100 * attn[0]:.1f} % to {100 * attn[1]:.1f} %" in alt
+    alt = figs.answer_analysis_alt(summary, 8)
+    assert "at N = 8" in alt and "1/N = 12.5 %" in alt
+    assert all(f"{figs.mixer_name(m)} " in alt for m in MIXERS)
+    with pytest.raises(ValueError, match="n_pairs"):
+        figs.answer_analysis_alt(summary, 5)
+    alt = figs.live_vs_study_alt(fake_rows())
+    assert "at N = 4" in alt
+    assert f"KDA {100 * 0.9 * FINAL['kda']:.1f} %" in alt
+    with pytest.raises(ValueError, match="rows"):
+        figs.live_vs_study_alt([])

@@ -6,21 +6,29 @@ from __future__ import annotations
 import pytest
 import torch
 from attnbook.recall_study import (
+    FIXED_STATE,
     RECALL_DECAY,
     STUDY_MIXERS,
     STUDY_PATH,
     CellSummary,
     StudyConfig,
+    accuracy_table,
     answer_analysis,
+    comparison_facts,
+    complete_cells,
     discordant_pairs,
+    failure_facts,
+    failure_n,
     failure_text,
     gap_text,
     live_comparison,
+    live_facts,
     load_study,
     paired_gap,
     pattern_label,
     ranking,
     recall_model,
+    study_facts,
     summarize,
     train_cell,
 )
@@ -185,3 +193,119 @@ def test_load_study_rejects_other_files(tmp_path):
     path.write_text('{"rows": []}')
     with pytest.raises(ValueError, match="not a recall study"):
         load_study(path)
+
+
+# --------------------------------------------------------------------------- the page's sentences
+ALL_MIXERS = ("attn", "kda", "gdn", "deltanet", "linear", "kda→attn", "attn→kda")
+
+
+def page_study(rows=()):
+    return {**study(list(rows)), "config": {"head_dim": 8, "steps": 800}}
+
+
+def ncell(mixer, n, accs, in_context=None):
+    """A summary cell at N = n (head_dim 8), seeds 0, 1, 2."""
+    in_context = in_context or tuple(min(1.0, a + 0.4) for a in accs)
+    return CellSummary(mixer, n, n / 8, 3e-3, (0, 1, 2), tuple(accs), (1.0,) * 3,
+                       tuple(in_context), {})
+
+
+def grid_summary(acc):
+    """Every mixer at N = 2 and 8; ``acc(mixer, n)`` gives its three seeds' accuracies."""
+    return {(m, n): ncell(m, n, acc(m, n)) for m in ALL_MIXERS for n in (2, 8)}
+
+
+def falling(mixer, n):
+    if mixer in ("attn", "attn→kda"):
+        return (1.0, 0.99, 0.98)
+    return (0.95, 0.9, 0.93) if n == 2 else (0.3, 0.5, 0.4)
+
+
+def test_complete_cells_keeps_the_n_that_every_mixer_finished():
+    summary = grid_summary(falling)
+    summary["attn", 16] = ncell("attn", 16, (1.0, 1.0, 1.0))  # no other mixer has N = 16 yet
+    assert sorted({n for _, n in complete_cells(summary)}) == [2, 8]
+
+
+def test_failure_n_is_the_smallest_n_where_every_fixed_state_mixer_fails():
+    assert failure_n(grid_summary(falling)) == 8
+    never = grid_summary(lambda m, n: (0.95, 0.96, 0.97))
+    assert failure_n(never) == 8  # none fails: the largest N
+    facts = failure_facts(page_study(), never)
+    assert facts["l17_fail_where"] == "the largest *N* of the study"
+    assert failure_facts(page_study(), grid_summary(falling))["l17_fail_where"].startswith(
+        "the smallest *N*")
+
+
+def test_accuracy_table_has_a_row_per_mixer_and_a_column_per_ratio():
+    table = accuracy_table(grid_summary(falling)).splitlines()
+    assert table[0] == "| mixer | N/d = 0.25 | N/d = 1 |"
+    assert len(table) == 2 + len(ALL_MIXERS)
+    assert table[2] == "| softmax attention | 99 (98–100) | 99 (98–100) |"
+    assert table[3].startswith("| KDA | 93 (90–95) | 40 (30–50) |")
+
+
+def test_comparison_sentences_follow_the_data():
+    facts = comparison_facts(page_study(), grid_summary(falling))
+    assert facts["l17_attn_claim"].startswith("never fell below 98.0 %")
+    assert facts["l17_fall"].startswith("All four fixed-state models")
+    assert "; " in facts["l17_delta_vs_linear"]  # one claim per N
+    weak = grid_summary(lambda m, n: (0.5, 0.9, 1.0) if m == "attn" else falling(m, n))
+    weak["kda", 8] = ncell("kda", 8, (0.95, 0.96, 0.97))  # KDA improves with N
+    facts = comparison_facts(page_study(), weak)
+    assert facts["l17_attn_claim"] == "fell as low as 50.0 % on one seed and *N*"
+    assert facts["l17_fall"].startswith(f"3 of the {len(FIXED_STATE)} fixed-state models")
+    assert facts["l17_fall_short"].startswith("3 of the")
+
+
+def test_delta_and_hybrid_verdicts_follow_the_paired_gaps():
+    ahead = grid_summary(lambda m, n: (0.99, 0.98, 0.97) if m == "deltanet" else falling(m, n))
+    ahead.update({("kda→attn", n): ncell("kda→attn", n, (0.5, 0.6, 0.7)) for n in (2, 8)})
+    facts = comparison_facts(page_study(), ahead)
+    assert "DeltaNet beat linear attention on every seed at every *N*" in facts[
+        "l17_delta_answer"]
+    assert facts["l17_order_verdict"].startswith("In the study the order mattered")
+    level = grid_summary(  # DeltaNet ties linear attention, the two hybrids tie
+        lambda m, n: falling("attn" if m == "kda→attn" else m, n))
+    facts = comparison_facts(page_study(), level)
+    assert "gets no clear answer" in facts["l17_delta_answer"]
+    assert "did not favour one side" in facts["l17_order_verdict"]
+
+
+def test_failure_verdict_says_whether_every_fixed_state_model_copies():
+    summary = grid_summary(falling)
+    assert failure_facts(page_study(), summary)["l17_failure_verdict"].startswith(
+        "So these models do not answer at random")
+    summary["linear", 8] = ncell("linear", 8, (0.3, 0.5, 0.4), in_context=(0.35, 0.5, 0.4))
+    facts = failure_facts(page_study(), summary)
+    assert facts["l17_failure_verdict"].startswith("3 of the 4 mostly miss by copying")
+    assert facts["l17_failure"].count("\n- ") == len(FIXED_STATE) - 1
+
+
+def test_study_facts_describe_the_shipped_study_and_note_a_stopped_run():
+    shipped = load_study(STUDY_PATH)
+    summary = complete_cells(summarize(shipped))
+    facts = study_facts(shipped, summary)
+    assert facts["l17_study_models"] == str(len(shipped["rows"]))
+    assert facts["l17_table"].count("\n") == 1 + len({m for m, _ in summary})
+    stopped = {**shipped, "meta": {**shipped["meta"], "complete": False}}
+    assert study_facts(stopped, summary)["l17_study_complete"].startswith(
+        " The run was stopped after")
+    done = {**shipped, "meta": {**shipped["meta"], "complete": True}}
+    assert study_facts(done, summary)["l17_study_complete"] == ""
+
+
+def test_live_facts_compare_the_run_with_the_stored_study():
+    summary = grid_summary(falling)
+    stored = [row(m, 2, 3e-3, 0, 0.9, summary[m, 2].accuracies[0]) for m in ALL_MIXERS]
+    live = [dict(r) for r in stored]
+    facts = live_facts(live, page_study(stored), summary)
+    assert facts["l17_live_same"].startswith(f"all {len(live)} models got exactly")
+    assert facts["l17_live_order"].startswith("orders every pair")
+    live[0]["accuracy"] = 0.1  # softmax attention falls below its range and below the others
+    facts = live_facts(live, page_study(stored), summary)
+    assert facts["l17_live_same"].startswith(f"{len(live) - 1} of the {len(live)} models")
+    assert "softmax attention 10.0 % against" in facts["l17_live_vs_study"]
+    assert "(below the seed range)" in facts["l17_live_vs_study"]
+    # attention now trails all but the hybrid it ties with in the study: 5 swaps
+    assert facts["l17_live_order"].startswith("orders 5 of the 21 pairs")

@@ -9,6 +9,8 @@ One *cell* of the study trains one toy model (:func:`recall_model`, a small
 
 ``benchmarks/recall_sweep.py`` runs the grid and stores the rows; Lesson 17 reads them back
 with :func:`load_study` and states only what :func:`summarize` and :func:`paired_gap` compute.
+Its sentences are made here, chosen by the data (:func:`study_facts`, :func:`comparison_facts`,
+:func:`failure_facts`, :func:`live_facts`: glue key -> Markdown), so the lesson only glues them.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import torch
 
 from attnlab.checks import check_positive_int
 from attnlab.configs import ModelConfig
+from attnlab.kinds import KINDS
 from attnlab.model import HybridLM
 from attnlab.tasks import IGNORE, mqar_batch, mqar_eval_set, mqar_value_range
 from attnlab.train import Batch, train
@@ -338,6 +341,44 @@ def ranking(
     return sorted(cells, key=lambda c: -c.mean)
 
 
+# --------------------------------------------------------------------------- names
+#: Display names of the experiment's two-kind hybrids (``attnbook.recall_study.pattern_label``);
+#: a single kind is named by the registry, ``attnlab.kinds.KINDS[kind].label``.
+HYBRID_NAMES = {
+    "kda→attn": "hybrid KDA→attention",
+    "attn→kda": "hybrid attention→KDA",
+    "linear→attn": "hybrid linear→attention",
+    "attn→linear": "hybrid attention→linear",
+}
+
+#: The order mixers are listed in: attention, the delta-rule family, linear attention, hybrids.
+MIXER_ORDER = (
+    "attn",
+    "kda",
+    "gdn",
+    "deltanet",
+    "linear",
+    "kda→attn",
+    "attn→kda",
+    "linear→attn",
+    "attn→linear",
+)
+
+
+def mixer_name(label: str) -> str:
+    """The display name of a mixer label ("kda→attn" → "hybrid KDA→attention")."""
+    if label in KINDS:
+        return KINDS[label].label
+    return HYBRID_NAMES.get(label, label)
+
+
+def mixers_in(rows: Sequence[dict]) -> list[str]:
+    """The mixer labels present in ``rows``, in ``MIXER_ORDER``."""
+    present = {row["mixer"] for row in rows}
+    ordered = [m for m in MIXER_ORDER if m in present]
+    return ordered + sorted(present - set(ordered))
+
+
 # --------------------------------------------------------------------------- sentences
 def percent(x: float) -> str:
     """0.9873 -> "98.7 %"."""
@@ -413,3 +454,357 @@ def discordant_pairs(
         for y in keys[i + 1 :]
         if (a[x] - a[y]) * (b[x] - b[y]) < 0
     ]
+
+
+# --------------------------------------------------------------------------- the page
+FIXED_STATE = ("kda", "gdn", "deltanet", "linear")
+"""The study's fixed-state mixers, in the order Lesson 17 lists them."""
+
+
+def complete_cells(
+    summary: dict[tuple[str, int], CellSummary],
+) -> dict[tuple[str, int], CellSummary]:
+    """The cells of ``summary`` at the N for which every mixer has a cell."""
+    mixers = {m for m, _ in summary}
+    return {
+        (m, n): c
+        for (m, n), c in summary.items()
+        if all((other, n) in summary for other in mixers)
+    }
+
+
+def _mixers_and_ns(
+    summary: dict[tuple[str, int], CellSummary],
+) -> tuple[list[str], list[int]]:
+    """The mixers of ``summary`` in ``MIXER_ORDER`` and its N, ascending."""
+    mixers = mixers_in([{"mixer": m} for m, _ in summary])
+    return mixers, sorted({n for _, n in summary})
+
+
+def _by_n(
+    summary: dict[tuple[str, int], CellSummary],
+) -> dict[int, dict[str, CellSummary]]:
+    """``summary`` as {N: {mixer: cell}}."""
+    _, ns = _mixers_and_ns(summary)
+    return {n: {c.mixer: c for c in ranking(summary, n)} for n in ns}
+
+
+def failure_n(summary: dict[tuple[str, int], CellSummary]) -> int:
+    """The smallest N at which every fixed-state mixer's mean stays below
+    90 %, else the largest N."""
+    _, ns = _mixers_and_ns(summary)
+    at = _by_n(summary)
+    failing = [n for n in ns if all(at[n][m].mean < 0.9 for m in FIXED_STATE)]
+    return failing[0] if failing else ns[-1]
+
+
+def accuracy_table(summary: dict[tuple[str, int], CellSummary]) -> str:
+    """A Markdown table: one row per mixer, one column per N/d_k, each cell
+    the mean test accuracy and the seed range in whole percent."""
+    mixers, ns = _mixers_and_ns(summary)
+    ratio = {c.n_pairs: c.ratio for c in summary.values()}
+
+    def compact(cell: CellSummary) -> str:
+        return (
+            f"{100 * cell.mean:.0f} "
+            f"({100 * cell.low:.0f}–{100 * cell.high:.0f})"
+        )
+
+    def row(mixer: str) -> str:
+        cells = (
+            compact(summary[mixer, n]) if (mixer, n) in summary else "—"
+            for n in ns
+        )
+        return f"| {mixer_name(mixer)} | " + " | ".join(cells) + " |"
+
+    header = (
+        "| mixer | "
+        + " | ".join(f"N/d = {ratio[n]:g}" for n in ns)
+        + " |\n|---|"
+        + "---|" * len(ns)
+    )
+    return header + "\n" + "\n".join(row(m) for m in mixers)
+
+
+def study_facts(
+    study: dict, summary: dict[tuple[str, int], CellSummary]
+) -> dict[str, str]:
+    """What Lesson 17 says about how the study was run: its grid, budget,
+    machine, completeness and the learning rates its rule chose.
+
+    ``summary``: :func:`complete_cells` of :func:`summarize` of ``study``.
+    """
+    grid, meta, config = study["grid"], study["meta"], study["config"]
+    mixers, ns = _mixers_and_ns(summary)
+    head_dim, n_models = config["head_dim"], len(study["rows"])
+    seeds = sorted({s for c in summary.values() for s in c.seeds})
+    lrs = " and ".join(f"{lr:g}" for lr in grid["lrs"])
+    planned = math.prod(
+        len(grid[k]) for k in ("mixers", "n_pairs", "lrs", "seeds")
+    )
+    commits = sorted({r["git_commit"][:10] for r in study["rows"]})
+    chosen = [c.lr for c in summary.values()]
+    return {
+        "l17_study_models": f"{n_models}",
+        "l17_study_grid": (
+            f"{len(mixers)} mixers × {len(ns)} values of N "
+            f"({', '.join(map(str, ns))}) × {len(grid['lrs'])} learning "
+            f"rates ({lrs}) × seeds {', '.join(map(str, seeds))}"
+        ),
+        "l17_study_seeds": " or ".join(
+            map(str, sorted({len(c.seeds) for c in summary.values()}))
+        ),
+        "l17_study_steps": f"{config['steps']}",
+        "l17_study_sizes": (
+            f"{config['val_size']} validation and "
+            f"{config['test_size']} test sequences"
+        ),
+        "l17_study_cpu": f"{meta['cpu_seconds_all_cells'] / 60:.0f}",
+        "l17_study_machine": (
+            f"{meta['machine']['cpu']}, PyTorch "
+            f"{meta['machine']['torch'].split('+')[0]}, one thread"
+        ),
+        "l17_study_commit": " and ".join(f"`{c}`" for c in commits),
+        "l17_study_date": meta["started"][:10],
+        "l17_study_complete": (
+            ""
+            if meta.get("complete")
+            else f" The run was stopped after {n_models} of the {planned} "
+            f"planned models (N up to {max(grid['n_pairs'])}); the page "
+            "shows every (mixer, N) that had finished all its learning "
+            "rates, over the seeds that had."
+        ),
+        "l17_ns": ", ".join(map(str, ns)),
+        "l17_ratio_max": f"{max(ns) / head_dim:g}",
+        "l17_ratios": ", ".join(f"{n / head_dim:g}" for n in ns),
+        "l17_table": accuracy_table(summary),
+        "l17_lr_choice": ", ".join(
+            f"{lr:g} for {chosen.count(lr)}" for lr in sorted(set(chosen))
+        )
+        + f" of the {len(summary)} (mixer, N) cells",
+    }
+
+
+def _order_claim(a: CellSummary, b: CellSummary) -> str:
+    """Which of two cells was ahead, by its paired gap, and whether on every
+    seed."""
+    mean, low, high = paired_gap(a, b)
+    first, second = (a, b) if mean >= 0 else (b, a)
+    every = low > 0 or high < 0
+    return (
+        f"{mixer_name(first.mixer)} ahead of {mixer_name(second.mixer)} by "
+        f"{gap_text(first, second)}"
+        + ("" if every else ", though not on every seed")
+    )
+
+
+def _fall_text(n_falling: int) -> str:
+    """How many fixed-state mixers lost accuracy from the smallest N to the
+    largest, as the middle of a sentence."""
+    if n_falling == len(FIXED_STATE):
+        return (
+            "all four fixed-state models were less accurate at the largest "
+            "*N* than at the smallest"
+        )
+    return (
+        f"{n_falling} of the {len(FIXED_STATE)} fixed-state models were "
+        "less accurate at the largest *N* than at the smallest"
+    )
+
+
+def comparison_facts(
+    study: dict, summary: dict[tuple[str, int], CellSummary]
+) -> dict[str, str]:
+    """What Lesson 17 concludes from the study's accuracies: attention's
+    worst seed, the fall of the fixed-state mixers with N, the widest seed
+    spread and the paired gaps between mixers, each sentence chosen by the
+    data.
+
+    ``summary``: :func:`complete_cells` of :func:`summarize` of ``study``.
+    """
+    _, ns = _mixers_and_ns(summary)
+    at, head_dim = _by_n(summary), study["config"]["head_dim"]
+    n_lo, n_hi = ns[0], ns[-1]
+    attn_min = min(c.low for (m, _), c in summary.items() if m == "attn")
+    best = {
+        n: max(
+            (at[n][m] for m in FIXED_STATE if m in at[n]),
+            key=lambda c: c.mean,
+        )
+        for n in ns
+    }
+    falling = [m for m in FIXED_STATE if at[n_hi][m].mean < at[n_lo][m].mean]
+    widest = max(
+        (c for (m, _), c in summary.items() if m in FIXED_STATE),
+        key=lambda c: c.high - c.low,
+    )
+
+    def claims(a: str, b: str) -> str:
+        return "; ".join(
+            f"at N/d = {n / head_dim:g}, {_order_claim(at[n][a], at[n][b])}"
+            for n in ns
+        )
+
+    delta_wins = [
+        n for n in ns if paired_gap(at[n]["deltanet"], at[n]["linear"])[1] > 0
+    ]
+    hybrid_gaps = [
+        paired_gap(at[n]["attn→kda"], at[n]["kda→attn"])[0] for n in ns
+    ]
+    fall = _fall_text(len(falling))
+    return {
+        "l17_attn_min": percent(attn_min),
+        "l17_attn_claim": (
+            f"never fell below {percent(attn_min)} on any seed at any *N*: "
+            "its cache keeps every pair"
+            if attn_min >= 0.95
+            else f"fell as low as {percent(attn_min)} on one seed and *N*"
+        ),
+        "l17_best_fixed_lo": (
+            f"{mixer_name(best[n_lo].mixer)} {spread(best[n_lo])}"
+        ),
+        "l17_fall": fall[0].upper() + fall[1:],
+        "l17_fall_short": fall,
+        "l17_max_spread": (
+            f"{100 * (widest.high - widest.low):.0f} percentage points "
+            f"({mixer_name(widest.mixer)} at *N* = {widest.n_pairs})"
+        ),
+        "l17_ratio_lo": f"{n_lo / head_dim:g}",
+        "l17_ratio_hi": f"{n_hi / head_dim:g}",
+        "l17_fixed_hi": "; ".join(
+            f"{mixer_name(m)} {spread(at[n_hi][m])}"
+            for m in FIXED_STATE
+            if m in at[n_hi]
+        ),
+        "l17_chance_hi": percent(1 / n_hi),
+        "l17_gap_attn_hi": gap_text(at[n_hi]["attn"], best[n_hi]),
+        "l17_best_fixed_hi": mixer_name(best[n_hi].mixer),
+        "l17_delta_vs_linear": claims("deltanet", "linear"),
+        "l17_kda_vs_gdn": claims("kda", "gdn"),
+        "l17_hybrid_order": claims("attn→kda", "kda→attn"),
+        "l17_kda_hybrid": spread(at[n_hi]["attn→kda"]),
+        "l17_delta_answer": (
+            "So the delta rule's better use of the state showed up here: "
+            "DeltaNet beat linear attention on every seed at every *N*"
+            if len(delta_wins) == len(ns)
+            else "So the question the lesson opened with — does the delta "
+            "rule use the state better than plain addition? — gets no clear "
+            "answer from this toy: DeltaNet beat linear attention on every "
+            f"seed at {len(delta_wins)} of the {len(ns)} values of *N*. "
+            f"With a state of {head_dim} × {head_dim} and at most "
+            f"{study['config']['steps']} steps the seeds spread more than "
+            "the two rules differ; the literature's comparisons use larger "
+            "models trained far longer"
+        ),
+        "l17_order_verdict": (
+            "In the study the order mattered: attention first was ahead at "
+            "every *N* on average"
+            if all(g > 0 for g in hybrid_gaps)
+            else "In the study the order did not favour one side at every *N*"
+        ),
+    }
+
+
+def failure_facts(
+    study: dict, summary: dict[tuple[str, int], CellSummary]
+) -> dict[str, str]:
+    """What Lesson 17 says about how the fixed-state mixers miss at
+    :func:`failure_n`: what each answered, and whether they copy.
+
+    ``summary``: :func:`complete_cells` of :func:`summarize` of ``study``.
+    """
+    _, ns = _mixers_and_ns(summary)
+    n_fail, head_dim = failure_n(summary), study["config"]["head_dim"]
+    cells = {m: summary[m, n_fail] for m in FIXED_STATE}
+    copiers = [m for m, c in cells.items() if copies_from_context(c)]
+    every = len(copiers) == len(FIXED_STATE)
+    failing = all(c.mean < 0.9 for c in cells.values())
+    return {
+        "l17_fail_where": (
+            "the smallest *N* at which every fixed-state model stayed below "
+            "90 %"
+            if failing
+            else "the largest *N* of the study"
+        ),
+        "l17_n_fail": f"{n_fail}",
+        "l17_ratio_fail": f"{n_fail / head_dim:g}",
+        "l17_chance_fail": percent(1 / n_fail),
+        "l17_failure": "\n".join(
+            f"- {mixer_name(m)}: {failure_text(c)}." for m, c in cells.items()
+        ),
+        "l17_failure_verdict": (
+            "So these models do not answer at random: each has learned that "
+            "the answer is one of the values it has seen, and what fails is "
+            "finding *which* one — the lookup that a crowded state blurs."
+            if every
+            else f"{len(copiers)} of the {len(FIXED_STATE)} mostly miss by "
+            "copying another value of the context; the others miss with "
+            "tokens that are not in the context."
+        ),
+        "l17_failure_bullet": (
+            f"A failing model is not answering at random: at *N* = {n_fail} "
+            "every fixed-state model mostly missed by copying another value "
+            "of its context."
+            if every
+            else f"At *N* = {n_fail}, {len(copiers)} of the "
+            f"{len(FIXED_STATE)} fixed-state models mostly missed by copying "
+            "another value of their context."
+        ),
+    }
+
+
+def live_facts(
+    rows: Sequence[dict],
+    study: dict,
+    summary: dict[tuple[str, int], CellSummary],
+) -> dict[str, str]:
+    """What Lesson 17 says about its live run (``rows`` of
+    :func:`train_cell` at one N and seed 0): the ranking, whether it matched
+    the stored study exactly, and where it falls in the study's seed range.
+    """
+    n_live = rows[0]["n_pairs"]
+    live = {r["mixer"]: r["accuracy"] for r in rows}
+    stored = {
+        (r["mixer"], r["lr"]): r["accuracy"]
+        for r in study["rows"]
+        if r["n_pairs"] == n_live and r["seed"] == 0
+    }
+    same = [r for r in rows if stored[r["mixer"], r["lr"]] == r["accuracy"]]
+    where = live_comparison(live, summary, n_live)
+    study_means = {
+        c.mixer: c.mean for c in ranking(summary, n_live) if c.mixer in live
+    }
+    swaps = discordant_pairs(live, study_means)
+    return {
+        "l17_live_same": (
+            f"all {len(rows)} models got exactly the accuracies stored in "
+            "the study"
+            if len(same) == len(rows)
+            else f"{len(same)} of the {len(rows)} models got exactly the "
+            "accuracies stored in the study; the others differ, as a "
+            "different CPU or PyTorch build can round differently"
+        ),
+        "l17_live_ranking": "; ".join(
+            f"{mixer_name(m)} {percent(a)}"
+            for m, a in sorted(live.items(), key=lambda x: -x[1])
+        ),
+        "l17_live_vs_study": "; ".join(
+            f"{mixer_name(m)} {percent(a)} against "
+            f"{spread(summary[m, n_live])} "
+            f"({'inside' if where[m] == 'within' else where[m]} the seed "
+            "range)"
+            for m, a in live.items()
+        ),
+        "l17_live_order": (
+            "orders every pair of these mixers as the study's means over "
+            "seeds do"
+            if not swaps
+            else f"orders {len(swaps)} of the "
+            f"{len(live) * (len(live) - 1) // 2} pairs of mixers differently "
+            "from the study's means ("
+            + "; ".join(
+                f"{mixer_name(a)} and {mixer_name(b)}" for a, b in swaps
+            )
+            + ")"
+        ),
+    }

@@ -1,4 +1,5 @@
-"""Figures for Lesson 17 (who can recall? the MQAR experiment). They only draw.
+"""Figures for Lesson 17 (who can recall? the MQAR experiment). They only draw,
+and the ``*_alt`` functions say in words what a figure shows.
 
 The study figures take ``attnbook.recall_study.summarize``'s cells (one per mixer and N, at the
 chosen learning rate, one accuracy per seed); the live-run figures take the rows of
@@ -16,20 +17,16 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch, Rectangle
 from matplotlib.ticker import MaxNLocator
 
-from attnlab.kinds import KINDS
 from attnlab.tasks import IGNORE, mqar_batch
 
 from ..plotting import PALETTE, SMALL_TEXT_PT, style_axes
-from ..recall_study import CellSummary
-
-#: Display names of the experiment's two-kind hybrids (``attnbook.recall_study.pattern_label``);
-#: a single kind is named by the registry, ``attnlab.kinds.KINDS[kind].label``.
-HYBRID_NAMES = {
-    "kda→attn": "hybrid KDA→attention",
-    "attn→kda": "hybrid attention→KDA",
-    "linear→attn": "hybrid linear→attention",
-    "attn→linear": "hybrid attention→linear",
-}
+from ..recall_study import (
+    MIXER_ORDER,
+    CellSummary,
+    mixer_name,
+    mixers_in,
+    percent,
+)
 
 #: One fixed colour per mixer (Okabe–Ito), so every figure of the lesson agrees.
 MIXER_COLOURS = {
@@ -55,39 +52,12 @@ MIXER_MARKERS = {
     "attn→kda": "X",
 }
 
-#: The order mixers are listed in: attention, the delta-rule family, linear attention, hybrids.
-MIXER_ORDER = (
-    "attn",
-    "kda",
-    "gdn",
-    "deltanet",
-    "linear",
-    "kda→attn",
-    "attn→kda",
-    "linear→attn",
-    "attn→linear",
-)
-
 ROLE_COLOURS = {
     "key": PALETTE[0],
     "value": PALETTE[1],
     "query": PALETTE[4],
     "answer": PALETTE[2],
 }
-
-
-def mixer_name(label: str) -> str:
-    """The display name of a mixer label ("kda→attn" → "hybrid KDA→attention")."""
-    if label in KINDS:
-        return KINDS[label].label
-    return HYBRID_NAMES.get(label, label)
-
-
-def mixers_in(rows: Sequence[dict]) -> list[str]:
-    """The mixer labels present in ``rows``, in ``MIXER_ORDER``."""
-    present = {row["mixer"] for row in rows}
-    ordered = [m for m in MIXER_ORDER if m in present]
-    return ordered + sorted(present - set(ordered))
 
 
 def _check_rows(rows: object) -> list[dict]:
@@ -356,9 +326,29 @@ ANSWER_KINDS = (
 )
 
 
-def draw_answer_analysis(fig: Figure, summary: dict, n_pairs: int) -> None:
-    """What each mixer answered at N pairs (means over seeds, test set): the right value, a
-    value of the same context that belongs to another key, or any other token."""
+def study_alt(summary: dict, head_dim: int) -> str:
+    """Alt text of :func:`draw_study`: its axis and each mixer's mean at the
+    smallest and the largest N."""
+    summary = _check_summary(summary)
+    ns = sorted({n for _, n in summary})
+    mixers = [m for m in MIXER_ORDER if any(k[0] == m for k in summary)]
+    lines = "; ".join(
+        f"{mixer_name(m)} from {percent(summary[m, ns[0]].mean)} to "
+        f"{percent(summary[m, ns[-1]].mean)}"
+        for m in mixers
+        if (m, ns[0]) in summary and (m, ns[-1]) in summary
+    )
+    return (
+        "Line chart of the study's test accuracy against N/head_dim on a "
+        f"log axis ({', '.join(f'{n / head_dim:g}' for n in ns)}), one "
+        "line per mixer through the mean over seeds with a small dot per "
+        "seed, and a dashed line at 1/N. Means from the smallest to the "
+        f"largest N: {lines}."
+    )
+
+
+def _cells_at(summary: object, n_pairs: int) -> list[CellSummary]:
+    """The cells of ``summary`` at ``n_pairs``, in ``MIXER_ORDER``."""
     summary = _check_summary(summary)
     cells = [
         summary[m, n_pairs] for m in MIXER_ORDER if (m, n_pairs) in summary
@@ -368,6 +358,13 @@ def draw_answer_analysis(fig: Figure, summary: dict, n_pairs: int) -> None:
             f"n_pairs: expected one of the study's N "
             f"{sorted({n for _, n in summary})}, got {n_pairs!r}"
         )
+    return cells
+
+
+def draw_answer_analysis(fig: Figure, summary: dict, n_pairs: int) -> None:
+    """What each mixer answered at N pairs (means over seeds, test set): the right value, a
+    value of the same context that belongs to another key, or any other token."""
+    cells = _cells_at(summary, n_pairs)
     ax = fig.subplots()
     for row, cell in enumerate(cells):
         right = cell.mean
@@ -404,6 +401,22 @@ def draw_answer_analysis(fig: Figure, summary: dict, n_pairs: int) -> None:
         bbox_to_anchor=(0.35, -0.16),
         ncol=2,
         fontsize=SMALL_TEXT_PT,
+    )
+
+
+def answer_analysis_alt(summary: dict, n_pairs: int) -> str:
+    """Alt text of :func:`draw_answer_analysis`: each mixer's right answers
+    and copies of another context value at ``n_pairs``."""
+    return (
+        "Stacked horizontal bars, one per mixer, of what the models "
+        f"answered at N = {n_pairs} (means over seeds): right value, "
+        "another value of the same context, any other token. "
+        + "; ".join(
+            f"{mixer_name(c.mixer)} {percent(c.mean)} right and "
+            f"{percent(c.wrong_in_context)} another context value"
+            for c in _cells_at(summary, n_pairs)
+        )
+        + f". A dashed line marks 1/N = {percent(1 / n_pairs)}."
     )
 
 
@@ -461,6 +474,21 @@ def draw_live_vs_study(
         ncol=3,
         fontsize=SMALL_TEXT_PT,
         bbox_to_anchor=(0.5, 1.02),
+    )
+
+
+def live_vs_study_alt(rows: Sequence[dict]) -> str:
+    """Alt text of :func:`draw_live_vs_study`: this run's accuracy per
+    mixer."""
+    rows = _check_rows(rows)
+    return (
+        "Bar chart of this run's test accuracy per mixer at "
+        f"N = {rows[0]['n_pairs']}: "
+        + "; ".join(
+            f"{mixer_name(r['mixer'])} {percent(r['accuracy'])}" for r in rows
+        )
+        + ". Over each bar a black dot with whiskers gives the study's mean "
+        "and seed range at the same N; a dashed line marks 1/N."
     )
 
 
