@@ -200,25 +200,27 @@ def test_lesson_1_figures_draw(draw, values):
     assert fig.axes and plotting.figure_png(fig)[:4] == b"\x89PNG"
 
 
-def test_table_memory_labels_are_plain_text_and_the_title_gives_the_size():
+def test_table_memory_title_gives_the_parameters_in_mb_and_mib_and_ticks_are_plain_text():
     fig = plotting.new_figure()
     l01.draw_table_memory(fig, 32768, 1536, marker=("Sophia", 32000, 1536))
     ax = fig.axes[0]
     ticks = [t.get_text() for t in ax.get_xticklabels() + ax.get_yticklabels()]
-    assert "32k" in ticks and "100" in ticks and not any("$" in t for t in ticks)
-    assert "50,331,648 parameters: 96.0 MiB" in ax.get_title()
-    texts = [t.get_text() for t in ax.texts]
-    assert [f"d = {d}" for d in l01.MEMORY_WIDTHS] == texts[:-1]
-    assert texts[-1] == "Sophia (V = 32,000, d = 1536)"
+    assert "1,536" in ticks and "256k" in ticks and not any("$" in t for t in ticks)
+    title = ax.get_title()
+    assert "32,768 × 1,536 = 50,331,648 parameters" in title
+    assert "100.7 MB = 96.0 MiB" in title
+    assert [t.get_text() for t in ax.texts] == [" Sophia: 32,000 × 1,536"]
 
 
-def test_table_memory_draws_a_line_for_every_offered_width_the_chosen_one_solid():
-    for width in l01.MEMORY_WIDTHS:
+def test_table_memory_draws_the_table_to_scale_and_the_marker_dashed():
+    """The filled rectangle is V tall and d wide, so its area is the parameter count."""
+    for vocab, width in [(8192, 512), (262144, 4096)]:
         fig = plotting.new_figure()
-        l01.draw_table_memory(fig, 32768, width)
-        lines = fig.axes[0].get_lines()[: len(l01.MEMORY_WIDTHS)]
-        assert [line.get_alpha() == 1.0 for line in lines] == [
-            w == width for w in l01.MEMORY_WIDTHS]
+        l01.draw_table_memory(fig, vocab, width, marker=("Sophia", 32000, 1536))
+        table, outline = fig.axes[0].patches
+        assert (table.get_width(), table.get_height()) == (width, vocab)
+        assert (outline.get_width(), outline.get_height()) == (1536, 32000)
+        assert outline.get_linestyle() == "--" and not outline.get_fill()
 
 
 def test_clusters_emerge_as_the_table_reads_more_sentences():

@@ -114,7 +114,7 @@ def _row_box(row: int, width: int):
     )
 
 
-#: Vocabulary sizes (tokens) and widths of the reference lines of :func:`draw_table_memory`.
+#: The vocabularies (tokens) and widths :func:`draw_table_memory` has room for.
 MEMORY_VOCABS = tuple(2**k for k in range(12, 19))
 
 
