@@ -492,6 +492,17 @@ class Capacity:
     per_gpu: int
     per_node: int
 
+    def __str__(self) -> str:
+        return "\n".join(
+            [
+                f"at {self.context:,} tokens: {self.per_gpu:,} sequences on each "
+                f"GPU, {self.per_node:,} on the node",
+                f"  each GPU: {format_bytes(self.usable)} usable, weights "
+                f"{format_bytes(self.weights)},",
+                f"  one sequence {format_bytes(self.sequence)}",
+            ]
+        )
+
 
 def capacity(
     arch: ModelConfig, context: int, deployment: Deployment
