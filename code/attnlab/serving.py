@@ -823,8 +823,10 @@ def what_if(
     state_dtype: str = "auto",
 ) -> WhatIf:
     """Everything the calculator answers for ``batch`` sequences of ``context`` tokens (at
-    least 1) in ``memory_bytes``: the memory needed, the largest batch and context that fit,
-    the bytes one decode step reads."""
+    least 1) in ``memory_bytes`` of one device that uses all of it: the memory needed, the
+    largest batch and context that fit, the bytes one decode step moves. For GPUs as a
+    serving engine fills them, several of them, see :func:`capacity` and
+    :class:`Deployment`."""
     _check_context(context)
     dtypes = {
         "weight_dtype": weight_dtype,

@@ -232,12 +232,13 @@ def draw_batch_sweep(
         )
     ax.axhline(50, color="0.4", linewidth=1)
     ax.text(
-        batches[0],
+        batches[-1],
         52,
         "cache-bound above",
         fontsize=FONT,
         color="0.3",
         va="bottom",
+        ha="right",
     )
     ax.set_xscale("log", base=2)
     ticks = [b for b in batches if math.log2(b) % 2 == 0]  # 1, 4, 16, ...
