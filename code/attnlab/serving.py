@@ -22,8 +22,9 @@ per node. Under tensor parallelism of degree ``tp`` each GPU holds 1/tp of the w
 share of every sequence, as vLLM shards them: attention K/V by key/value head, with a head
 replicated on several GPUs when there are fewer heads than GPUs (⌈H_kv / tp⌉ heads each); the
 MLA latent whole on every GPU (it is shared by all heads, so it cannot be split); recurrent
-states and conv inputs split by head (⌈numbers / tp⌉). With data-parallel attention each GPU
-keeps the whole caches of its own sequences instead. Only ``memory_fraction`` of a GPU is
+states and conv inputs split by head (⌈numbers / tp⌉; vLLM's copies of Mamba-2 groups when
+there are fewer groups than GPUs are not counted). With data-parallel attention each GPU keeps
+the whole caches of its own sequences instead. Only ``memory_fraction`` of a GPU is
 used (vLLM's ``gpu_memory_utilization``, 0.9 by default), less an ``activation_reserve``; the
 growing cache is handed out in blocks of ``block_tokens`` tokens (vLLM's default block: 16).
 
