@@ -65,7 +65,8 @@ def test_sophia_nano_is_a_tiny_sophia():
 
 # --- the published models against their config.json fields, by hand ---------------------------
 # Each test reads the dimensions from the config dict itself and counts the bytes the way the
-# model's own code lays them out: bf16 caches and conv inputs (2 bytes), fp32 states (4 bytes).
+# serving engine (vLLM) keeps them by default: bf16 caches and conv inputs (2 bytes), states in
+# the model's bf16 (2 bytes), KDA's states in fp32 (4 bytes).
 
 
 def _shared_fields(preset: ModelConfig, config: dict) -> None:
@@ -143,7 +144,7 @@ def test_qwen3_next_agrees_with_its_config():
     hk, hv = c["linear_num_key_heads"], c["linear_num_value_heads"]
     dk, dv, w = c["linear_key_head_dim"], c["linear_value_head_dim"], c["linear_conv_kernel_dim"]
     seq = sequence_bytes(QWEN3_NEXT, 0)
-    assert seq.state_bytes == (n - n_attn) * hv * dk * dv * 4  # one state per value head
+    assert seq.state_bytes == (n - n_attn) * hv * dk * dv * 2  # one state per value head
     assert seq.conv_bytes == (n - n_attn) * (w - 1) * (2 * hk * dk + hv * dv) * 2
     assert (QWEN3_NEXT.n_experts, QWEN3_NEXT.experts_per_token) == (512, 10)
 
@@ -158,7 +159,7 @@ def test_minimax_text_01_agrees_with_its_config():
     assert cache_bytes_per_token(MINIMAX_TEXT_01) == (
         n_attn * 2 * c["num_key_value_heads"] * c["head_dim"] * 2)
     seq = sequence_bytes(MINIMAX_TEXT_01, 0)
-    assert seq.state_bytes == n_lightning * c["num_attention_heads"] * c["head_dim"] ** 2 * 4
+    assert seq.state_bytes == n_lightning * c["num_attention_heads"] * c["head_dim"] ** 2 * 2
     assert seq.conv_bytes == 0
     assert MINIMAX_TEXT_01.n_experts == c["num_local_experts"]
 
@@ -177,7 +178,7 @@ def test_jamba_agrees_with_its_config():
     assert sequence_bytes(JAMBA_15_MINI, 256 * 1024).cache_bytes == 4 * 2**30
     d_inner = c["mamba_expand"] * c["hidden_size"]
     seq = sequence_bytes(JAMBA_15_MINI, 0)
-    assert seq.state_bytes == n_mamba * d_inner * c["mamba_d_state"] * 4
+    assert seq.state_bytes == n_mamba * d_inner * c["mamba_d_state"] * 2
     assert seq.conv_bytes == n_mamba * (c["mamba_d_conv"] - 1) * d_inner * 2
 
 
@@ -192,7 +193,7 @@ def test_nemotron_h_agrees_with_its_config():
         n_a * 2 * c["num_key_value_heads"] * c["attention_head_dim"] * 2)
     d_inner = c["mamba_num_heads"] * c["mamba_head_dim"]
     seq = sequence_bytes(NEMOTRON_H_8B, 0)
-    assert seq.state_bytes == n_m * d_inner * c["ssm_state_size"] * 4
+    assert seq.state_bytes == n_m * d_inner * c["ssm_state_size"] * 2
     channels = d_inner + 2 * c["n_groups"] * c["ssm_state_size"]
     assert seq.conv_bytes == n_m * (c["conv_kernel"] - 1) * channels * 2
     assert NEMOTRON_H_8B.n_experts is None and NEMOTRON_H_8B.experts_per_token is None

@@ -80,7 +80,15 @@ from attnlab.gated import init_softplus_decay
 from attnlab.kv_cache import decode_with_cache
 from attnlab.model import next_token, parameter_count
 from attnlab.positions import sinusoidal_positions
-from attnlab.serving import decode_step_bytes, largest_batch, step_seconds, what_if
+from attnlab.serving import (
+    H200,
+    Deployment,
+    Hardware,
+    decode_step_bytes,
+    largest_batch,
+    step_seconds,
+    what_if,
+)
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -384,6 +392,30 @@ def _generate_temperature():
 STEP = decode_step_bytes(LLAMA3_8B, 4096, 8)
 
 
+def _deployment_fraction():
+    def call(value):
+        return Deployment(H200, memory_fraction=value)
+
+    def check(value):
+        def usable_is_that_share(deployment):
+            assert 0 < value <= 1
+            assert deployment.usable_bytes == math.floor(value * H200.memory_bytes)
+        return usable_is_that_share
+    return call, check
+
+
+def _hardware_bandwidth():
+    def call(value):
+        return Hardware("a GPU", 80 * 10**9, value)
+
+    def check(value):
+        def kept(hardware):
+            assert math.isfinite(value) and value > 0
+            assert hardware.bandwidth == value
+        return kept
+    return call, check
+
+
 def _step_seconds(argument: str):
     def call(value):
         return step_seconds(STEP, **{"bandwidth": 3.35e12, "overhead": 1e-4, argument: value})
@@ -474,6 +506,9 @@ SWEEP = {
     ("HybridLM.generate", "temperature"): ("temperature", *_generate_temperature()),
     ("step_seconds", "bandwidth"): ("bandwidth", *_step_seconds("bandwidth")),
     ("step_seconds", "overhead"): ("overhead", *_step_seconds("overhead")),
+    ("Deployment", "memory_fraction"): (
+        "Deployment.memory_fraction", *_deployment_fraction()),
+    ("Hardware", "bandwidth"): ("Hardware.bandwidth", *_hardware_bandwidth()),
     ("kv_cache_bytes", "bytes_per_element"): ("bytes_per_element", *_kv_cache_bytes()),
     ("ModelConfig", "norm_eps"): ("ModelConfig.norm_eps", *_config_norm_eps()),
     ("init_softplus_decay", "a_range"): ("a_range", *_decay_range(

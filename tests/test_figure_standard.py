@@ -33,6 +33,7 @@ from attnbook.plotting import new_figure, style_axes
 from attnbook.widgets import Control, SliderPanel
 from attnlab.configs import PUBLISHED, SOPHIA, SOPHIA_NANO
 from attnlab.positions import sinusoidal_positions
+from attnlab.serving import H200, Deployment
 from matplotlib.figure import Figure
 from matplotlib.transforms import ScaledTranslation
 
@@ -187,10 +188,12 @@ def registry() -> dict[str, Entry]:
     return {
         "L16b memory per sequence": Entry(l16b.draw_memory_per_sequence,
                                           kwargs={"names": models, "contexts": contexts}),
-        "L16b calculator": Entry(l16b.draw_calculator, kwargs={"memory_gb": 8 * 141},
-                                 grid={"model": models, "context": contexts}),
+        "L16b calculator": Entry(l16b.draw_calculator, grid={
+            "model": models, "context": contexts, "deployment": [
+                Deployment(H200, 8, 8), Deployment(H200, 8, 8, dp_attention=True)]}),
         "L16b batch sweep": Entry(l16b.draw_batch_sweep, kwargs={
-            "names": models, "context": 131072, "batches": [2**i for i in range(10)]}),
+            "names": models, "context": 131072, "batches": [2**i for i in range(10)],
+            "deployment": Deployment(H200, 8, 8)}),
         "L1 one-hot lookup": Entry(l01.draw_one_hot_lookup, kwargs={"token_id": 2}),
         "L1 table memory": Entry(
             lambda fig, vocab_size, d_model: l01.draw_table_memory(fig, vocab_size, d_model,

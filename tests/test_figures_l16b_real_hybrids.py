@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from attnbook.figures import l16b_real_hybrids as figs
 from attnbook.plotting import new_figure
 from attnlab.configs import KIMI_LINEAR_48B_A3B, PUBLISHED
-from attnlab.serving import largest_batch, sequence_bytes
+from attnlab.serving import H200, Deployment, capacity, decode_step_bytes, sequence_bytes
 
 
 def test_size_and_context_labels():
@@ -16,13 +18,26 @@ def test_size_and_context_labels():
         "4k", "128k", "1M", "1,000"]
 
 
-def test_calculator_labels_each_cache_dtype_with_its_largest_batch():
+def test_calculator_labels_each_cache_dtype_with_its_batch_per_gpu_and_per_node():
+    node = Deployment(H200, gpus=8, tp=8)
     fig = new_figure(7, 3.6)
-    figs.draw_calculator(fig, KIMI_LINEAR_48B_A3B.name, 2**20, 1128)
+    figs.draw_calculator(fig, KIMI_LINEAR_48B_A3B.name, 2**20, node)
     texts = [t.get_text() for t in fig.axes[0].texts]
     for dtype in figs.CACHE_DTYPES:
-        batch = largest_batch(KIMI_LINEAR_48B_A3B, 2**20, 1128 * 10**9, cache_dtype=dtype)
-        assert f"batch {batch:,}" in texts
+        fit = capacity(KIMI_LINEAR_48B_A3B, 2**20, dataclasses.replace(node, cache_dtype=dtype))
+        assert f"{fit.per_gpu:,} a GPU, {fit.per_node:,} on the node" in texts
+
+
+def test_the_sweep_draws_only_the_batches_that_fit():
+    node = Deployment(H200, gpus=8, tp=8)
+    batches = [2**i for i in range(10)]
+    fig = new_figure(7, 5)
+    figs.draw_batch_sweep(fig, ["MiniMax-Text-01"], 131072, batches, node)
+    line = fig.axes[0].lines[0]
+    most = capacity(PUBLISHED["MiniMax-Text-01"], 131072, node).per_gpu
+    assert list(line.get_xdata()) == [b for b in batches if b <= most] != batches
+    step = decode_step_bytes(PUBLISHED["MiniMax-Text-01"], 131072, 1, deployment=node)
+    assert line.get_ydata()[0] == 100 * step.per_sequence / step.total
 
 
 def test_bars_and_sweep_draw_one_series_per_model_and_context():
@@ -32,15 +47,17 @@ def test_bars_and_sweep_draw_one_series_per_model_and_context():
     assert widths == sorted(round(sequence_bytes(PUBLISHED[n], t).total_bytes / 2**30, 9)
                             for n in PUBLISHED for t in (4096, 2**20))  # one bar each, in GiB
     fig = new_figure(7, 5)
-    figs.draw_batch_sweep(fig, ["Llama-3-8B", KIMI_LINEAR_48B_A3B.name], 4096, [1, 4, 16])
+    figs.draw_batch_sweep(fig, ["Llama-3-8B", KIMI_LINEAR_48B_A3B.name], 4096, [1, 4, 16],
+                          Deployment(H200, 8, 8))
     assert len(fig.axes[0].lines) == 2 + 1  # two models and the 50 % line
 
 
 @pytest.mark.parametrize("call", [
     lambda fig: figs.draw_memory_per_sequence(fig, ["GPT-5"], [4096]),
     lambda fig: figs.draw_memory_per_sequence(fig, ["Llama-3-8B"], []),
-    lambda fig: figs.draw_calculator(fig, "GPT-5", 4096, 80),
-    lambda fig: figs.draw_batch_sweep(fig, ["Llama-3-8B"], 4096, [0, 2]),
+    lambda fig: figs.draw_calculator(fig, "GPT-5", 4096, Deployment(H200)),
+    lambda fig: figs.draw_calculator(fig, "Llama-3-8B", 4096, 80),
+    lambda fig: figs.draw_batch_sweep(fig, ["Llama-3-8B"], 4096, [0, 2], Deployment(H200)),
 ])
 def test_bad_input_is_refused(call):
     with pytest.raises(ValueError):

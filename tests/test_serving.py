@@ -10,6 +10,8 @@ from attnlab.configs import (
     DEEPSEEK_V3,
     KIMI_LINEAR_48B_A3B,
     LLAMA3_8B,
+    MINIMAX_TEXT_01,
+    QWEN3_NEXT,
     SOPHIA,
     SOPHIA_NANO,
     MLAConfig,
@@ -17,8 +19,12 @@ from attnlab.configs import (
 )
 from attnlab.memory import cache_breakdown, cache_bytes_per_token, format_bytes
 from attnlab.serving import (
+    H100_SXM,
+    H200,
+    Deployment,
     StepBytes,
     attention_prefill_flops,
+    capacity,
     chunkwise_prefill_flops,
     crossover_batch,
     decode_step_bytes,
@@ -91,11 +97,17 @@ def test_kimi_linear_fixed_state_fits_next_to_its_cache():
 
 
 def test_moe_weights_read_grow_from_active_to_total_with_the_batch():
-    assert weights_read_per_step(KIMI_LINEAR_48B_A3B, 1) == 2 * 3_000_000_000
-    assert weights_read_per_step(KIMI_LINEAR_48B_A3B, 10**4) == pytest.approx(96e9, rel=1e-6)
+    # the untied embedding table (163,840 x 2,304) is gathered: B rows read, not the table
+    table, row = 163_840 * 2304, 2304
+    assert weights_read_per_step(KIMI_LINEAR_48B_A3B, 1) == 2 * (3_000_000_000 - table + row)
+    assert weights_read_per_step(KIMI_LINEAR_48B_A3B, 10**4) == pytest.approx(
+        2 * (48e9 - table + 10**4 * row), rel=1e-6)
     one, many = (weights_read_per_step(KIMI_LINEAR_48B_A3B, b) for b in (1, 64))
     assert one < many < weight_bytes(KIMI_LINEAR_48B_A3B)
-    assert weights_read_per_step(LLAMA3_8B, 64) == weight_bytes(LLAMA3_8B)
+    assert weights_read_per_step(LLAMA3_8B, 64) == weight_bytes(LLAMA3_8B) - 2 * (
+        128_256 - 64) * 4096
+    tied = dataclasses.replace(LLAMA3_8B, tie_embeddings=True)  # the LM head reads it whole
+    assert weights_read_per_step(tied, 64) == weight_bytes(tied)
     assert expected_experts_touched(256, 8, 1) == pytest.approx(8)
     assert expected_experts_touched(4, 2, 2) == pytest.approx(4 * (1 - 0.25))
 
@@ -103,12 +115,16 @@ def test_moe_weights_read_grow_from_active_to_total_with_the_batch():
 def test_decode_step_reads_weights_once_and_caches_per_sequence():
     one = decode_step_bytes(LLAMA3_8B, 4096, 1)
     eight = decode_step_bytes(LLAMA3_8B, 4096, 8)
-    assert eight.weights == one.weights == weight_bytes(LLAMA3_8B)
+    table = 2 * 128_256 * 4096  # bf16 embedding table, gathered row by row
+    assert one.weights == weight_bytes(LLAMA3_8B) - table + 2 * 4096
+    assert eight.weights == one.weights + 7 * 2 * 4096
     assert eight.cache == 8 * one.cache == 8 * 4096 * 131_072
+    assert one.state == eight.state == 0
     assert one.bound == "weight-bound"
     assert decode_step_bytes(LLAMA3_8B, 2**20).bound == "cache-bound"
-    # Llama-3-8B at 4096 tokens: 16.06 GB of weights against 0.537 GB of cache per sequence
-    assert crossover_batch(LLAMA3_8B, 4096) == 30
+    # Llama-3-8B at 4096 tokens: 16.06 - 1.05 GB of weights read against 0.537 GB of cache
+    # per sequence: (16.06e9 - 1.0506e9 + B · 8192) / 536,870,912 < B from B = 28
+    assert crossover_batch(LLAMA3_8B, 4096) == 28
     assert step_seconds(StepBytes(3, 1), bandwidth=2.0, overhead=0.5) == 2.5
 
 
@@ -140,7 +156,9 @@ def test_what_if_answers_fit_batch_context_and_step_together():
 
 
 def test_deepseek_v3_weights_are_counted_in_fp8_as_released():
-    assert weight_bytes(DEEPSEEK_V3) == 671_000_000_000
+    # the embedding and LM head (2 x 129,280 x 7,168) stay in bf16, as in the fp8 release
+    embedding = 2 * 129_280 * 7168
+    assert weight_bytes(DEEPSEEK_V3) == 671_000_000_000 + embedding
     assert weight_bytes(DEEPSEEK_V3, "bf16") == 2 * 671_000_000_000
 
 
@@ -185,3 +203,126 @@ def test_a_model_with_twice_the_kv_heads_reads_twice_the_cache_bytes():
     assert sequence_bytes(llama_mha, 4096).cache_bytes == 4 * sequence_bytes(
         LLAMA3_8B, 4096).cache_bytes
     assert weight_bytes(llama_mha) == weight_bytes(LLAMA3_8B)
+
+
+# --- deployments: tensor parallelism, data-parallel attention, usable memory ------------------
+DS_LATENT_128K = 61 * (512 + 64) * 131_072 * 2  # 61 MLA layers, latent + rope key, bf16
+DS_WEIGHTS = 671_000_000_000 + 2 * 129_280 * 7168  # fp8, embedding and LM head in bf16
+
+
+def test_deepseek_v3_at_128k_on_eight_h200_latent_replicated_or_data_parallel():
+    tp = Deployment(H200, gpus=8, tp=8)
+    dp = Deployment(H200, gpus=8, tp=8, dp_attention=True)
+    for deployment in (tp, dp):  # the latent cannot be split by head: every GPU keeps it whole
+        answer = capacity(DEEPSEEK_V3, 131_072, deployment)
+        assert answer.sequence == DS_LATENT_128K == 9_210_691_584
+        assert answer.weights == -(-DS_WEIGHTS // 8) == 84_106_669_760
+        assert answer.usable == 126_900_000_000  # 0.9 x 141 GB
+        assert answer.per_gpu == (126_900_000_000 - 84_106_669_760) // DS_LATENT_128K == 4
+    assert capacity(DEEPSEEK_V3, 131_072, tp).per_node == 4  # one copy of the model
+    assert capacity(DEEPSEEK_V3, 131_072, dp).per_node == 8 * 4  # each GPU its own
+    # all of each GPU's memory: 6 sequences under TP, 48 with DP attention; pooling the node's
+    # memory as one device gives 49, which no real placement reaches
+    whole = {"memory_fraction": 1.0, "block_tokens": 1}
+    assert capacity(DEEPSEEK_V3, 131_072, Deployment(H200, 8, 8, **whole)).per_node == 6
+    assert capacity(DEEPSEEK_V3, 131_072, Deployment(
+        H200, 8, 8, dp_attention=True, **whole)).per_node == 48
+    assert largest_batch(DEEPSEEK_V3, 131_072, 8 * 141 * 10**9) == 49
+
+
+def test_kv_heads_are_replicated_when_fewer_than_the_tp_degree():
+    # Llama-3-8B has 8 KV heads of 128 in 32 layers: at tp = 4 two heads a GPU, at tp = 16 one
+    for tp, heads in ((1, 8), (4, 2), (8, 1), (16, 1)):
+        assert sequence_bytes(LLAMA3_8B, 1000, tp=tp).cache_bytes == (
+            32 * 2 * heads * 128 * 1000 * 2)
+    # Qwen3-Next: 2 KV heads (12 attention layers) and 32 value heads of Gated DeltaNet
+    # (36 layers, 128 x 128 states in bf16): at tp = 8 each GPU keeps 1 KV head, 4 states
+    seq = sequence_bytes(QWEN3_NEXT, 1000, tp=8)
+    assert seq.cache_bytes == 12 * 2 * 1 * 256 * 1000 * 2
+    assert seq.state_bytes == 36 * 4 * 128 * 128 * 2
+
+
+def test_usable_memory_fraction_and_activation_reserve():
+    # Llama-3-8B, 8,192-token sequences of exactly 1 GiB, on one H100 SXM (80 GB)
+    weights = 2 * 8_030_000_000
+    full = Deployment(H100_SXM, memory_fraction=1.0)
+    assert capacity(LLAMA3_8B, 8192, full).per_gpu == (80 * 10**9 - weights) // GIB == 59
+    engine = Deployment(H100_SXM)  # vLLM's default gpu_memory_utilization = 0.9
+    assert capacity(LLAMA3_8B, 8192, engine).per_gpu == (72 * 10**9 - weights) // GIB == 52
+    reserve = Deployment(H100_SXM, activation_reserve=2 * 10**9)
+    assert capacity(LLAMA3_8B, 8192, reserve).per_gpu == (70 * 10**9 - weights) // GIB == 50
+
+
+def test_the_cache_is_handed_out_in_whole_blocks():
+    # 8,193 tokens take 513 blocks of 16: 8,208 tokens of cache
+    assert sequence_bytes(LLAMA3_8B, 8193, block_tokens=16).cache_bytes == 8208 * 131_072
+    assert sequence_bytes(LLAMA3_8B, 8193).cache_bytes == 8193 * 131_072
+
+
+def test_engine_default_state_dtypes_kda_fp32_the_others_the_model_dtype():
+    minimax = sequence_bytes(MINIMAX_TEXT_01, 0)  # 70 lightning layers, 64 heads of 128 x 128
+    assert minimax.state_bytes == 70 * 64 * 128 * 128 * 2
+    assert sequence_bytes(MINIMAX_TEXT_01, 0, state_dtype="fp32").state_bytes == (
+        2 * minimax.state_bytes)
+    kimi = sequence_bytes(KIMI_LINEAR_48B_A3B, 0)
+    assert kimi.state_bytes == 20 * 32 * 128 * 128 * 4  # KDA in fp32
+
+
+def test_4_bit_weights_carry_their_scales_and_keep_the_embeddings_wide():
+    embedding = 2 * 128_256 * 4096  # untied: input table and LM head, kept in bf16
+    quantised = 8_030_000_000 - embedding
+    awq = weight_bytes(LLAMA3_8B, "int4", group=128, scale_bits=20)
+    scales = -(-quantised // 128)  # one 20-bit scale and zero point per group of 128
+    assert awq == quantised // 2 + 2 * embedding + -(-scales * 20 // 8)
+    assert awq > weight_bytes(LLAMA3_8B, "int4") > 8_030_000_000 // 2
+
+
+def test_a_step_reads_and_writes_the_recurrent_state():
+    step = decode_step_bytes(KIMI_LINEAR_48B_A3B, 1000, 3)
+    seq = sequence_bytes(KIMI_LINEAR_48B_A3B, 1000)
+    assert step.state == 3 * 2 * seq.state_bytes
+    assert step.cache == 3 * (seq.cache_bytes + seq.conv_bytes)
+
+
+def test_a_step_per_gpu_under_tp_reads_its_share_of_the_weights():
+    deployment = Deployment(H200, gpus=8, tp=8, block_tokens=1)
+    one_gpu = decode_step_bytes(LLAMA3_8B, 4096, 5, deployment=deployment)
+    whole = decode_step_bytes(LLAMA3_8B, 4096, 5)
+    assert one_gpu.weights == -(-whole.weights // 8)
+    assert one_gpu.cache == 5 * 32 * 2 * 1 * 128 * 4096 * 2  # one KV head a GPU
+
+
+def _one_by_one(arch, context, max_batch, deployment=None):
+    for batch in range(1, max_batch + 1):
+        step = decode_step_bytes(arch, context, batch, deployment=deployment)
+        if step.bound == "cache-bound":
+            return batch
+    return None
+
+
+@pytest.mark.parametrize("arch", [LLAMA3_8B, KIMI_LINEAR_48B_A3B, QWEN3_NEXT, DEEPSEEK_V3])
+@pytest.mark.parametrize("context", [16, 4096, 131_072])
+@pytest.mark.parametrize("deployment", [None, Deployment(H200, 8, 8),
+                                        Deployment(H200, 8, 8, dp_attention=True)])
+def test_crossover_by_bisection_equals_the_one_by_one_search(arch, context, deployment):
+    for max_batch in (1, 7, 64):
+        assert crossover_batch(arch, context, max_batch=max_batch, deployment=deployment) == (
+            _one_by_one(arch, context, max_batch, deployment))
+
+
+@pytest.mark.parametrize(("make", "name"), [
+    (lambda: Deployment(H200, gpus=8, tp=3), "Deployment.tp"),
+    (lambda: Deployment(H200, gpus=0), "Deployment.gpus"),
+    (lambda: Deployment(H200, memory_fraction=1.5), "Deployment.memory_fraction"),
+    (lambda: Deployment(H200, activation_reserve=-1), "Deployment.activation_reserve"),
+    (lambda: Deployment(H200, block_tokens=0), "Deployment.block_tokens"),
+    (lambda: Deployment(H200, dp_attention="yes"), "Deployment.dp_attention"),
+    (lambda: Deployment(H200, cache_dtype="fp7"), "Deployment.cache_dtype"),
+    (lambda: Deployment(H200, state_dtype="fp7"), "Deployment.state_dtype"),
+    (lambda: Deployment("H200"), "Deployment.hardware"),
+    (lambda: capacity(LLAMA3_8B, 4096, "8 x H200"), "deployment"),
+    (lambda: sequence_bytes(LLAMA3_8B, 4096, tp=0), "tp"),
+])
+def test_a_bad_deployment_names_the_argument(make, name):
+    with pytest.raises(ValueError, match=name):
+        make()

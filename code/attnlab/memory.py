@@ -6,10 +6,12 @@ Per layer and per sequence, each layer kind keeps the numbers its entry of the r
 inputs of its short convolutions. :func:`cache_breakdown` sums them over a model's layers.
 
 Bytes = numbers · bytes per element, times the batch size. The KV cache, MLA latents and
-convolution inputs are activations, stored in ``dtype``. The recurrent state is an accumulator:
-in practice it is usually kept in fp32 even when the model runs in bf16 (FLA's kernels do), so
-it has its own ``state_dtype``; by default it is the same as ``dtype``, which is what a model
-run entirely in one dtype (like :class:`attnlab.model.HybridLM`) holds.
+convolution inputs are activations, stored in ``dtype``. The recurrent state has its own
+``state_dtype``: a kernel may accumulate in fp32 within a step, and what is *stored* between
+steps depends on the engine (vLLM keeps KDA's state in fp32 and Mamba, Gated DeltaNet and
+lightning states in the model's dtype by default: :mod:`attnlab.serving` applies that). By
+default it is the same as ``dtype``, which is what a model run entirely in one dtype (like
+:class:`attnlab.model.HybridLM`) holds.
 
 Sub-byte formats (``"int4"``, ``"fp4"``: 4 bits a number, as 4-bit KV caches store them) are
 counted in bits and rounded up to whole bytes once per tensor (:func:`tensor_bytes`): per layer

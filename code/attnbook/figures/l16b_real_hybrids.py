@@ -8,6 +8,7 @@ to 7 in.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 
@@ -15,11 +16,10 @@ from matplotlib.figure import Figure
 from matplotlib.transforms import blended_transform_factory
 
 from attnlab.configs import PUBLISHED, ModelConfig
-from attnlab.memory import format_bytes
 from attnlab.serving import (
+    Deployment,
+    capacity,
     decode_step_bytes,
-    largest_batch,
-    memory_needed,
     sequence_bytes,
 )
 
@@ -68,7 +68,8 @@ def draw_memory_per_sequence(
     fig: Figure, names: Sequence[str], contexts: Sequence[int]
 ) -> None:
     """Horizontal bars (log scale): bytes one sequence keeps (cache + state + conv; bf16 cache,
-    fp32 state) at each context, one group per model, its size beside its name."""
+    states in vLLM's default dtypes) at each context, one group per model, its size beside its
+    name."""
     _check_names(names)
     if not contexts:
         raise ValueError("contexts: expected at least one context length")
@@ -112,23 +113,39 @@ def draw_memory_per_sequence(
 
 
 def draw_calculator(
-    fig: Figure, model: str, context: int, memory_gb: int
+    fig: Figure, model: str, context: int, deployment: Deployment
 ) -> None:
-    """What fits in ``memory_gb`` GB: for each cache dtype, the largest batch of ``context``-token
-    sequences and a stacked bar of weights + caches + states at that batch."""
+    """What fits on each GPU of ``deployment``: for each cache dtype, a stacked bar of one GPU's
+    weights + caches + states at the largest batch that fits, against the GPU's usable memory
+    (dashed), labelled with that batch per GPU and per node."""
     _check_names([model])
+    if not isinstance(deployment, Deployment):
+        raise ValueError(
+            f"deployment: expected a Deployment, got {type(deployment).__name__}"
+        )
     arch = PUBLISHED[model]
-    memory = memory_gb * 10**9
     ax = fig.subplots()
     rows = []
     for dtype in CACHE_DTYPES:
-        batch = largest_batch(arch, context, memory, cache_dtype=dtype)
-        need = memory_needed(arch, context, max(batch, 1), cache_dtype=dtype)
-        rows.append((dtype, batch, need))
+        placed = dataclasses.replace(deployment, cache_dtype=dtype)
+        fit = capacity(arch, context, placed)
+        seq = sequence_bytes(
+            arch,
+            context,
+            cache_dtype=dtype,
+            state_dtype=placed.state_dtype,
+            tp=1 if placed.dp_attention else placed.tp,
+            block_tokens=placed.block_tokens,
+        )
+        rows.append((dtype, fit, seq))
+    usable_gb = deployment.usable_bytes / 1e9
     ys = range(len(rows))
-    weights = [need.weights / 1e9 for _, _, need in rows]
-    caches = [(need.cache + need.conv) / 1e9 for _, _, need in rows]
-    states = [need.state / 1e9 for _, _, need in rows]
+    weights = [fit.weights / 1e9 for _, fit, _ in rows]
+    caches = [
+        fit.per_gpu * (seq.cache_bytes + seq.conv_bytes) / 1e9
+        for _, fit, seq in rows
+    ]
+    states = [fit.per_gpu * seq.state_bytes / 1e9 for _, fit, seq in rows]
     ax.barh(ys, weights, color=PART_COLOURS["weights"], height=0.6)
     ax.barh(ys, caches, left=weights, color=PART_COLOURS["cache"], height=0.6)
     ax.barh(
@@ -138,14 +155,18 @@ def draw_calculator(
         color=PART_COLOURS["state"],
         height=0.6,
     )
-    for i, (_, batch, _) in enumerate(rows):
-        text = f"batch {batch:,}" if batch else "no sequence fits"
-        ax.text(memory_gb * 0.02, i - 0.36, text, fontsize=FONT, va="bottom")
-    ax.axvline(memory_gb, color=PALETTE[5], linestyle="--", linewidth=1.5)
+    for i, (_, fit, _) in enumerate(rows):
+        text = (
+            f"{fit.per_gpu:,} a GPU, {fit.per_node:,} on the node"
+            if fit.per_gpu
+            else "no sequence fits"
+        )
+        ax.text(usable_gb * 0.02, i - 0.36, text, fontsize=FONT, va="bottom")
+    ax.axvline(usable_gb, color=PALETTE[5], linestyle="--", linewidth=1.5)
     ax.set_yticks(list(ys), [f"{d} cache" for d, _, _ in rows], fontsize=FONT)
     ax.set_ylim(len(rows) - 0.5, -1.6)
-    ax.set_xlim(0, memory_gb * 1.08)
-    style_axes(ax, f"GB (dashed: {memory_gb:,} GB of GPU memory)", "")
+    ax.set_xlim(0, usable_gb * 1.08)
+    style_axes(ax, f"GB on one GPU (dashed: {usable_gb:.1f} GB usable)", "")
     ax.xaxis.label.set_size(FONT)
     ax.tick_params(axis="x", labelsize=FONT)
     key = blended_transform_factory(ax.transAxes, ax.transData)
@@ -154,7 +175,7 @@ def draw_calculator(
         (
             ("■ weights", "weights"),
             ("■ cache + conv", "cache"),
-            ("■ states (fp32)", "state"),
+            ("■ states", "state"),
         ),
         strict=True,
     ):
@@ -167,20 +188,24 @@ def draw_calculator(
             va="center",
             transform=key,
         )
-    step = decode_step_bytes(arch, context, max(rows[0][1], 1))
     title_at_top(
         ax,
-        f"{model}, {context_label(context)} tokens: one bf16 step reads "
-        f"{format_bytes(step.total).split(' (')[0]}",
+        f"{model}, {context_label(context)} tokens, per GPU of "
+        f"{deployment.gpus} × {deployment.hardware.name}",
     )
     ax.title.set_size(FONT)
 
 
 def draw_batch_sweep(
-    fig: Figure, names: Sequence[str], context: int, batches: Sequence[int]
+    fig: Figure,
+    names: Sequence[str],
+    context: int,
+    batches: Sequence[int],
+    deployment: Deployment,
 ) -> None:
-    """Share of a decode step's bytes that are caches and states (the rest: weights), against
-    the batch (log scale), one line per model; above 50 % a step is cache-bound."""
+    """Share of one GPU's decode-step bytes that are caches and states (the rest: weights),
+    against the batch each GPU holds (log scale), one line per model, drawn only over the
+    batches that fit on ``deployment``; above 50 % a step is cache-bound."""
     _check_names(names)
     if not batches or any(b < 1 for b in batches):
         raise ValueError(
@@ -189,34 +214,40 @@ def draw_batch_sweep(
     ax = fig.subplots()
     styles = ("-", "--", "-.", ":")
     for i, name in enumerate(names):
+        arch = PUBLISHED[name]
+        most = capacity(arch, context, deployment).per_gpu
+        fitting = [b for b in batches if b <= most]
         shares = []
-        for b in batches:
-            step = decode_step_bytes(PUBLISHED[name], context, b)
-            shares.append(100 * step.cache / step.total)
+        for b in fitting:
+            step = decode_step_bytes(arch, context, b, deployment=deployment)
+            shares.append(100 * step.per_sequence / step.total)
         ax.plot(
-            batches,
+            fitting,
             shares,
             color=LINE_COLOURS[i % len(LINE_COLOURS)],
             linewidth=2,
             linestyle=styles[i % len(styles)],
-            label=name,
+            marker="o" if len(fitting) == 1 else None,
+            label=name if fitting else f"{name} (none fits)",
         )
     ax.axhline(50, color="0.4", linewidth=1)
     ax.text(
-        batches[0],
+        batches[-1],
         52,
         "cache-bound above",
         fontsize=FONT,
         color="0.3",
         va="bottom",
+        ha="right",
     )
     ax.set_xscale("log", base=2)
     ticks = [b for b in batches if math.log2(b) % 2 == 0]  # 1, 4, 16, ...
     ax.set_xticks(ticks, [f"{b}" for b in ticks])
+    ax.set_xlim(batches[0] / 1.2, batches[-1] * 1.2)
     ax.set_ylim(0, 100)
     style_axes(
         ax,
-        "batch (sequences decoded together)",
+        "sequences on each GPU (only batches that fit)",
         "cache share of bytes read (%)",
     )
     for axis_label in (ax.xaxis.label, ax.yaxis.label):
@@ -231,6 +262,7 @@ def draw_batch_sweep(
         handlelength=2.2,
     )
     title_at_top(
-        ax, f"one decode step at {context_label(context)} tokens per sequence"
+        ax,
+        f"one GPU's decode step, {context_label(context)} tokens a sequence",
     )
     ax.title.set_size(FONT)
