@@ -449,3 +449,30 @@ def test_no_code_block_scrolls_sideways_at_1280_px(browser, base_url, rel):
     finally:
         page.close()
     assert not wide, f"{rel}: code scrolls sideways at 1280 px: {wide}"
+
+
+#: Display equations a lesson may let scroll sideways on a phone (the widest one, at most).
+PHONE_WIDE_EQUATIONS = 1
+
+
+@pytest.mark.parametrize("rel", LESSONS)
+def test_at_most_one_display_equation_scrolls_sideways_on_a_phone(browser, base_url, rel):
+    """On a 390-px phone, with every fold opened, a lesson's display equations fit the text
+    column (long ones are stacked), except at most :data:`PHONE_WIDE_EQUATIONS`."""
+    page = browser.new_page(viewport={"width": 390, "height": 844}, device_scale_factor=2)
+    try:
+        page.goto(f"{base_url}/{rel}", wait_until="load")
+        page.wait_for_load_state("networkidle")
+        page.evaluate("() => document.querySelectorAll('details').forEach(d => d.open = true)")
+        wait_for_rendering(page)
+        wide = page.evaluate(
+            "() => [...document.querySelectorAll('mjx-container[display=\"true\"]')]"
+            ".filter(m => { const math = m.querySelector('mjx-math');"
+            " return math && math.getBoundingClientRect().width > m.clientWidth + 1; })"
+            ".map(m => `${Math.round(m.querySelector('mjx-math').getBoundingClientRect().width)}"
+            " > ${m.clientWidth} px: ` + (m.getAttribute('aria-label') || m.textContent)"
+            ".slice(0, 60))")
+    finally:
+        page.close()
+    assert len(wide) <= PHONE_WIDE_EQUATIONS, (
+        f"{rel}: {len(wide)} display equations scroll sideways at 390 px: {wide}")
