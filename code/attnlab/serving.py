@@ -510,9 +510,11 @@ def capacity(
 ) -> Capacity:
     """The largest batch of ``context``-token sequences a deployment serves.
 
-    Each GPU: b = ⌊(usable − weights) / sequence bytes on it⌋. Under tensor parallelism every
-    GPU of a group holds a share of the same b sequences: the node serves b · gpus / tp. Under
-    data-parallel attention each GPU holds b sequences of its own: the node serves b · gpus.
+    Each GPU: b = ⌊(usable − weights) / sequence bytes on it⌋.
+    Under tensor parallelism every GPU of a group holds a share of the
+    same b sequences: the node serves b · gpus / tp. Under data-parallel
+    attention each GPU holds b sequences of its own: the node serves
+    b · gpus.
     """
     _check_context(context)
     _check_deployment(deployment)
