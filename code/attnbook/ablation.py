@@ -1,0 +1,197 @@
+"""Lesson 14's ablation: what the short convolution and the output norm buy on recall.
+
+The recall study's KDA toy (:func:`attnbook.recall_study.recall_model`, two KDA layers) is
+trained on MQAR in three variants, over seeds, with everything else the study's:
+
+    full       the toy as the study trains it
+    no_conv    short convolutions of width 1: each token's q, k, v see only that token
+               (a learned scale per channel, no mixing over time)
+    no_norm    KDA layers built with ``output_norm=False``: no RMSNorm of each head's
+               output before the gate
+
+``benchmarks/ablation_study.py`` runs it and stores the rows; Lesson 14 reads them back with
+:func:`load_ablation` and states only what :func:`summarize_ablation` and :func:`verdict`
+compute.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from attnlab.layers import KDALayer
+from attnlab.model import HybridLM
+
+from .recall_study import StudyConfig, recall_model
+
+ABLATION_PATH = (
+    Path(__file__).resolve().parents[2]
+    / "benchmarks"
+    / "results"
+    / "ablation_study.json"
+)
+"""Where ``benchmarks/ablation_study.py`` writes the shipped ablation (in the repository)."""
+
+ABLATION_PATTERN = ("kda", "kda")
+"""The layer pattern of the ablated toy: the recall study's two KDA layers."""
+
+VARIANTS = {
+    "full": "full KDA",
+    "no_conv": "no short convolution",
+    "no_norm": "no output norm",
+}
+"""The variants, in table order, and how a reader sees them named."""
+
+CLEAR_POINTS = 2.0
+"""A change in accuracy counts as clear only when every seed moves the same way by more than
+this many percentage points (the test set's 512 sequences make one seed's accuracy
+reproducible, so the spread that matters is between seeds)."""
+
+
+def ablation_model(
+    variant: str, pattern: Sequence[str], config: StudyConfig
+) -> HybridLM:
+    """The recall toy of ``pattern`` with the component ``variant`` names removed.
+
+    ``"no_norm"`` swaps each KDA mixer for one built with ``output_norm=False`` that keeps
+    every other weight, so that variant starts from the full model's weights.
+    """
+    if variant not in VARIANTS:
+        raise ValueError(
+            f"variant: expected one of {sorted(VARIANTS)}, got {variant!r}"
+        )
+    model = recall_model(
+        pattern, config, conv_size=1 if variant == "no_conv" else 4
+    )
+    if variant == "no_norm":
+        for block in model.blocks:
+            if block.kind == "kda":
+                block.mixer = without_output_norm(block.mixer)
+    return model
+
+
+def without_output_norm(layer: KDALayer) -> KDALayer:
+    """A copy of ``layer`` built with ``output_norm=False``: the same weights, no norm."""
+    copy = KDALayer(
+        layer.d_model,
+        layer.n_heads,
+        layer.head_dim,
+        conv_size=layer.q_conv.kernel_size,
+        output_norm=False,
+    )
+    weights = {
+        name: w
+        for name, w in layer.state_dict().items()
+        if not name.startswith("norm.")
+    }
+    copy.load_state_dict(weights)
+    return copy
+
+
+def load_ablation(path: str | Path) -> dict:
+    """The stored ablation: ``{"meta": {...}, "settings": {...}, "rows": [...]}``."""
+    results = json.loads(Path(path).read_text())
+    for key in ("meta", "settings", "rows"):
+        if key not in results:
+            raise ValueError(
+                f"path: {path} is not an ablation study (no {key!r} entry)"
+            )
+    return results
+
+
+@dataclass(frozen=True)
+class VariantSummary:
+    """One variant's test accuracies, per seed (in ``seeds`` order)."""
+
+    variant: str
+    seeds: tuple[int, ...]
+    accuracies: tuple[float, ...]
+
+    @property
+    def median(self) -> float:
+        """Median test accuracy over seeds."""
+        return statistics.median(self.accuracies)
+
+    @property
+    def low(self) -> float:
+        """Worst seed's test accuracy."""
+        return min(self.accuracies)
+
+    @property
+    def high(self) -> float:
+        """Best seed's test accuracy."""
+        return max(self.accuracies)
+
+
+def summarize_ablation(results: dict) -> dict[str, VariantSummary]:
+    """Every variant of ``results`` with a row for each seed of its settings, by variant."""
+    seeds = tuple(results["settings"]["seeds"])
+    by_variant: dict[str, dict[int, float]] = {}
+    for row in results["rows"]:
+        by_variant.setdefault(row["variant"], {})[row["seed"]] = row[
+            "accuracy"
+        ]
+    return {
+        v: VariantSummary(v, seeds, tuple(by_variant[v][s] for s in seeds))
+        for v in VARIANTS
+        if v in by_variant and set(seeds) <= set(by_variant[v])
+    }
+
+
+def drops(full: VariantSummary, ablated: VariantSummary) -> list[float]:
+    """Full minus ablated accuracy, seed by seed, in percentage points."""
+    if full.seeds != ablated.seeds:
+        raise ValueError(
+            f"ablated: expected the seeds {full.seeds}, got {ablated.seeds}"
+        )
+    return [
+        100 * (a - b)
+        for a, b in zip(full.accuracies, ablated.accuracies, strict=True)
+    ]
+
+
+def verdict(summary: dict[str, VariantSummary], variant: str) -> str:
+    """One sentence on what removing ``variant``'s component does, from the data.
+
+    Clear only when every seed moves the same way by more than :data:`CLEAR_POINTS`.
+    """
+    if variant not in summary or variant == "full":
+        raise ValueError(
+            f"variant: expected an ablated variant of {sorted(summary)}, got {variant!r}"
+        )
+    gaps = drops(summary["full"], summary[variant])
+    what = VARIANTS[variant].removeprefix("no ")
+    n = len(gaps)
+    median, low, high = statistics.median(gaps), min(gaps), max(gaps)
+    # ints: never "-0"
+    span = f"median {round(median)} points, seeds {round(low)} to {round(high)}"
+    if low > CLEAR_POINTS:
+        return (
+            f"Removing the {what} lowers recall accuracy on all {n} seeds "
+            f"({span})."
+        )
+    if high < -CLEAR_POINTS:
+        return (
+            f"Removing the {what} raises recall accuracy on all {n} seeds "
+            f"({span})."
+        )
+    return (
+        f"Removing the {what} makes no clear difference on this toy: the "
+        f"{n} seeds do not all move the same way by more than "
+        f"{CLEAR_POINTS:.0f} points ({span})."
+    )
+
+
+def table(summary: dict[str, VariantSummary]) -> list[dict[str, str]]:
+    """Rows for a table: variant, median and seed range of the test accuracy (in %)."""
+    return [
+        {
+            "variant": VARIANTS[v],
+            "median accuracy": f"{100 * s.median:.1f} %",
+            "seed range": f"{100 * s.low:.1f}–{100 * s.high:.1f} %",
+        }
+        for v, s in summary.items()
+    ]
