@@ -24,8 +24,15 @@ from pathlib import Path
 
 import torch
 from attnbook.ablation import ABLATION_PATH, ABLATION_PATTERN, VARIANTS, ablation_model
-from attnbook.recall_study import (STUDY_PATH, StudyConfig, config_dict, load_study,
-                                   pattern_label, summarize, train_cell)
+from attnbook.recall_study import (
+    STUDY_PATH,
+    StudyConfig,
+    config_dict,
+    load_study,
+    pattern_label,
+    summarize,
+    train_cell,
+)
 from recall_sweep import git_commit, machine
 
 

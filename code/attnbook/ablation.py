@@ -167,7 +167,9 @@ def verdict(summary: dict[str, VariantSummary], variant: str) -> str:
     n = len(gaps)
     median, low, high = statistics.median(gaps), min(gaps), max(gaps)
     # ints: never "-0"
-    span = f"median {round(median)} points, seeds {round(low)} to {round(high)}"
+    span = (
+        f"median {round(median)} points, seeds {round(low)} to {round(high)}"
+    )
     if low > CLEAR_POINTS:
         return (
             f"Removing the {what} lowers recall accuracy on all {n} seeds "

@@ -73,6 +73,9 @@ class StudyConfig:
     test_seed: int = 1234
 
 
+ModelMaker = Callable[[Sequence[str], StudyConfig], HybridLM]
+"""What builds a toy from (pattern, config): :func:`recall_model` or a variant of it."""
+
 RECALL_DECAY = 0.999
 """Initial decay α₀ of the gated mixers (GDN, KDA) of the toy, at zero input."""
 
@@ -163,7 +166,7 @@ def train_cell(
     seed: int,
     config: StudyConfig = StudyConfig(),
     *,
-    make_model: Callable[[Sequence[str], StudyConfig], HybridLM] = recall_model,
+    make_model: ModelMaker = recall_model,
 ) -> dict:
     """Train and score one cell of the study; returns its row (a JSON-ready dict).
 
