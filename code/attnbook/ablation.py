@@ -187,13 +187,15 @@ def verdict(summary: dict[str, VariantSummary], variant: str) -> str:
     )
 
 
-def table(summary: dict[str, VariantSummary]) -> list[dict[str, str]]:
-    """Rows for a table: variant, median and seed range of the test accuracy (in %)."""
-    return [
-        {
-            "variant": VARIANTS[v],
-            "median accuracy": f"{100 * s.median:.1f} %",
-            "seed range": f"{100 * s.low:.1f}–{100 * s.high:.1f} %",
-        }
-        for v, s in summary.items()
+def markdown_table(summary: dict[str, VariantSummary]) -> str:
+    """A Markdown table: each variant's median test accuracy and its seed range (in %)."""
+    lines = [
+        "| variant | median accuracy | seed range |",
+        "|---|---|---|",
+        *(
+            f"| {VARIANTS[v]} | {100 * s.median:.1f} % "
+            f"| {100 * s.low:.1f}–{100 * s.high:.1f} % |"
+            for v, s in summary.items()
+        ),
     ]
+    return "\n".join(lines)

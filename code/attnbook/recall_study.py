@@ -88,8 +88,9 @@ def recall_model(
 ) -> HybridLM:
     """The study's toy: a ``HybridLM`` of ``pattern``, set up for recall.
 
-    One head; linear attention is elu+1 with its normaliser (the default); short
-    convolutions of width ``conv_size`` (1: each token sees only itself).
+    One head; linear attention is elu+1 with its normaliser (the
+    default); short convolutions of width ``conv_size`` (1: each token
+    sees only itself).
     """
     model = HybridLM(
         ModelConfig(
