@@ -10,6 +10,7 @@ from attnbook.ablation import (
     ABLATION_PATTERN,
     VARIANTS,
     ablation_model,
+    guessing_text,
     load_ablation,
     markdown_table,
     summarize_ablation,
@@ -215,9 +216,10 @@ def test_ablation_summary_medians_ranges_and_a_clear_loss():
     assert (full.median, full.low, full.high) == (0.9, 0.8, 0.95)
     assert verdict(summary, "no_conv") == (
         "Removing the short convolution lowers recall accuracy on all 3 seeds "
-        "(median 45 points, seeds 40 to 60).")
-    assert verdict(summary, "no_norm").startswith(
-        "Removing the output norm makes no clear difference on this toy")
+        "(drops of 40 to 60 points over the seeds, median 45).")
+    assert verdict(summary, "no_norm") == (
+        "Removing the output norm makes no clear difference on this toy: no seed moves by "
+        "more than 2 points (drops of -1 to 1 points over the seeds, median 0).")
     table = markdown_table(summary)
     assert "| no short convolution | 40.0 % | 30.0–50.0 % |" in table.splitlines()
 
@@ -226,11 +228,29 @@ def test_ablation_verdict_needs_every_seed_to_move_the_same_way():
     # one seed against the others: not clear, however large the mean gap
     mixed = summarize_ablation(_ablation({
         "full": [0.9, 0.9, 0.9], "no_conv": [0.1, 0.1, 0.95], "no_norm": [0.95, 0.97, 0.99]}))
-    assert "no clear difference" in verdict(mixed, "no_conv")
+    assert verdict(mixed, "no_conv").startswith(
+        "Removing the short convolution does not move recall accuracy the same way on every "
+        "seed: it is lower on 2 and higher on 1 of the 3 seeds")
     assert verdict(mixed, "no_norm").startswith(
         "Removing the output norm raises recall accuracy on all 3 seeds")
     with pytest.raises(ValueError, match="variant"):
         verdict(mixed, "full")
+
+
+def test_guessing_text_only_when_every_seed_picks_blindly_among_the_context():
+    results = _ablation({"full": [0.99, 0.98, 0.97], "no_conv": [0.49, 0.51, 0.5],
+                         "no_norm": [0.49, 0.9, 0.5]})
+    results["settings"]["n_pairs"] = 2
+    for row in results["rows"]:
+        row["in_context"] = 0.97
+    assert guessing_text(results, "no_conv") == (
+        "Without the short convolution, every seed answers with one of the context's values "
+        "(97 % of the answers or more) but picks the right one about as often as a blind "
+        "pick among the 2 (50 %).")
+    assert guessing_text(results, "no_norm") == ""  # one seed learned
+    for row in results["rows"]:
+        row["in_context"] = 0.5  # half its answers are other tokens: not a blind pick
+    assert guessing_text(results, "no_conv") == ""
 
 
 def test_the_ablation_models_remove_one_component_each():

@@ -46,9 +46,14 @@ VARIANTS = {
 """The variants, in table order, and how a reader sees them named."""
 
 CLEAR_POINTS = 2.0
-"""A change in accuracy counts as clear only when every seed moves the same way by more than
-this many percentage points (the test set's 512 sequences make one seed's accuracy
-reproducible, so the spread that matters is between seeds)."""
+"""A seed counts as moved when its accuracy changes by more than this many percentage points;
+a change is clear only when every seed moves the same way (:func:`verdict`)."""
+
+
+CHANCE_POINTS = 5.0
+"""An accuracy within this many percentage points of 1/N is "about as often as a blind pick
+among the N values" (the test set scores about 1,000 answers at N = 2: two standard errors
+of one seed's accuracy near 50 % are about 3 points)."""
 
 
 def ablation_model(
@@ -156,7 +161,9 @@ def drops(full: VariantSummary, ablated: VariantSummary) -> list[float]:
 def verdict(summary: dict[str, VariantSummary], variant: str) -> str:
     """One sentence on what removing ``variant``'s component does, from the data.
 
-    Clear only when every seed moves the same way by more than :data:`CLEAR_POINTS`.
+    A change is clear only when every seed moves the same way by more than
+    :data:`CLEAR_POINTS`; no seed moving that much is no clear difference; anything else is
+    told as the count of seeds that moved each way.
     """
     if variant not in summary or variant == "full":
         raise ValueError(
@@ -165,25 +172,50 @@ def verdict(summary: dict[str, VariantSummary], variant: str) -> str:
     gaps = drops(summary["full"], summary[variant])
     what = VARIANTS[variant].removeprefix("no ")
     n = len(gaps)
+    lower = sum(gap > CLEAR_POINTS for gap in gaps)
+    higher = sum(gap < -CLEAR_POINTS for gap in gaps)
     median, low, high = statistics.median(gaps), min(gaps), max(gaps)
-    # ints: never "-0"
+    # ints: never "-0"; a drop is a loss of accuracy
     span = (
-        f"median {round(median)} points, seeds {round(low)} to {round(high)}"
+        f"drops of {round(low)} to {round(high)} points over the seeds, "
+        f"median {round(median)}"
     )
-    if low > CLEAR_POINTS:
+    if lower == n:
+        return f"Removing the {what} lowers recall accuracy on all {n} seeds ({span})."
+    if higher == n:
+        return f"Removing the {what} raises recall accuracy on all {n} seeds ({span})."
+    if lower == higher == 0:
         return (
-            f"Removing the {what} lowers recall accuracy on all {n} seeds "
-            f"({span})."
-        )
-    if high < -CLEAR_POINTS:
-        return (
-            f"Removing the {what} raises recall accuracy on all {n} seeds "
-            f"({span})."
+            f"Removing the {what} makes no clear difference on this toy: no seed "
+            f"moves by more than {CLEAR_POINTS:.0f} points ({span})."
         )
     return (
-        f"Removing the {what} makes no clear difference on this toy: the "
-        f"{n} seeds do not all move the same way by more than "
-        f"{CLEAR_POINTS:.0f} points ({span})."
+        f"Removing the {what} does not move recall accuracy the same way on "
+        f"every seed: it is lower on {lower} and higher on {higher} of the "
+        f"{n} seeds by more than {CLEAR_POINTS:.0f} points ({span})."
+    )
+
+
+def guessing_text(results: dict, variant: str) -> str:
+    """A sentence when every seed of ``variant`` answers with a value of its own context but
+    is right only about as often as a blind pick among the N pairs' values (1/N, within
+    :data:`CHANCE_POINTS`); "" otherwise."""
+    rows = [r for r in results["rows"] if r["variant"] == variant]
+    if not rows:
+        raise ValueError(f"variant: no rows of {variant!r} in results")
+    n = results["settings"]["n_pairs"]
+    in_context = min(r["in_context"] for r in rows)
+    near_chance = all(
+        abs(100 * (r["accuracy"] - 1 / n)) <= CHANCE_POINTS for r in rows
+    )
+    if not (near_chance and in_context >= 0.9):
+        return ""
+    what = VARIANTS[variant].removeprefix("no ")
+    return (
+        f"Without the {what}, every seed answers with one of the context's "
+        f"values ({100 * in_context:.0f} % of the answers or more) but picks "
+        f"the right one about as often as a blind pick among the {n} "
+        f"({100 / n:.0f} %)."
     )
 
 
