@@ -235,6 +235,8 @@ def test_ablation_verdict_needs_every_seed_to_move_the_same_way():
         "Removing the output norm raises recall accuracy on all 3 seeds")
     with pytest.raises(ValueError, match="variant"):
         verdict(mixed, "full")
+    with pytest.raises(ValueError, match="summary: no full model"):
+        verdict({"no_conv": mixed["no_conv"]}, "no_conv")
 
 
 def test_guessing_text_only_when_every_seed_picks_blindly_among_the_context():

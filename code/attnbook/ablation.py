@@ -169,6 +169,10 @@ def verdict(summary: dict[str, VariantSummary], variant: str) -> str:
         raise ValueError(
             f"variant: expected an ablated variant of {sorted(summary)}, got {variant!r}"
         )
+    if "full" not in summary:
+        raise ValueError(
+            f"summary: no full model to compare with, only {sorted(summary)}"
+        )
     gaps = drops(summary["full"], summary[variant])
     what = VARIANTS[variant].removeprefix("no ")
     n = len(gaps)
