@@ -302,6 +302,8 @@ OTHER_CALLS = {
     "MultiHeadAttention: conv_size 0": (
         lambda: MultiHeadAttention(D_MODEL, 2, 4, conv_size=0), "conv_size"),
     "KDALayer: conv_size 0": (lambda: KDALayer(D_MODEL, 2, 4, conv_size=0), "conv_size"),
+    "KDALayer: output_norm not a bool": (
+        lambda: KDALayer(D_MODEL, 2, 4, output_norm=1), "output_norm"),
     "RMSNorm: a NaN eps": (lambda: RMSNorm(4, eps=float("nan")), "eps"),
     "kv_cache_bytes: NaN bytes per element": (
         lambda: kv_cache_bytes(2, 2, 4, 8, float("nan")), "bytes_per_element"),

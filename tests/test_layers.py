@@ -35,6 +35,7 @@ VARIANTS = {
     "gdn": (GatedDeltaNetLayer, {}),
     "kda": (KDALayer, {}),
     "kda-conv2": (KDALayer, {"conv_size": 2}),
+    "kda-no-norm": (KDALayer, {"output_norm": False}),
 }
 
 
@@ -183,6 +184,9 @@ def test_output_norm_uses_fla_norm_eps(name):
     if layer.norm is None:  # normalised linear attention: the normaliser bounds o, no RMSNorm
         assert isinstance(layer, LinearAttentionLayer) and layer.normalize
         return
+    if name == "kda-no-norm":  # the norm switched off: nothing to take an eps
+        assert isinstance(layer.norm, torch.nn.Identity)
+        return
     assert LAYER_NORM_EPS == 1e-5 and layer.norm.eps == LAYER_NORM_EPS
     tiny = torch.full((1, 1, 1, HEAD_DIM), 1e-3, dtype=torch.float64)  # mean o² = 1e-6
     expected = 1e-3 / (1e-6 + 1e-5) ** 0.5 * layer.norm.weight
@@ -194,6 +198,40 @@ def test_norm_eps_can_be_chosen():
     assert layer.norm.eps == 1e-6
     with pytest.raises(ValueError, match="norm_eps"):
         KDALayer(8, 2, 4, norm_eps=0)
+
+
+def test_kda_without_output_norm_drops_the_norm_and_only_the_norm():
+    """output_norm=False: no norm weight, every other weight as the full layer's; the output
+    then differs, and equals the full layer's with its norm taken out by hand."""
+    full, ablated = make_layer("kda"), make_layer("kda-no-norm")
+    kept = {n: w for n, w in full.state_dict().items() if not n.startswith("norm.")}
+    assert set(ablated.state_dict()) == set(kept)
+    ablated.load_state_dict(kept)
+    x = inputs(2, 9)
+    y_full, y_ablated = full(x)[0], ablated(x)[0]
+    assert (y_full - y_ablated).abs().max() > 1e-3
+    full.norm = torch.nn.Identity()
+    assert_close(full(x)[0], y_ablated)
+    with pytest.raises(ValueError, match="output_norm"):
+        KDALayer(8, 2, 4, output_norm="no")
+
+
+def test_a_width_one_convolution_does_not_mix_tokens():
+    """conv_size=1 (the ablation's "no short convolution"): q, k, v at t read x_t only."""
+    torch.manual_seed(0)
+    layer = KDALayer(D_MODEL, N_HEADS, HEAD_DIM, conv_size=1).double()
+    conv = layer.q_conv
+    assert conv.kernel_size == 1
+    x = torch.randn(1, 6, conv.channels, dtype=torch.float64)
+    changed = x.clone()
+    changed[:, 2] += 1.0
+    y, _ = conv(x)
+    y_changed, _ = conv(changed)
+    differs = (y - y_changed).abs().amax(dim=-1)[0]
+    assert differs[2] > 0 and differs[3:].max() == 0
+    wide, _ = make_layer("kda").q_conv(x)  # width 4: the next tokens see the change
+    wide_changed, _ = make_layer("kda").q_conv(changed)
+    assert (wide - wide_changed).abs().amax(dim=-1)[0, 3] > 0
 
 
 # ------------------------------------------------------------------ bad input

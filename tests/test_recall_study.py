@@ -5,6 +5,17 @@ from __future__ import annotations
 
 import pytest
 import torch
+from attnbook.ablation import (
+    ABLATION_PATH,
+    ABLATION_PATTERN,
+    VARIANTS,
+    ablation_model,
+    guessing_text,
+    load_ablation,
+    markdown_table,
+    summarize_ablation,
+    verdict,
+)
 from attnbook.recall_study import (
     FIXED_STATE,
     RECALL_DECAY,
@@ -309,3 +320,103 @@ def test_live_facts_compare_the_run_with_the_stored_study():
     assert "(below the seed range)" in facts["l17_live_vs_study"]
     # attention now trails all but the hybrid it ties with in the study: 5 swaps
     assert facts["l17_live_order"].startswith("orders 5 of the 21 pairs")
+
+
+# --------------------------------------------------------------------------- Lesson 14's ablation
+def _ablation(accuracies: dict[str, list[float]]) -> dict:
+    """A results dict of the stored shape, seeds 0, 1, 2, … for every variant."""
+    seeds = list(range(len(accuracies["full"])))
+    rows = [{"variant": v, "seed": s, "accuracy": a}
+            for v, accs in accuracies.items() for s, a in zip(seeds, accs, strict=True)]
+    return {"meta": {}, "settings": {"seeds": seeds, "variants": list(accuracies)},
+            "rows": rows}
+
+
+def test_ablation_summary_medians_ranges_and_a_clear_loss():
+    summary = summarize_ablation(_ablation({
+        "full": [0.9, 0.95, 0.8], "no_conv": [0.3, 0.5, 0.4], "no_norm": [0.9, 0.96, 0.79]}))
+    assert list(summary) == list(VARIANTS)
+    full = summary["full"]
+    assert (full.median, full.low, full.high) == (0.9, 0.8, 0.95)
+    assert verdict(summary, "no_conv") == (
+        "Removing the short convolution lowers recall accuracy on all 3 seeds "
+        "(drops of 40 to 60 points over the seeds, median 45).")
+    assert verdict(summary, "no_norm") == (
+        "Removing the output norm makes no clear difference on this toy: no seed moves by "
+        "more than 2 points (drops of -1 to 1 points over the seeds, median 0).")
+    table = markdown_table(summary)
+    assert "| no short convolution | 40.0 % | 30.0–50.0 % |" in table.splitlines()
+
+
+def test_ablation_verdict_needs_every_seed_to_move_the_same_way():
+    # one seed against the others: not clear, however large the mean gap
+    mixed = summarize_ablation(_ablation({
+        "full": [0.9, 0.9, 0.9], "no_conv": [0.1, 0.1, 0.95], "no_norm": [0.95, 0.97, 0.99]}))
+    assert verdict(mixed, "no_conv").startswith(
+        "Removing the short convolution does not move recall accuracy the same way on every "
+        "seed: it is lower on 2 and higher on 1 of the 3 seeds")
+    assert verdict(mixed, "no_norm").startswith(
+        "Removing the output norm raises recall accuracy on all 3 seeds")
+    with pytest.raises(ValueError, match="variant"):
+        verdict(mixed, "full")
+    with pytest.raises(ValueError, match="summary: no full model"):
+        verdict({"no_conv": mixed["no_conv"]}, "no_conv")
+
+
+def test_guessing_text_only_when_every_seed_picks_blindly_among_the_context():
+    results = _ablation({"full": [0.99, 0.98, 0.97], "no_conv": [0.49, 0.51, 0.5],
+                         "no_norm": [0.49, 0.9, 0.5]})
+    results["settings"]["n_pairs"] = 2
+    for row in results["rows"]:
+        row["in_context"] = 0.97
+    assert guessing_text(results, "no_conv") == (
+        "Without the short convolution, every seed answers with one of the context's values "
+        "(97 % of the answers or more) but picks the right one about as often as a blind "
+        "pick among the 2 (50 %).")
+    assert guessing_text(results, "no_norm") == ""  # one seed learned
+    for row in results["rows"]:
+        row["in_context"] = 0.5  # half its answers are other tokens: not a blind pick
+    assert guessing_text(results, "no_conv") == ""
+
+
+def test_the_ablation_models_remove_one_component_each():
+    config = StudyConfig(d_model=16, vocab_size=32)
+    x, _ = mqar_batch(2, 3, vocab_size=32, generator=torch.Generator().manual_seed(0))
+    models = {}
+    for variant in VARIANTS:
+        torch.manual_seed(0)
+        models[variant] = ablation_model(variant, ABLATION_PATTERN, config)
+    mixers = {v: [b.mixer for b in m.blocks] for v, m in models.items()}
+    assert all(m.q_conv.kernel_size == 4 for m in mixers["full"] + mixers["no_norm"])
+    assert all(c.kernel_size == 1 for m in mixers["no_conv"]
+               for c in (m.q_conv, m.k_conv, m.v_conv))
+    assert all(isinstance(m.norm, torch.nn.Identity) for m in mixers["no_norm"])
+    # the no-norm model starts from the full model's weights, less the norms'
+    full, no_norm = models["full"].state_dict(), models["no_norm"].state_dict()
+    assert set(no_norm) == {k for k in full if ".norm." not in k or "mixer" not in k}
+    assert all(torch.equal(w, full[k]) for k, w in no_norm.items())
+    logits = {v: m(x)[0] for v, m in models.items()}
+    assert not torch.allclose(logits["full"], logits["no_norm"])
+    assert not torch.allclose(logits["full"], logits["no_conv"])
+    with pytest.raises(ValueError, match="variant"):
+        ablation_model("no_gate", ABLATION_PATTERN, config)
+
+
+def test_the_shipped_ablation_has_every_variant_and_seed():
+    results = load_ablation(ABLATION_PATH)
+    settings = results["settings"]
+    assert len(settings["seeds"]) >= 3 and settings["variants"] == list(VARIANTS)
+    assert settings["pattern"] == list(ABLATION_PATTERN)
+    summary = summarize_ablation(results)
+    assert list(summary) == list(VARIANTS)
+    assert all(len(s.accuracies) == len(settings["seeds"]) for s in summary.values())
+    assert {(r["variant"], r["seed"]) for r in results["rows"]} == {
+        (v, s) for v in VARIANTS for s in settings["seeds"]}
+    assert results["meta"]["machine"]["torch"]
+
+
+def test_load_ablation_rejects_other_files(tmp_path):
+    path = tmp_path / "x.json"
+    path.write_text('{"rows": []}')
+    with pytest.raises(ValueError, match="not an ablation study"):
+        load_ablation(path)

@@ -20,7 +20,7 @@ import math
 import statistics
 import time
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -76,16 +76,24 @@ class StudyConfig:
     test_seed: int = 1234
 
 
+ModelMaker = Callable[[Sequence[str], StudyConfig], HybridLM]
+"""What builds a toy from (pattern, config): :func:`recall_model` or a variant of it."""
+
 RECALL_DECAY = 0.999
 """Initial decay α₀ of the gated mixers (GDN, KDA) of the toy, at zero input."""
 
 
 def recall_model(
-    pattern: Sequence[str], config: StudyConfig = StudyConfig()
+    pattern: Sequence[str],
+    config: StudyConfig = StudyConfig(),
+    *,
+    conv_size: int = 4,
 ) -> HybridLM:
     """The study's toy: a ``HybridLM`` of ``pattern``, set up for recall.
 
-    One head; linear attention is elu+1 with its normaliser (the default).
+    One head; linear attention is elu+1 with its normaliser (the
+    default); short convolutions of width ``conv_size`` (1: each token
+    sees only itself).
     """
     model = HybridLM(
         ModelConfig(
@@ -96,6 +104,7 @@ def recall_model(
             n_heads=1,
             head_dim=config.head_dim,
             mlp_hidden=2 * config.d_model,
+            conv_size=conv_size,
             rope=False,  # no positions: a short convolution gives the order,
             attn_conv=True,  # in the attention layers too
             norm_eps=1e-6,  # the output norms' eps the study was run with
@@ -160,8 +169,13 @@ def train_cell(
     lr: float,
     seed: int,
     config: StudyConfig = StudyConfig(),
+    *,
+    make_model: ModelMaker = recall_model,
 ) -> dict:
     """Train and score one cell of the study; returns its row (a JSON-ready dict).
+
+    ``make_model(pattern, config)`` builds the toy (:func:`recall_model`; Lesson 14's
+    ablation passes a model with a component removed).
 
     ``torch.manual_seed(seed)`` fixes the initialisation and ``seed`` the training batches;
     with the same torch build, CPU and thread count a cell reproduces bit for bit (another CPU
@@ -187,7 +201,7 @@ def train_cell(
 
     cpu = time.process_time()
     torch.manual_seed(seed)
-    model = recall_model(pattern, c)
+    model = make_model(pattern, c)
     history = train(
         model,
         make_batch,

@@ -14,7 +14,8 @@ layer it builds on: :class:`GLALayer` and :class:`DeltaNetLayer` to
 Gated DeltaNet. Names agree across the five:
 ``q_proj``/``k_proj``/``v_proj`` and ``q_conv``/``k_conv``/``v_conv`` (the input side),
 ``beta_proj`` (β of the delta family), ``decay_proj`` (the raw decay, always a decay),
-``A_log``/``dt_bias`` (the Mamba-2 decay parameters), ``norm`` (the per-head output RMSNorm),
+``A_log``/``dt_bias`` (the Mamba-2 decay parameters), ``norm`` (the per-head output RMSNorm;
+the identity in a KDA layer built with ``output_norm=False``),
 ``g_proj`` (the output gate, always an output gate) and ``out`` (W_o). ``log_gate(x)`` returns
 the log-space decay g ≤ 0.
 
@@ -123,10 +124,11 @@ def _layer_sizes(
     check_eps("norm_eps", norm_eps)
     if "feature_map" in options:
         check_choice("feature_map", options["feature_map"], FEATURE_MAPS)
-    if "normalize" in options and not isinstance(options["normalize"], bool):
-        raise ValueError(
-            f"normalize: expected True or False, got {options['normalize']!r}"
-        )
+    for switch in ("normalize", "output_norm"):
+        if switch in options and not isinstance(options[switch], bool):
+            raise ValueError(
+                f"{switch}: expected True or False, got {options[switch]!r}"
+            )
     if "decay" in options:
         check_choice("decay", options["decay"], GLA_DECAYS)
     if "decay_rank" in options:
@@ -521,6 +523,10 @@ class KDALayer(nn.Module):
     starts from dt_bias = 0 (A ~ U(1, 16) as here): softplus(raw) ≈ 0.69 at a small input, so
     most of its decays start near 0 (Lesson 14 measures both medians on one input). Prefill
     uses :func:`kda_chunk`; a one-token step :func:`kda_step`.
+
+    ``output_norm=False`` drops the per-head RMSNorm (``norm`` is then the identity, and o
+    reaches the gate as the kernel returns it): the ablation of Lesson 14, which also drops
+    the short convolutions' mixing over time with ``conv_size=1``.
     """
 
     @checked(_layer_sizes)
@@ -532,6 +538,7 @@ class KDALayer(nn.Module):
         *,
         conv_size: int = 4,
         norm_eps: float = LAYER_NORM_EPS,
+        output_norm: bool = True,
     ) -> None:
         super().__init__()
         self.d_model, self.n_heads, self.head_dim = d_model, n_heads, head_dim
@@ -543,7 +550,9 @@ class KDALayer(nn.Module):
         self.k_conv = ShortConvolution(width, conv_size)
         self.v_conv = ShortConvolution(width, conv_size)
         self.beta_proj = nn.Linear(d_model, n_heads, bias=False)
-        self.norm = RMSNorm(head_dim, eps=norm_eps)
+        self.norm = (
+            RMSNorm(head_dim, eps=norm_eps) if output_norm else nn.Identity()
+        )
         self.out = nn.Linear(width, d_model, bias=False)
         ### NEW: a decay per channel and a low-rank output gate (rank head_dim)
         self.decay_proj = nn.Sequential(
