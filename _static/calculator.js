@@ -707,10 +707,13 @@
   // ------------------------------------------------------------------ formatting
   var DECIMAL = ["B", "kB", "MB", "GB", "TB", "PB"];
   var BINARY = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
-  function oneDecimal(n, d) { // n / d to one decimal, ties to even (exact, in BigInt)
-    var q = (n * 10n) / d, r = (n * 10n) % d;
-    if (2n * r > d || (2n * r === d && q % 2n)) q += 1n;
-    return (q / 10n) + "." + (q % 10n);
+  function oneDecimal(n, d) { // Python's f"{n / d:.1f}": the double n / d, ties to even
+    var x = Number(n) / Number(d);
+    if ((x * 4) % 2 === 1) { // x = k + 0.25 or k + 0.75 exactly: the only ties a double has
+      var floor = Math.floor(x * 10);
+      return ((floor % 2 ? floor + 1 : floor) / 10).toFixed(1);
+    }
+    return x.toFixed(1); // the exact value of the double, rounded: no tie left
   }
   /** attnlab.memory.format_bytes: "704.6 MB (672.0 MiB)"; below 1000, "512 B". */
   function formatBytes(n) {

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from attnlab.configs import architecture_from_config
 from attnlab.kinds import KINDS
-from attnlab.memory import cache_bytes_per_token, context_limit
+from attnlab.memory import cache_bytes_per_token, context_limit, format_bytes
 from attnlab.serving import largest_context, sequence_bytes, weight_bytes
 from test_config_reader import BAD_CONFIGS, DELETE, MUTATIONS, VALID, _mutate, _paths
 
@@ -185,3 +185,19 @@ def test_every_preset_reads_as_its_published_model(browser):
         for context in (1, 4096, 10**6):
             assert (sequence_bytes(arch, context).total_bytes
                     == sequence_bytes(model, context).total_bytes), name
+
+
+def test_bytes_are_written_as_the_package_writes_them(browser):
+    """format_bytes: one decimal in decimal and binary units, ties included (1280 B)."""
+    values = [0, 999, 1000, 1023, 1024, 1250, 1280, 1_048_576 * 5 // 4, 10**6 - 1, 10**6,
+              999_950, 1_150_000, 1_350_000, 2_250_000, 2**30, 704_643_072, 10**15]
+    values += [k * 50_000 for k in range(1, 400)]  # every x.x5 MB: not ties in binary
+    values += [sequence_bytes(architecture_from_config(json.loads(text), params_total=10**9),
+                              context).total_bytes
+               for text in released().values() for context in CONTEXTS]
+    page = browser.new_page()
+    page.add_script_tag(path=str(SCRIPT))
+    shown = page.evaluate("vs => vs.map(v => attnlabCalculator.formatBytes(BigInt(v)))",
+                          [str(v) for v in values])
+    page.close()
+    assert shown == [format_bytes(v) for v in values]
