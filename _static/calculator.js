@@ -821,7 +821,7 @@
     table.appendChild(el("caption", {}, "Kept for one sequence of " + grouped(contextText) +
       " tokens, by layer kind"));
     var head = el("tr");
-    ["Layers", "Cache (grows)", "State", "Conv inputs", "Total"].forEach(function (h) {
+    ["Kind", "Cache (grows)", "State", "Conv inputs", "Total"].forEach(function (h) {
       head.appendChild(el("th", { scope: "col" }, h));
     });
     table.appendChild(el("thead")).appendChild(head);
