@@ -25,8 +25,9 @@ lab: $(STAMP)
 	$(BIN)/jupyter lab chapters/
 
 ## check: lint, the standalone cells, and the package and environment tests (about two minutes on
-## 2 cores): what a contributor runs before committing
-check: $(STAMP)
+## 2 cores): what a contributor runs before committing. The website calculator's parity test
+## runs _static/calculator.js in headless Chromium (no build needed), hence chromium.
+check: $(STAMP) chromium
 	$(BIN)/ruff check .
 	$(BIN)/python tools/bootstrap_cell.py --check
 	$(BIN)/python -m pytest -m "not site and not lab and not pdf and not standalone" -q

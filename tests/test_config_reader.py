@@ -275,91 +275,93 @@ def test_weights_the_config_does_not_size_must_be_given():
 # --- bad configs are refused by the field's name -------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    ("config", "error", "message"),
-    [
-        # a typo in a layer word is not read as Gated DeltaNet
-        ({**QWEN3_NEXT_CONFIG, "layer_types": ["linear_attention"] * 3 + ["full_atention"]
-          + ["linear_attention", "linear_attention", "linear_attention", "full_attention"] * 11},
-         ValueError, r"config\['layer_types'\]\[3\]: expected one of \['full_attention', "
-                     r"'linear_attention'\], got 'full_atention'"),
-        ({**HF["google/gemma-2-9b"], "layer_types": ["sliding_attention", "global"] * 21},
-         ValueError, r"\['layer_types'\]\[1\]: expected one of .*got 'global'"),
-        ({**HF["google/gemma-2-9b"], "layer_types": ["full_attention"] * 41},
-         ValueError, r"\['layer_types'\]: expected num_hidden_layers=42 entries, got 41"),
-        # Kimi's 1-based layer numbers within the 27 layers, each once
-        ({**KIMI_LINEAR_CONFIG, "linear_attn_config": {
-            **KIMI_LINEAR_CONFIG["linear_attn_config"], "full_attn_layers": [4, 8, 28]}},
-         ValueError, r"\['full_attn_layers'\]\[2\]: expected a layer number in \[1, 27\] "
-                     r"\(num_hidden_layers=27\), got 28"),
-        ({**KIMI_LINEAR_CONFIG, "linear_attn_config": {
-            **KIMI_LINEAR_CONFIG["linear_attn_config"], "full_attn_layers": [4, 4]}},
-         ValueError, r"\['full_attn_layers'\]: expected distinct layer numbers"),
-        ({**KIMI_LINEAR_CONFIG, "linear_attn_config": {
-            **KIMI_LINEAR_CONFIG["linear_attn_config"], "kda_layers": [1, 2, 3, 4]}},
-         ValueError, r"\['kda_layers'\], .*\['full_attn_layers'\]: expected each of the layers "
-                     r"1..27 \(num_hidden_layers=27\) in exactly one list"),
-        # MiniMax: 0 or 1 only
-        ({**MINIMAX_TEXT_01_CONFIG, "attn_type_list": [0, 2] * 40},
-         ValueError, r"\['attn_type_list'\]\[1\]: expected 0 \(lightning\) or 1 \(softmax\), "
-                     r"got 2"),
-        ({**MINIMAX_TEXT_01_CONFIG, "attn_type_list": ["0", "1"] * 40},
-         ValueError, r"\['attn_type_list'\]\[0\]: .* got '0'"),
-        ({**MINIMAX_TEXT_01_CONFIG, "attn_type_list": [False, True] * 40},
-         ValueError, r"\['attn_type_list'\]\[0\]: .* got False"),
-        # Jamba's offset within its period
-        ({**JAMBA_15_MINI_CONFIG, "attn_layer_offset": 8},
-         ValueError, r"\['attn_layer_offset'\]: expected less than attn_layer_period=8, got 8"),
-        # key/value heads: at least one, and a divisor of the heads
-        ({**LLAMA3_8B_CONFIG, "num_key_value_heads": 0},
-         ValueError, r"\['num_key_value_heads'\]: expected an integer >= 1, got 0"),
-        ({**LLAMA3_8B_CONFIG, "num_key_value_heads": 12},
-         ValueError, r"\['num_key_value_heads'\]: expected a divisor of "
-                     r"num_attention_heads=32, got 12"),
-        # zero sizes
-        ({**LLAMA3_8B_CONFIG, "hidden_size": 0}, ValueError, r"\['hidden_size'\]: .* got 0"),
-        ({**HF["mistralai/Mistral-7B-v0.1"], "sliding_window": 0},
-         ValueError, r"\['sliding_window'\]: expected an integer >= 1, got 0"),
-        ({**DEEPSEEK_V3_CONFIG, "kv_lora_rank": 0}, ValueError, r"\['kv_lora_rank'\]: .*got 0"),
-        ({**HF["google/gemma-2-9b"], "sliding_window": None},
-         ValueError, r"\['sliding_window'\]: the config has sliding-window layers"),
-        # types: a bool, a string, a float, NaN are not integers
-        ({**LLAMA3_8B_CONFIG, "num_hidden_layers": True},
-         TypeError, r"\['num_hidden_layers'\]: expected an integer >= 1, got True \(bool\)"),
-        ({**LLAMA3_8B_CONFIG, "num_attention_heads": "32"},
-         TypeError, r"\['num_attention_heads'\]: .* got '32' \(str\)"),
-        ({**LLAMA3_8B_CONFIG, "hidden_size": 4096.0},
-         TypeError, r"\['hidden_size'\]: .* got 4096.0 \(float\)"),
-        ({**LLAMA3_8B_CONFIG, "vocab_size": math.nan},
-         TypeError, r"\['vocab_size'\]: .* got nan \(float\)"),
-        ({**LLAMA3_8B_CONFIG, "num_hidden_layers": None},
-         ValueError, r"expected a field 'num_hidden_layers' \(model_type 'llama'\)"),
-        ({**LLAMA3_8B_CONFIG, "tie_word_embeddings": "false"},
-         TypeError, r"\['tie_word_embeddings'\]: expected true or false, got 'false'"),
-        ({**HF["Qwen/Qwen2.5-1.5B-Instruct"], "use_sliding_window": 1},
-         TypeError, r"\['use_sliding_window'\]: expected true or false, got 1"),
-        ({**HF["google/gemma-3-27b-it"], "text_config": [1]},
-         TypeError, r"config\['text_config'\]: expected a dict"),
-        ({**HF["google/gemma-3-27b-it"], "text_config": {
-            **HF["google/gemma-3-27b-it"]["text_config"], "num_key_value_heads": -16}},
-         ValueError, r"config\['text_config'\]\['num_key_value_heads'\]: .* got -16"),
-        ({**NEMOTRON_H_8B_CONFIG, "hybrid_override_pattern": "M-M?" + "M-" * 24},
-         ValueError, r"\['hybrid_override_pattern'\]\[3\]: expected one of .* got '\?'"),
-        ({**NEMOTRON_H_8B_CONFIG, "mamba_num_heads": 12},
-         ValueError, r"\['n_groups'\] .*: expected a divisor of mamba_num_heads=12, got 8"),
-        ({**QWEN3_NEXT_CONFIG, "num_experts_per_tok": 513},
-         ValueError, r"\['num_experts_per_tok'\]: expected at most the experts "
-                     r"\(num_experts = 512\), got 513"),
-        ({**QWEN3_NEXT_CONFIG, "num_experts_per_tok": None},
-         ValueError, r"expected a field 'num_experts_per_tok' or 'num_experts_per_token'"),
-        ({**HF["mistralai/Mamba-Codestral-7B-v0.1"], "expand": 3},
-         ValueError, r"\['expand'\]: expected expand · hidden_size = num_heads · head_dim"),
-        ({k: v for k, v in HF["mistralai/Mistral-7B-v0.1"].items() if k != "model_type"},
-         ValueError, r"\['sliding_window'\]: a config without a model_type is read as Llama's"),
-        ({**LLAMA3_8B_CONFIG, "model_type": "gemma4"},
-         ValueError, r"config\['model_type'\]: model_type 'gemma4' is not one"),
-    ],
-)
+BAD_CONFIGS = [
+    # a typo in a layer word is not read as Gated DeltaNet
+    ({**QWEN3_NEXT_CONFIG, "layer_types": ["linear_attention"] * 3 + ["full_atention"]
+      + ["linear_attention", "linear_attention", "linear_attention", "full_attention"] * 11},
+     ValueError, r"config\['layer_types'\]\[3\]: expected one of \['full_attention', "
+                 r"'linear_attention'\], got 'full_atention'"),
+    ({**HF["google/gemma-2-9b"], "layer_types": ["sliding_attention", "global"] * 21},
+     ValueError, r"\['layer_types'\]\[1\]: expected one of .*got 'global'"),
+    ({**HF["google/gemma-2-9b"], "layer_types": ["full_attention"] * 41},
+     ValueError, r"\['layer_types'\]: expected num_hidden_layers=42 entries, got 41"),
+    # Kimi's 1-based layer numbers within the 27 layers, each once
+    ({**KIMI_LINEAR_CONFIG, "linear_attn_config": {
+        **KIMI_LINEAR_CONFIG["linear_attn_config"], "full_attn_layers": [4, 8, 28]}},
+     ValueError, r"\['full_attn_layers'\]\[2\]: expected a layer number in \[1, 27\] "
+                 r"\(num_hidden_layers=27\), got 28"),
+    ({**KIMI_LINEAR_CONFIG, "linear_attn_config": {
+        **KIMI_LINEAR_CONFIG["linear_attn_config"], "full_attn_layers": [4, 4]}},
+     ValueError, r"\['full_attn_layers'\]: expected distinct layer numbers"),
+    ({**KIMI_LINEAR_CONFIG, "linear_attn_config": {
+        **KIMI_LINEAR_CONFIG["linear_attn_config"], "kda_layers": [1, 2, 3, 4]}},
+     ValueError, r"\['kda_layers'\], .*\['full_attn_layers'\]: expected each of the layers "
+                 r"1..27 \(num_hidden_layers=27\) in exactly one list"),
+    # MiniMax: 0 or 1 only
+    ({**MINIMAX_TEXT_01_CONFIG, "attn_type_list": [0, 2] * 40},
+     ValueError, r"\['attn_type_list'\]\[1\]: expected 0 \(lightning\) or 1 \(softmax\), "
+                 r"got 2"),
+    ({**MINIMAX_TEXT_01_CONFIG, "attn_type_list": ["0", "1"] * 40},
+     ValueError, r"\['attn_type_list'\]\[0\]: .* got '0'"),
+    ({**MINIMAX_TEXT_01_CONFIG, "attn_type_list": [False, True] * 40},
+     ValueError, r"\['attn_type_list'\]\[0\]: .* got False"),
+    # Jamba's offset within its period
+    ({**JAMBA_15_MINI_CONFIG, "attn_layer_offset": 8},
+     ValueError, r"\['attn_layer_offset'\]: expected less than attn_layer_period=8, got 8"),
+    # key/value heads: at least one, and a divisor of the heads
+    ({**LLAMA3_8B_CONFIG, "num_key_value_heads": 0},
+     ValueError, r"\['num_key_value_heads'\]: expected an integer >= 1, got 0"),
+    ({**LLAMA3_8B_CONFIG, "num_key_value_heads": 12},
+     ValueError, r"\['num_key_value_heads'\]: expected a divisor of "
+                 r"num_attention_heads=32, got 12"),
+    # zero sizes
+    ({**LLAMA3_8B_CONFIG, "hidden_size": 0}, ValueError, r"\['hidden_size'\]: .* got 0"),
+    ({**HF["mistralai/Mistral-7B-v0.1"], "sliding_window": 0},
+     ValueError, r"\['sliding_window'\]: expected an integer >= 1, got 0"),
+    ({**DEEPSEEK_V3_CONFIG, "kv_lora_rank": 0}, ValueError, r"\['kv_lora_rank'\]: .*got 0"),
+    ({**HF["google/gemma-2-9b"], "sliding_window": None},
+     ValueError, r"\['sliding_window'\]: the config has sliding-window layers"),
+    # types: a bool, a string, a float, NaN are not integers
+    ({**LLAMA3_8B_CONFIG, "num_hidden_layers": True},
+     TypeError, r"\['num_hidden_layers'\]: expected an integer >= 1, got True \(bool\)"),
+    ({**LLAMA3_8B_CONFIG, "num_attention_heads": "32"},
+     TypeError, r"\['num_attention_heads'\]: .* got '32' \(str\)"),
+    ({**LLAMA3_8B_CONFIG, "hidden_size": 4096.0},
+     TypeError, r"\['hidden_size'\]: .* got 4096.0 \(float\)"),
+    ({**LLAMA3_8B_CONFIG, "vocab_size": math.nan},
+     TypeError, r"\['vocab_size'\]: .* got nan \(float\)"),
+    ({**LLAMA3_8B_CONFIG, "num_hidden_layers": None},
+     ValueError, r"expected a field 'num_hidden_layers' \(model_type 'llama'\)"),
+    ({**LLAMA3_8B_CONFIG, "tie_word_embeddings": "false"},
+     TypeError, r"\['tie_word_embeddings'\]: expected true or false, got 'false'"),
+    ({**HF["Qwen/Qwen2.5-1.5B-Instruct"], "use_sliding_window": 1},
+     TypeError, r"\['use_sliding_window'\]: expected true or false, got 1"),
+    ({**HF["google/gemma-3-27b-it"], "text_config": [1]},
+     TypeError, r"config\['text_config'\]: expected a dict"),
+    ({**HF["google/gemma-3-27b-it"], "text_config": {
+        **HF["google/gemma-3-27b-it"]["text_config"], "num_key_value_heads": -16}},
+     ValueError, r"config\['text_config'\]\['num_key_value_heads'\]: .* got -16"),
+    ({**NEMOTRON_H_8B_CONFIG, "hybrid_override_pattern": "M-M?" + "M-" * 24},
+     ValueError, r"\['hybrid_override_pattern'\]\[3\]: expected one of .* got '\?'"),
+    ({**NEMOTRON_H_8B_CONFIG, "mamba_num_heads": 12},
+     ValueError, r"\['n_groups'\] .*: expected a divisor of mamba_num_heads=12, got 8"),
+    ({**QWEN3_NEXT_CONFIG, "num_experts_per_tok": 513},
+     ValueError, r"\['num_experts_per_tok'\]: expected at most the experts "
+                 r"\(num_experts = 512\), got 513"),
+    ({**QWEN3_NEXT_CONFIG, "num_experts_per_tok": None},
+     ValueError, r"expected a field 'num_experts_per_tok' or 'num_experts_per_token'"),
+    ({**HF["mistralai/Mamba-Codestral-7B-v0.1"], "expand": 3},
+     ValueError, r"\['expand'\]: expected expand · hidden_size = num_heads · head_dim"),
+    ({k: v for k, v in HF["mistralai/Mistral-7B-v0.1"].items() if k != "model_type"},
+     ValueError, r"\['sliding_window'\]: a config without a model_type is read as Llama's"),
+    ({**LLAMA3_8B_CONFIG, "model_type": "gemma4"},
+     ValueError, r"config\['model_type'\]: model_type 'gemma4' is not one"),
+]
+"""Bad configs, the error each raises and a pattern of its message (the website's calculator
+must refuse them too: tests/test_calculator_parity.py)."""
+
+
+@pytest.mark.parametrize(("config", "error", "message"), BAD_CONFIGS)
 def test_a_bad_config_is_refused_by_the_field_it_gets_wrong(config, error, message):
     with pytest.raises(error, match=message):
         architecture_from_config(config, params_total=10**9)

@@ -11,7 +11,10 @@
    this extension gives ``singlehtml`` every ``html`` handler it lacks. And myst-nb adds a
    notebook's widget state (the slider panels' frames) to that notebook's page only; the single
    page gets the states of every notebook, merged, with the widget scripts.
-3. **Last updated from git.** Each page's "Last updated" date (``html_last_updated_fmt``) is the
+3. **The calculator's scripts on its page only.** Jupyter Book 1 adds every ``.js`` under
+   ``_static/`` to every page; ``calculator.js`` and its presets are dropped from every page but
+   ``calculator`` (the config.json calculator), so no other page carries their weight.
+4. **Last updated from git.** Each page's "Last updated" date (``html_last_updated_fmt``) is the
    date of the last commit that changed its source file, not the build date. A file git does not
    know (not yet committed) keeps the build date.
 """
@@ -42,6 +45,18 @@ def remove_thebe_assets(app: Sphinx, pagename, templatename, context, doctree) -
     for key in ("script_files", "css_files"):
         if key in context:
             context[key][:] = [f for f in context[key] if "thebe" not in _asset_text(f).lower()]
+
+
+CALCULATOR_PAGE = "calculator"
+CALCULATOR_SCRIPTS = ("calculator.js", "calculator_presets.js")
+
+
+def calculator_scripts_on_its_page(app: Sphinx, pagename, templatename, context, doctree) -> None:
+    """Keep ``_static/calculator*.js`` on the calculator's page only."""
+    if pagename != CALCULATOR_PAGE and "script_files" in context:
+        context["script_files"][:] = [
+            f for f in context["script_files"]
+            if not str(getattr(f, "filename", f)).endswith(CALCULATOR_SCRIPTS)]
 
 
 def _asset_text(asset) -> str:
@@ -110,5 +125,6 @@ def setup(app: Sphinx) -> dict:
     app.connect("builder-inited", share_html_handlers, priority=100)
     app.connect("html-page-context", merge_widget_states)
     app.connect("html-page-context", remove_thebe_assets)
+    app.connect("html-page-context", calculator_scripts_on_its_page)
     app.connect("html-page-context", last_updated_from_git)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
