@@ -68,6 +68,20 @@ def package_answer(text: str, context: int, cache: str, state: str, memory: int 
     return answer
 
 
+@pytest.fixture(scope="module")
+def browser():
+    """This module's own headless Chromium, closed when the module ends: the session's (in
+    conftest) keeps Playwright's event loop running in the main thread, which would break
+    later tests of the package run in the same session (``make check``)."""
+    from conftest import CHROMIUM
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
+        yield b
+        b.close()
+
+
 def browser_answers(browser, cases: list[tuple]) -> list[dict]:
     """``compute`` of calculator.js on every case, in a blank page of headless Chromium."""
     page = browser.new_page()
