@@ -25,7 +25,7 @@ def test_calculator_labels_each_cache_dtype_with_its_batch_per_gpu_and_per_node(
     texts = [t.get_text() for t in fig.axes[0].texts]
     for dtype in figs.CACHE_DTYPES:
         fit = capacity(KIMI_LINEAR_48B_A3B, 2**20, dataclasses.replace(node, cache_dtype=dtype))
-        assert f"{fit.per_gpu:,} a GPU, {fit.per_node:,} on the node" in texts
+        assert f"{fit.per_gpu:,} held by each GPU, {fit.per_node:,} served by the node" in texts
 
 
 def test_the_sweep_draws_only_the_batches_that_fit():

@@ -126,6 +126,8 @@ def linear_fit(
         )
     b = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sxx
     return my - b * mx, b
+
+
 @dataclass(frozen=True)
 class Spread:
     """Seconds of repeated calls: their ``median`` and the fastest (``low``) and slowest

@@ -44,7 +44,9 @@ def _log2_axis(ax, ticks: Sequence[int]) -> None:
     # many ticks: every other one labelled (from the last), so neighbours never touch
     step = 1 if len(ticks) <= 6 else 2
     last = len(ticks) - 1
-    labels = [str(c) if (last - i) % step == 0 else "" for i, c in enumerate(ticks)]
+    labels = [
+        str(c) if (last - i) % step == 0 else "" for i, c in enumerate(ticks)
+    ]
     ax.set_xticks(list(ticks), labels)
     ax.xaxis.set_minor_locator(NullLocator())
 

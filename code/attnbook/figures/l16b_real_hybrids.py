@@ -157,7 +157,7 @@ def draw_calculator(
     )
     for i, (_, fit, _) in enumerate(rows):
         text = (
-            f"{fit.per_gpu:,} a GPU, {fit.per_node:,} on the node"
+            f"{fit.per_gpu:,} held by each GPU, {fit.per_node:,} served by the node"
             if fit.per_gpu
             else "no sequence fits"
         )
