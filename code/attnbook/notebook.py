@@ -26,6 +26,8 @@ from pathlib import Path
 from IPython.display import Markdown
 from myst_nb import glue
 
+from attnlab.i18n import LocalText, language, rendered_languages, text_of
+
 _SUPERSCRIPTS = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
 
 
@@ -37,15 +39,27 @@ def _check_number(name: str, value: object) -> float:
     return value
 
 
-def glue_md(key: str, text: str) -> None:
-    """Glue ``text`` as Markdown under ``key`` (hidden: the prose shows it, the cell does not)."""
+def glue_md(key: str, text: LocalText) -> None:
+    """Glue ``text`` as Markdown under ``key`` (hidden: the prose shows it, the cell does not).
+
+    ``text`` is a string (a fact: a number, a unit), or a function that writes a sentence
+    chosen from data with ``tr``: it is then glued once per language the book is built in, as
+    ``key`` (English) and ``key.zh_CN``, and each edition's page shows its own."""
     if not isinstance(key, str) or not key:
         raise ValueError(f"key: expected a non-empty string, got {key!r}")
-    if not isinstance(text, str):
+    if not (isinstance(text, str) or callable(text)):
         raise ValueError(
-            f"text: expected a string, got {type(text).__name__}"
+            f"text: expected a string or a function writing one, got {type(text).__name__}"
         )
-    glue(key, Markdown(text), display=False)
+    langs = dict.fromkeys(("en", *rendered_languages())) if callable(text) else ("en",)
+    for lang in langs:
+        with language(lang):
+            written = text_of(text)
+        if not isinstance(written, str):
+            raise ValueError(
+                f"text: expected the function to write a string, got {type(written).__name__}"
+            )
+        glue(key if lang == "en" else f"{key}.{lang}", Markdown(written), display=False)
 
 
 def num(value: int | float | str) -> Markdown:

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import functools
 import html
 import io
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import matplotlib
@@ -31,6 +32,8 @@ from matplotlib.transforms import (
     ScaledTranslation,
     blended_transform_factory,
 )
+
+from attnlab.i18n import LocalText, language_blocks, text_of
 
 #: Okabe–Ito colour-blind-safe palette, in the order lines are drawn.
 PALETTE: tuple[str, ...] = (
@@ -80,9 +83,24 @@ _RC = {
 }
 
 
+#: The font that draws Chinese (Debian's fonts-noto-cjk; ``make book`` installs it), after the
+#: default font for Latin letters and digits: matplotlib takes each glyph from the first font
+#: that has it.
+CJK_FONT = "Noto Sans CJK SC"
+
+
+@functools.cache
+def _font_families() -> list[str]:
+    from matplotlib import font_manager
+
+    names = {f.name for f in font_manager.fontManager.ttflist}
+    return ["DejaVu Sans", CJK_FONT] if CJK_FONT in names else ["DejaVu Sans"]
+
+
 def course_style():
-    """Context manager applying the course style to axes and text created inside it."""
-    return matplotlib.rc_context(_RC)
+    """Context manager applying the course style to axes and text created inside it (with a
+    Chinese font after the Latin one, when one is installed)."""
+    return matplotlib.rc_context({**_RC, "font.family": _font_families()})
 
 
 def new_figure(
@@ -872,18 +890,37 @@ def figure_html(fig: Figure, alt: str, density: float = PIXEL_DENSITY) -> str:
 class FigureDisplay:
     """A rendered figure with alt text, displayed as an ``<img>`` in notebooks and the book."""
 
-    def __init__(
-        self, fig: Figure, alt: str, density: float = PIXEL_DENSITY
-    ) -> None:
-        self.alt = alt
-        self.html = figure_html(fig, alt, density)
+    def __init__(self, html: str) -> None:
+        self.html = html
 
     def _repr_html_(self) -> str:
         return self.html
 
 
 def show_figure(
-    fig: Figure, alt: str, density: float = PIXEL_DENSITY
+    fig: Figure | Callable[[Figure], None],
+    alt: LocalText,
+    density: float = PIXEL_DENSITY,
+    *,
+    size: tuple[float, float] = (6.4, 3.6),
 ) -> FigureDisplay:
-    """Return ``fig`` as a displayable image with ``alt`` text (make it a cell's last line)."""
-    return FigureDisplay(fig, alt, density)
+    """Return a figure as a displayable image with ``alt`` text (make it a cell's last line).
+
+    ``fig`` is a drawn figure, or a function ``draw(fig)`` that draws one onto a new figure of
+    ``size`` inches; ``alt`` is text, or a function that writes it. Given functions, the figure
+    is drawn in every language the book is built in (``attnlab.i18n.rendered_languages``), so a
+    Chinese page shows a Chinese figure."""
+    if isinstance(fig, Figure):
+        return FigureDisplay(figure_html(fig, text_of(alt), density))
+    if not callable(fig):
+        raise TypeError(
+            f"fig: expected a Figure or a function draw(fig), got {type(fig).__name__}"
+        )
+
+    def render() -> str:
+        drawn = new_figure(*size)
+        with course_style():
+            fig(drawn)
+        return figure_html(drawn, text_of(alt), density)
+
+    return FigureDisplay(language_blocks(render))

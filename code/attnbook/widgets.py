@@ -42,6 +42,8 @@ import ipywidgets as widgets
 from matplotlib.figure import Figure
 from matplotlib.layout_engine import ConstrainedLayoutEngine
 
+from attnlab.i18n import LocalText, language_blocks, text_of, tr
+
 from ._mode import widget_mode
 from .panel_page import (
     MAX_TOGGLES,
@@ -98,7 +100,7 @@ class Control:
 
     name: str
     values: Sequence[Any]
-    label: str
+    label: LocalText
     default: Any
     fmt: Callable[[Any], str] = str
 
@@ -191,7 +193,7 @@ class SliderPanel:
         except Exception as error:  # noqa: BLE001 - a frame must never stay blank
             frame = _message(
                 _describe(error),
-                heading="The alt text of this frame could not be written:",
+                heading=tr("The alt text of this frame could not be written:"),
             )
         else:
             frame = self._draw_and_render(index, alt)
@@ -207,13 +209,13 @@ class SliderPanel:
             return _message(_text(error))
         except Exception as error:  # noqa: BLE001 - a frame must never stay blank
             return _message(
-                _describe(error), heading="This frame could not be drawn:"
+                _describe(error), heading=tr("This frame could not be drawn:")
             )
         try:
             content = figure_html(self.figure, alt, density=self.density)
         except Exception as error:  # noqa: BLE001 - e.g. an artist that cannot be saved
             return _message(
-                _describe(error), heading="This frame could not be drawn:"
+                _describe(error), heading=tr("This frame could not be drawn:")
             )
         self.remember_layout(layout)
         return content, alt
@@ -282,7 +284,7 @@ class SliderPanel:
     def static_html(self) -> str:
         """Every frame rendered, as the plain-HTML panel of the website (no widgets)."""
         controls = [
-            (c.label, self.option_labels(c), is_ordered(c.values))
+            (text_of(c.label), self.option_labels(c), is_ordered(c.values))
             for c in self.controls
         ]
         frames = {
@@ -322,7 +324,7 @@ def slider_panel(
     *,
     alt: AltText,
     defaults: dict[str, Any] | None = None,
-    labels: dict[str, str] | None = None,
+    labels: dict[str, LocalText] | None = None,
     formats: dict[str, Callable[[Any], str]] | None = None,
     width: float = 6.4,
     height: float = 3.6,
@@ -331,7 +333,10 @@ def slider_panel(
     """A panel of sliders, one per entry of ``controls`` (name → grid of values), and a figure.
 
     ``draw(fig, **values)`` draws onto ``fig`` (cleared before each call). ``alt`` is the frames'
-    alt text, or a function of the values that returns it. ``defaults`` picks each slider's first
+    alt text, or a function of the values that returns it; ``labels`` are the controls' labels,
+    each a text or a function that writes it. ``draw``, ``alt``, ``labels`` and ``formats`` are
+    called once per language the book is built in (``attnlab.i18n``), so their text may use
+    ``tr``. ``defaults`` picks each slider's first
     position (else the first value); that frame is always rendered, so even a page that never
     runs JavaScript shows a meaningful figure.
     """
@@ -374,7 +379,7 @@ def slider_panel(
     )
     panel.default_index = tuple(c.values.index(c.default) for c in parsed)
     if mode == "static":
-        panel.page_html = panel.static_html()
+        panel.page_html = language_blocks(panel.static_html)
         return panel
     _OPEN_PANELS[panel.number] = panel
     panel.sliders = [_make_control(c, panel.option_labels(c)) for c in parsed]
@@ -454,7 +459,7 @@ def _make_control(control: Control, labels: list[str]) -> widgets.ValueWidget:
     common = dict(
         options=options,
         value=control.default,
-        description=control.label,
+        description=text_of(control.label),
         style={"description_width": "initial"},
     )
     if is_ordered(control.values):
@@ -474,10 +479,9 @@ def _format_value(value: Any) -> str:
     return str(value)
 
 
-def _message(
-    message: str, heading: str = "Not a valid combination:"
-) -> tuple[str, str]:
+def _message(message: str, heading: str | None = None) -> tuple[str, str]:
     """A message in place of a figure: its HTML and its plain text."""
+    heading = heading or tr("Not a valid combination:")
     return (message_html(message, heading), f"{heading} {message}")
 
 

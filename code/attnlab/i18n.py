@@ -1,0 +1,122 @@
+"""The reader's language for text that code writes: figure titles and labels, slider labels, alt
+text, sentences chosen from data, self-check diagnoses.
+
+English is the source. A message is written in English, with named placeholders, and translated
+through gettext catalogs (``.po`` files under ``attnlab/locale/<language>/``, one per lesson or
+module, all read together)::
+
+    tr("{n} tokens", n=12)          # "12 tokens", or "12 个 Token" under language("zh_CN")
+
+A message missing from the catalog (or marked fuzzy) stays English, so nothing breaks while a
+translation is under way; the book's drift tests count such messages.
+
+The language is a context variable: ``with language("zh_CN"): ...`` draws in Chinese, and the
+website's build renders each figure and panel once per language in :func:`rendered_languages`
+(the environment variable ``ATTNLAB_LANGUAGES``, e.g. ``en,zh_CN``). In JupyterLab a reader may
+call ``set_language("zh_CN")`` once, at the top of a notebook.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import os
+from collections.abc import Callable, Iterator
+from functools import cache
+from pathlib import Path
+
+#: The languages the course is written in; the first is the source.
+LANGUAGES = ("en", "zh_CN")
+#: The ``lang`` attribute each language's HTML carries.
+HTML_LANG = {"en": "en", "zh_CN": "zh-CN"}
+LOCALE_DIR = Path(__file__).parent / "locale"
+
+_LANGUAGE: contextvars.ContextVar[str] = contextvars.ContextVar(
+    "attnlab_language", default="en"
+)
+
+#: Text a caller may give either as a string or as a function that writes it (called once per
+#: language, inside :func:`language`).
+LocalText = str | Callable[[], str]
+
+
+def _check_language(lang: object, name: str = "lang") -> str:
+    if lang not in LANGUAGES:
+        raise ValueError(f"{name}: expected one of {LANGUAGES}, got {lang!r}")
+    return lang  # type: ignore[return-value]
+
+
+def current_language() -> str:
+    """The language text is written in now: ``"en"`` unless inside :func:`language`."""
+    return _LANGUAGE.get()
+
+
+def set_language(lang: str) -> None:
+    """Write figures, labels and messages in ``lang`` from now on (in this thread)."""
+    _LANGUAGE.set(_check_language(lang))
+
+
+@contextlib.contextmanager
+def language(lang: str) -> Iterator[str]:
+    """Within the block, text is written in ``lang``."""
+    token = _LANGUAGE.set(_check_language(lang))
+    try:
+        yield lang
+    finally:
+        _LANGUAGE.reset(token)
+
+
+def rendered_languages() -> tuple[str, ...]:
+    """The languages a figure or panel is rendered in: ``ATTNLAB_LANGUAGES`` (comma-separated,
+    English first), or just the current language when it is not set."""
+    raw = os.environ.get("ATTNLAB_LANGUAGES", "").strip()
+    if not raw:
+        return (current_language(),)
+    langs = tuple(part.strip() for part in raw.split(",") if part.strip())
+    for lang in langs:
+        _check_language(lang, "ATTNLAB_LANGUAGES")
+    return langs
+
+
+@cache
+def catalog(lang: str) -> dict[str, str]:
+    """Every translated, non-fuzzy message of ``lang``: English msgid → translation."""
+    _check_language(lang)
+    if lang == "en":
+        return {}
+    from babel.messages.pofile import read_po  # only a translated language needs it
+
+    messages: dict[str, str] = {}
+    for path in sorted((LOCALE_DIR / lang).glob("*.po")):
+        with path.open("rb") as f:
+            for message in read_po(f):
+                if message.id and message.string and not message.fuzzy:
+                    messages[str(message.id)] = str(message.string)
+    return messages
+
+
+def tr(message: str, /, **values: object) -> str:
+    """``message`` in the current language, with ``{name}`` placeholders filled from ``values``
+    (``str.format`` syntax, so ``{mb:,.1f}`` works). Untranslated messages stay English."""
+    text = catalog(current_language()).get(message, message)
+    return text.format(**values) if values else text
+
+
+def text_of(text: LocalText) -> str:
+    """A :data:`LocalText` written out in the current language."""
+    return text() if callable(text) else text
+
+
+def language_blocks(render: Callable[[], str]) -> str:
+    """HTML that holds ``render()`` once per rendered language, each between markers the book
+    keeps or drops by the page's language (``<!--attnlab-lang:zh_CN-->…<!--/attnlab-lang-->``).
+    With one language, just that language's HTML and no markers."""
+    langs = rendered_languages()
+    if len(langs) == 1:
+        with language(langs[0]):
+            return render()
+    parts = []
+    for lang in langs:
+        with language(lang):
+            parts.append(f"<!--attnlab-lang:{lang}-->{render()}<!--/attnlab-lang-->")
+    return "".join(parts)

@@ -1,0 +1,112 @@
+"""The Chinese edition: its catalogs and its website, from the English source.
+
+English is the source; the Chinese prose lives in gettext catalogs, one per page, at
+``locale/zh_CN/LC_MESSAGES/<page>.po``. Code cells, their outputs, numbers and figures are shared:
+the Chinese site is built from the same executed notebooks (the English build's cache), so
+nothing runs twice and nothing can drift.
+
+    python tools/build_edition.py extract   # the English messages → _build/gettext/*.pot, and
+                                            # every catalog brought up to date (a changed
+                                            # paragraph's translation turns fuzzy)
+    python tools/build_edition.py html      # the Chinese site → _build/html/zh (after the
+                                            # English build, whose cache it reads)
+
+Both run Jupyter Book's own Sphinx configuration with a few settings changed: gettext's
+``compact`` off (one catalog per page; on, translations are silently not found), and, for the
+site, ``language = zh_CN`` with the catalogs under ``locale``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+LOCALE = ROOT / "locale"
+LANG = "zh_CN"
+POT_DIR = ROOT / "_build" / "gettext"
+SITE = ROOT / "_build" / "html"
+#: Math, inline code and roles' targets: what a translation copies, not translates.
+NOT_PROSE = re.compile(r"\$\$.*?\$\$|\$[^$]*\$|`[^`]*`|\{[\w:-]+\}|\\\w+", re.S)
+
+
+def _build(builder: str, outdir: Path, overrides: dict, doctrees: Path, strict: bool) -> int:
+    sys.path[:0] = [str(ROOT / "tools"), str(ROOT / "code")]
+    from jupyter_book.sphinx import build_sphinx
+
+    result = build_sphinx(
+        str(ROOT),
+        str(outdir),
+        noconfig=True,
+        path_config=str(ROOT / "_config.yml"),
+        confoverrides={"gettext_compact": False, "latex_individualpages": False,
+                       "external_toc_path": (ROOT / "_toc.yml").as_posix(), **overrides},
+        doctreedir=str(doctrees),
+        builder=builder,
+        warningiserror=strict,
+        keep_going=strict,
+        freshenv=True,
+        quiet=True,
+    )
+    return 1 if isinstance(result, Exception) else int(result or 0)
+
+
+def is_prose_free(msgid: str) -> bool:
+    """A message with no words to translate: display math, code, numbers."""
+    return re.search(r"[A-Za-z]", NOT_PROSE.sub("", msgid)) is None
+
+
+def update_catalogs(pot_dir: Path = POT_DIR, locale: Path = LOCALE, lang: str = LANG) -> list[str]:
+    """Bring every page's catalog up to date with its template (babel's update, as msgmerge: a
+    changed message keeps its old translation marked fuzzy, with the old msgid beside it). A
+    message with nothing to translate gets itself as its translation. Returns the pages."""
+    from babel.messages.pofile import read_po, write_po
+
+    pages = []
+    for pot in sorted(pot_dir.rglob("*.pot")):
+        page = pot.relative_to(pot_dir).with_suffix("").as_posix()
+        pages.append(page)
+        with pot.open("rb") as f:
+            template = read_po(f)
+        po_path = locale / lang / "LC_MESSAGES" / f"{page}.po"
+        if po_path.exists():
+            with po_path.open("rb") as f:
+                catalog = read_po(f, locale=lang)
+            catalog.update(template, update_header_comment=False)
+        else:
+            catalog = template
+            catalog.locale = lang
+        catalog.obsolete.clear()
+        for message in catalog:
+            if message.id and not message.string and is_prose_free(str(message.id)):
+                message.string = message.id
+        po_path.parent.mkdir(parents=True, exist_ok=True)
+        with po_path.open("wb") as f:
+            write_po(f, catalog, width=100, omit_header=False, include_previous=True,
+                     sort_output=False)
+    return pages
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("step", choices=["extract", "html"])
+    args = parser.parse_args(argv)
+    if args.step == "extract":
+        # the messages come from the Markdown alone: no notebook runs, and text that code writes
+        # (glued sentences, outputs) is translated through attnlab's own catalog instead
+        status = _build("gettext", POT_DIR, {"nb_execution_mode": "off"},
+                        ROOT / "_build" / ".doctrees-gettext", strict=False)
+        if status:
+            return status
+        pages = update_catalogs()
+        print(f"{len(pages)} catalogs up to date under {LOCALE / LANG}")
+        return 0
+    return _build("html", SITE / "zh",
+                  {"language": LANG, "locale_dirs": [str(LOCALE)]},
+                  ROOT / "_build" / ".doctrees-zh", strict=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
