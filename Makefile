@@ -4,20 +4,25 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: book pdf lab check test test-site bench clean
+.PHONY: book pdf lab check test test-site bench clean catalogs
 
-## book: set up (once), then build the website into _build/html (cached, never stale) and the
-## course PDF it links (make pdf: about a minute more, notebooks come from the cache)
+# The English site: every notebook runs once, its figures drawn in both languages
+BUILD_EN := ATTNLAB_WIDGETS=static ATTNLAB_LANGUAGES=en,zh_CN $(BIN)/jupyter-book build . -W -n --keep-going
+
+## book: set up (once), then build the website into _build/html (cached, never stale), its
+## Chinese edition into _build/html/zh (from the same executed notebooks and the catalogs under
+## locale/) and the course PDF it links (make pdf: about a minute more, notebooks from the cache)
 book: $(STAMP) _offline/.lock-hash chromium
 	$(BIN)/python tools/cache_key.py
-	ATTNLAB_WIDGETS=static $(BIN)/jupyter-book build . -W -n --keep-going
+	$(BUILD_EN)
+	$(BIN)/python tools/build_edition.py html
 	$(MAKE) pdf
 	@echo "Open file://$(CURDIR)/_build/html/index.html"
 
 ## pdf: the whole course as one PDF, _build/pdf/from-kv-cache-to-kda.pdf (the single-page HTML
 ## build printed by headless Chromium), also copied into _build/html for the site's download link
 pdf: $(STAMP) _offline/.lock-hash chromium
-	ATTNLAB_WIDGETS=static $(BIN)/jupyter-book build . --builder singlehtml --keep-going
+	ATTNLAB_WIDGETS=static ATTNLAB_LANGUAGES=en,zh_CN $(BIN)/jupyter-book build . --builder singlehtml --keep-going
 	$(BIN)/python tools/make_pdf.py _build/singlehtml _build/pdf/from-kv-cache-to-kda.pdf
 
 ## lab: open the lessons in JupyterLab
@@ -42,7 +47,8 @@ test-site: $(STAMP) chromium
 test: check _offline/.lock-hash chromium
 	rm -rf _build
 	$(BIN)/python tools/cache_key.py
-	ATTNLAB_WIDGETS=static $(BIN)/jupyter-book build . -W -n --keep-going
+	$(BUILD_EN)
+	$(BIN)/python tools/build_edition.py html
 	$(MAKE) pdf
 	$(MAKE) test-site
 	$(BIN)/python -m pytest -m lab -q
@@ -51,6 +57,11 @@ test: check _offline/.lock-hash chromium
 ## bench: time every notebook, slider and kernel on this machine; writes benchmarks/results/
 bench: $(STAMP)
 	cd benchmarks && ../$(BIN)/python run_all.py
+
+## catalogs: after changing English prose, bring the Chinese catalogs (locale/zh_CN) up to date:
+## a changed paragraph's translation turns fuzzy until a translator revises it
+catalogs: $(STAMP)
+	$(BIN)/python tools/build_edition.py extract
 
 clean:
 	rm -rf _build _offline node_modules

@@ -19,6 +19,7 @@ site, ``language = zh_CN`` with the catalogs under ``locale``.
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
 from pathlib import Path
@@ -34,6 +35,10 @@ NOT_PROSE = re.compile(r"\$\$.*?\$\$|\$[^$]*\$|`[^`]*`|\{[\w:-]+\}|\\\w+", re.S)
 
 def _build(builder: str, outdir: Path, overrides: dict, doctrees: Path, strict: bool) -> int:
     sys.path[:0] = [str(ROOT / "tools"), str(ROOT / "code")]
+    # as the English build: a notebook the cache lacks runs the same way (static panels, figures
+    # in both languages)
+    os.environ.setdefault("ATTNLAB_WIDGETS", "static")
+    os.environ.setdefault("ATTNLAB_LANGUAGES", "en,zh_CN")
     from jupyter_book.sphinx import build_sphinx
 
     result = build_sphinx(
@@ -91,20 +96,22 @@ def update_catalogs(pot_dir: Path = POT_DIR, locale: Path = LOCALE, lang: str = 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("step", choices=["extract", "html"])
+    parser.add_argument("step", choices=["extract", "templates", "html"])
+    parser.add_argument("--out", type=Path, default=POT_DIR,
+                        help="where the templates go (extract, templates)")
     args = parser.parse_args(argv)
-    if args.step == "extract":
+    if args.step in ("extract", "templates"):
         # the messages come from the Markdown alone: no notebook runs, and text that code writes
         # (glued sentences, outputs) is translated through attnlab's own catalog instead
-        status = _build("gettext", POT_DIR, {"nb_execution_mode": "off"},
-                        ROOT / "_build" / ".doctrees-gettext", strict=False)
-        if status:
+        status = _build("gettext", args.out, {"nb_execution_mode": "off"},
+                        args.out / ".doctrees", strict=False)
+        if status or args.step == "templates":
             return status
-        pages = update_catalogs()
+        pages = update_catalogs(args.out)
         print(f"{len(pages)} catalogs up to date under {LOCALE / LANG}")
         return 0
     return _build("html", SITE / "zh",
-                  {"language": LANG, "locale_dirs": [str(LOCALE)]},
+                  {"language": LANG, "locale_dirs": [str(LOCALE)], "nitpicky": True},
                   ROOT / "_build" / ".doctrees-zh", strict=True)
 
 

@@ -30,14 +30,14 @@ from sphinx.transforms.post_transforms import SphinxPostTransform
 from sphinx_exercise.nodes import exercise_enumerable_node
 
 FIGTYPE = "exercise"
-#: "Lesson 13 · …" → "13", "Lesson 16b · …" → "16b".
-LESSON_TITLE = re.compile(r"^Lesson\s+(\d+[a-z]?)\b")
+#: "Lesson 13 · …" → "13", "Lesson 16b · …" → "16b"; the Chinese edition's "第 13 课 · …" too.
+LESSON_TITLE = re.compile(r"^(?:Lesson\s+(\d+[a-z]?)\b|第\s*(\d+[a-z]?)\s*课)")
 
 
 def lesson_number(title: str) -> str | None:
     """The lesson's number as its title writes it ("13", "16b"), or None if the title has none."""
     found = LESSON_TITLE.match(title.strip())
-    return found.group(1) if found else None
+    return (found.group(1) or found.group(2)) if found else None
 
 
 def per_lesson_numbers(book_numbers: dict[str, tuple], lesson: str | None

@@ -47,8 +47,9 @@ def glossary_terms(text: str) -> list[str]:
 
 
 def mark_chinese(app: Sphinx, doctree: nodes.document, docname: str) -> None:
-    """Wrap every Chinese run of the page's prose in ``<span lang="zh">``."""
-    if app.builder.format != "html":
+    """Wrap every Chinese run of the page's prose in ``<span lang="zh">`` (on an English page:
+    a Chinese page is ``lang="zh-CN"`` as a whole)."""
+    if app.builder.format != "html" or (app.config.language or "en").startswith("zh"):
         return
     for text in list(doctree.findall(nodes.Text)):
         parent = text.parent

@@ -26,7 +26,14 @@ from pathlib import Path
 from IPython.display import Markdown
 from myst_nb import glue
 
-from attnlab.i18n import LocalText, language, rendered_languages, text_of
+from attnlab.i18n import (
+    LocalText,
+    current_language,
+    language,
+    rendered_languages,
+    text_of,
+    tr,
+)
 
 _SUPERSCRIPTS = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
 
@@ -105,6 +112,9 @@ def ms(seconds: int | float) -> str:
 #: Reading speeds behind :func:`reading_minutes` (prose of a technical text, and the extra time
 #: a reader spends on one display equation, one figure or slider panel, and one line of code).
 WORDS_PER_MINUTE = 200
+#: The Chinese edition's prose speed: characters of technical Chinese a minute (each Latin word or
+#: number inside it counts as one character).
+CHARS_PER_MINUTE = 300
 SECONDS_PER_EQUATION = 10
 SECONDS_PER_FIGURE = 12
 SECONDS_PER_CODE_LINE = 2
@@ -131,11 +141,14 @@ class ReadingTime:
     figures: int
     code_lines: int
     everything: ReadingTime | None = None
+    #: "en": ``words`` are English words; "zh_CN": characters of the Chinese translation
+    language: str = "en"
 
     @property
     def minutes(self) -> float:
+        speed = WORDS_PER_MINUTE if self.language == "en" else CHARS_PER_MINUTE
         return (
-            self.words / WORDS_PER_MINUTE
+            self.words / speed
             + (
                 self.equations * SECONDS_PER_EQUATION
                 + self.figures * SECONDS_PER_FIGURE
@@ -145,6 +158,19 @@ class ReadingTime:
         )
 
     def __str__(self) -> str:
+        if self.language != "en":
+            with language(self.language):
+                core = tr(
+                    "about {minutes} minutes ({chars:,} characters of prose at {speed} a minute, "
+                    "{equations} display equations, {figures} figures and {lines} lines of code "
+                    "shown)", minutes=max(1, round(self.minutes)), chars=self.words,
+                    speed=CHARS_PER_MINUTE, equations=self.equations, figures=self.figures,
+                    lines=self.code_lines)
+                if self.everything is None:
+                    return core
+                return core + tr("; about {minutes} minutes with every dropdown, exercise and "
+                                 "solution", minutes=max(1, round(self.everything.minutes)))
+
         def count(n: int, thing: str) -> str:
             return f"{n:,} {thing}{'' if n == 1 else 's'}"
 
@@ -226,8 +252,19 @@ def _all_markdown(source: str) -> tuple[str, int]:
     return "\n".join(kept), code_lines
 
 
-def _count_markdown(text: str) -> tuple[int, int, int]:
-    """Words, display equations and figures (includes, images) of a piece of markdown."""
+def _count_markdown(
+    text: str, translations: dict[str, str] | None = None
+) -> tuple[int, int, int]:
+    """Words, display equations and figures (includes, images) of a piece of markdown. With
+    ``translations`` (English paragraph → Chinese), "words" are the characters of the Chinese
+    translations of the paragraphs the markdown holds, each counted once: a paragraph found is
+    taken out of ``translations``."""
+    if translations is not None:
+        flat = " ".join(text.split())
+        found = [en for en in translations if en in flat]
+        chars = sum(_chinese_length(translations.pop(en)) for en in found)
+        _, equations, figures = _count_markdown(text)
+        return chars, equations, figures
     equations = len(re.findall(r"\$\$.*?\$\$", text, flags=re.S))
     figures = len(
         re.findall(r"\{literalinclude\}|!\[|\{figure\}|\{image\}", text)
@@ -235,6 +272,31 @@ def _count_markdown(text: str) -> tuple[int, int, int]:
     text = re.sub(r"\$\$.*?\$\$|```.*?```", " ", text, flags=re.S)
     text = re.sub(r"\$[^$]+\$|\{[\w:-]+\}`[^`]*`", " x ", text)
     return len(re.findall(r"[^\W_][\w’'-]*", text)), equations, figures
+
+
+def _chinese_length(text: str) -> int:
+    """Characters of Chinese prose: each CJK character, and each Latin word or number, is one
+    (math and roles count as one word, as in English)."""
+    text = re.sub(r"\$\$.*?\$\$", " ", text, flags=re.S)
+    text = re.sub(r"\$[^$]+\$|\{[\w:-]+\}`[^`]*`", " x ", text)
+    return len(re.findall(r"[\u4e00-\u9fff]|[A-Za-z0-9][\w’'-]*", text))
+
+
+def _page_translations(notebook: Path, lang: str) -> dict[str, str] | None:
+    """The translated paragraphs of a lesson's page catalog (``locale/<lang>/LC_MESSAGES/
+    chapters/<lesson>.po`` in the book's source), whitespace-normalised; None if none is found."""
+    for folder in (notebook.resolve().parent, *notebook.resolve().parents):
+        path = folder / "locale" / lang / "LC_MESSAGES" / "chapters" / f"{notebook.stem}.po"
+        if path.exists():
+            from babel.messages.pofile import read_po
+
+            with path.open("rb") as f:
+                return {
+                    " ".join(str(m.id).split()): str(m.string)
+                    for m in read_po(f)
+                    if m.id and m.string and not m.fuzzy
+                }
+    return None
 
 
 def reading_minutes(notebook: str | Path) -> ReadingTime:
@@ -247,7 +309,17 @@ def reading_minutes(notebook: str | Path) -> ReadingTime:
     dropdowns, exercises and solutions (their code blocks as lines of code), and the code of
     folded (``hide-input``) cells too. The minutes follow from the module's reading speeds;
     nothing is typed by hand.
+
+    In the Chinese edition (``attnlab.i18n.language("zh_CN")``) the prose is counted in
+    characters of the page's translation (its catalog), at :data:`CHARS_PER_MINUTE`.
     """
+    lang = current_language()
+    translations = _page_translations(Path(notebook), lang) if lang != "en" else None
+    if translations is None:
+        lang = "en"
+    # the paragraphs not yet counted, for the core path and for the whole lesson
+    rest_of_core = None if translations is None else dict(translations)
+    rest_of_whole = None if translations is None else dict(translations)
     cells = json.loads(Path(notebook).read_text(encoding="utf-8"))["cells"]
     core = [0, 0, 0, 0]  # words, equations, figures, code lines
     whole = [0, 0, 0, 0]
@@ -272,7 +344,7 @@ def reading_minutes(notebook: str | Path) -> ReadingTime:
         if cell["cell_type"] != "markdown":
             continue
         text, code_lines = _all_markdown(source)
-        words, equations, figures = _count_markdown(text)
+        words, equations, figures = _count_markdown(text, rest_of_whole)
         whole = [
             whole[0] + words,
             whole[1] + equations,
@@ -281,7 +353,7 @@ def reading_minutes(notebook: str | Path) -> ReadingTime:
         ]
         if core_open:
             text, ended = _core_markdown(source)
-            words, equations, figures = _count_markdown(text)
+            words, equations, figures = _count_markdown(text, rest_of_core)
             core = [
                 core[0] + words,
                 core[1] + equations,
@@ -289,4 +361,6 @@ def reading_minutes(notebook: str | Path) -> ReadingTime:
                 core[3],
             ]
             core_open = not ended
-    return ReadingTime(*core, everything=ReadingTime(*whole))
+    return ReadingTime(
+        *core, everything=ReadingTime(*whole, language=lang), language=lang
+    )

@@ -1,0 +1,213 @@
+"""The Chinese edition cannot drift from the English source without a failing test.
+
+* Every translated page (``tools/edition.py``'s ``TRANSLATED``) has 0 untranslated and 0 fuzzy
+  messages (counted with babel: ``sphinx-intl stat`` counts fuzzy messages as translated).
+* The catalogs are those the English source makes today: a changed English paragraph is a
+  message the catalog lacks, and the test names the page and the paragraph
+  (``make catalogs`` brings them up to date, turning the old translation fuzzy).
+* Every translation keeps its English message's roles, math, inline code and link targets, and
+  opens and closes its emphasis where CommonMark can see it next to Chinese punctuation.
+* The term table (``locale/zh_CN/terms.tsv``) drives the glossary, and no translated page uses
+  a form the table says to avoid.
+* The package's own catalogs (figures, sliders, messages) keep every placeholder.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+import subprocess
+import sys
+import unicodedata
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from babel.messages.pofile import read_po
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+from edition import TRANSLATED  # noqa: E402
+
+PAGES = ROOT / "locale" / "zh_CN" / "LC_MESSAGES"
+PACKAGE = ROOT / "code" / "attnlab" / "locale" / "zh_CN"
+TERMS = ROOT / "locale" / "zh_CN" / "terms.tsv"
+
+#: What a translation must carry over unchanged: roles with their targets, display and inline
+#: math, inline code, link targets, footnote references.
+KEPT = re.compile(
+    r"\{[\w:-]+\}`[^`]*`"  # a role
+    r"|\$\$.*?\$\$|\$[^$\n]+\$"  # math
+    r"|`[^`]+`"  # inline code
+    r"|\]\([^)\s]+\)"  # a link's target
+    r"|\[\^[\w-]+\]",  # a footnote
+    re.S,
+)
+
+
+def catalog(path: Path):
+    with path.open("rb") as f:
+        return read_po(f)
+
+
+def messages(path: Path):
+    return [m for m in catalog(path) if m.id]
+
+
+def kept_parts(text: str) -> Counter:
+    return Counter(KEPT.findall(text))
+
+
+@pytest.mark.parametrize("page", TRANSLATED)
+def test_a_translated_page_has_every_message_translated(page):
+    untranslated = [str(m.id)[:70] for m in messages(PAGES / f"{page}.po") if not m.string]
+    fuzzy = [str(m.id)[:70] for m in messages(PAGES / f"{page}.po") if m.string and m.fuzzy]
+    assert not untranslated and not fuzzy, (
+        f"{page}: {len(untranslated)} untranslated, {len(fuzzy)} fuzzy messages, e.g. "
+        f"{(untranslated + fuzzy)[:3]}"
+    )
+
+
+@pytest.fixture(scope="module")
+def templates(tmp_path_factory) -> Path:
+    """The messages of the English source as it is now (Sphinx's gettext builder, ~15 s)."""
+    out = tmp_path_factory.mktemp("pot")
+    subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "build_edition.py"), "templates", "--out",
+         str(out)],
+        check=True, cwd=ROOT, capture_output=True,
+    )
+    return out
+
+
+def test_the_catalogs_are_those_the_english_source_makes(templates):
+    """A paragraph changed in English is a message the catalog does not have: the test says
+    which page, and `make catalogs` turns its old translation fuzzy for a translator."""
+    drift = {}
+    for pot in sorted(templates.rglob("*.pot")):
+        page = pot.relative_to(templates).with_suffix("").as_posix()
+        po = PAGES / f"{page}.po"
+        wanted = {str(m.id) for m in messages(pot)}
+        have = {str(m.id) for m in messages(po)} if po.exists() else set()
+        if wanted - have or have - wanted:
+            drift[page] = sorted(wanted - have)[:2] or sorted(have - wanted)[:2]
+    assert not drift, f"catalogs out of date with the English (run `make catalogs`): {drift}"
+
+
+def all_translations():
+    for path in sorted(PAGES.rglob("*.po")):
+        for m in messages(path):
+            if m.string:
+                yield path.relative_to(PAGES).with_suffix("").as_posix(), m
+
+
+def test_translations_keep_roles_math_code_and_links():
+    lost = [
+        (page, str(m.id)[:60], dict(kept_parts(str(m.id)) - kept_parts(str(m.string))))
+        for page, m in all_translations()
+        if kept_parts(str(m.id)) - kept_parts(str(m.string))
+    ]
+    assert not lost, f"{len(lost)} translations lose a role, formula, code or link: {lost[:5]}"
+
+
+def _is_punct(char: str) -> bool:
+    return bool(char) and unicodedata.category(char).startswith(("P", "S"))
+
+
+def emphasis_problems(text: str) -> list[str]:
+    """Emphasis delimiters CommonMark will not take as such next to Chinese text: an opening
+    ``**`` (or ``*``) followed by punctuation right after a letter, or a closing one preceded by
+    punctuation right before a letter (the flanking rules), e.g. ``**本课的问题：**语言``."""
+    stripped = KEPT.sub("x", text)
+    problems = []
+    for delimiter in ("**", "*"):
+        pattern = re.escape(delimiter)
+        runs = [m for m in re.finditer(rf"(?<!\*){pattern}(?!\*)", stripped)]
+        for k, run in enumerate(runs):
+            before = stripped[run.start() - 1] if run.start() else " "
+            after = stripped[run.end()] if run.end() < len(stripped) else " "
+            opening = k % 2 == 0
+            if opening and _is_punct(after) and not (before.isspace() or _is_punct(before)):
+                problems.append(stripped[max(0, run.start() - 8): run.end() + 8])
+            if not opening and _is_punct(before) and not (after.isspace() or _is_punct(after)):
+                problems.append(stripped[max(0, run.start() - 8): run.end() + 8])
+    return problems
+
+
+def test_emphasis_lint_catches_the_known_case():
+    assert emphasis_problems("**本课的问题：**第 6 课")
+    assert not emphasis_problems("**本课的问题**：第 6 课")
+    assert not emphasis_problems("这是 **KV 缓存**。")
+
+
+def test_translated_emphasis_renders():
+    bad = [(page, p) for page, m in all_translations()
+           for p in emphasis_problems(str(m.string))]
+    assert not bad, f"emphasis CommonMark will show as asterisks: {bad[:5]}"
+
+
+def terms() -> list[dict]:
+    with TERMS.open(encoding="utf-8", newline="") as f:
+        return list(csv.DictReader(f, delimiter="\t"))
+
+
+def test_the_term_table_is_complete_and_consistent():
+    rows = terms()
+    assert {"english", "chinese", "also", "avoid"} <= set(rows[0])
+    wanted = ["KV cache", "delta rule", "chunkwise", "recurrent state", "TTFT", "TPOT",
+              "query", "residual connection", "logits", "tokenizer", "temperature",
+              "outer product", "MLA", "RoPE", "Kimi Delta Attention"]
+    english = " | ".join(r["english"] for r in rows)
+    missing = [w for w in wanted if w.lower() not in english.lower()]
+    assert not missing, f"terms.tsv lacks {missing}"
+    for r in rows:
+        avoid = [a for a in r["avoid"].split("、") if a]
+        assert r["chinese"] and r["chinese"] not in avoid, r
+
+
+def test_translated_pages_avoid_the_forms_the_term_table_rejects():
+    avoid = {a: r["english"] for r in terms() for a in r["avoid"].split("、") if a}
+    found = [(page, form, avoid[form]) for page, m in all_translations()
+             if page in TRANSLATED for form in avoid if form in str(m.string)]
+    assert not found, f"translations use rejected forms (page, form, term): {found[:5]}"
+
+
+def test_the_chinese_glossary_uses_the_term_table():
+    """Each term row of the glossary translates its English term with the table's Chinese."""
+    glossary = {str(m.id): str(m.string) for m in messages(PAGES / "chapters/glossary.po")}
+    english_cells = {k for k in glossary}
+    wrong, matched = [], 0
+    for r in terms():
+        if r["english"] in english_cells and glossary[r["english"]]:
+            matched += 1
+            if r["chinese"] not in glossary[r["english"]]:
+                wrong.append((r["english"], glossary[r["english"]], r["chinese"]))
+    assert matched >= 20, f"only {matched} glossary terms are in terms.tsv under their English"
+    assert not wrong, f"glossary cells that do not use the table's term: {wrong[:5]}"
+
+
+PLACEHOLDER = re.compile(r"\{[^{}]*\}")
+
+
+def test_the_package_catalogs_keep_placeholders_and_define_each_message_once():
+    seen: dict[str, str] = {}
+    problems = []
+    for path in sorted(PACKAGE.glob("*.po")):
+        for m in messages(path):
+            if m.id in seen:
+                problems.append(f"{m.id!r} in {path.name} and {seen[m.id]}")
+            seen[str(m.id)] = path.name
+            if m.string and Counter(PLACEHOLDER.findall(str(m.id))) != Counter(
+                PLACEHOLDER.findall(str(m.string))
+            ):
+                problems.append(f"{path.name}: {m.id!r} → {m.string!r}")
+    assert not problems, problems[:5]
+
+
+def test_a_message_in_chinese_reads_from_the_catalog_and_falls_back_to_english():
+    from attnlab.i18n import language, tr
+
+    with language("zh_CN"):
+        assert tr("This frame could not be drawn:") == "这一帧无法绘制："
+        assert tr("No such message, {n}", n=3) == "No such message, 3"
+    assert tr("This frame could not be drawn:") == "This frame could not be drawn:"

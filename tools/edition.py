@@ -1,0 +1,152 @@
+"""Sphinx extension: two editions, English and Chinese, from one source.
+
+The English site is built at ``_build/html`` and the Chinese one at ``_build/html/zh`` from the
+same executed notebooks (``tools/build_edition.py``). This extension makes each edition whole:
+
+* **Figures in the page's language.** The build renders every figure and panel once per language
+  (``attnlab.i18n.language_blocks``), each between ``<!--attnlab-lang:LANG-->`` markers; a page
+  keeps its own language's block and drops the others, so it carries no second set of images.
+* **Numbers survive translation.** A translated paragraph is parsed again, by itself, in a new
+  document that has no notebook behind it, so myst-nb's glue roles cannot find the page's glued
+  values ("No key … found in glue data") and the numbers vanish. Glue lookups here fall back to
+  the notebook of the page being read. On a Chinese page a key glued per language
+  (``key.zh_CN``, ``attnbook.notebook.glue_md``) is preferred: sentences chosen by code from
+  data are chosen in the reader's language.
+* **A switch to the same page in the other edition**, at the top of every page, with
+  ``<link rel="alternate" hreflang>`` for search engines; a Chinese page whose catalog is not yet
+  translated says so above its English text.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from docutils import nodes
+from sphinx.application import Sphinx
+
+#: The pages the Chinese edition has translated (every message; ``tests/test_translation.py``
+#: holds them to 0 untranslated and 0 fuzzy messages).
+TRANSLATED = (
+    "intro",
+    "run_it_yourself",
+    "chapters/glossary",
+    "chapters/01_token_embeddings",
+    "chapters/02_self_attention",
+    "chapters/03_scaling_and_softmax",
+    "chapters/04_multi_head_attention",
+    "chapters/05_order_and_position",
+    "chapters/05b_transformer_block",
+    "chapters/06_kv_cache",
+)
+#: Where the Chinese edition lives, relative to the English site's root.
+ZH_PREFIX = "zh"
+LANG_BLOCK = re.compile(r"<!--attnlab-lang:(\w+)-->(.*?)<!--/attnlab-lang-->", re.S)
+
+
+def edition_language(app: Sphinx) -> str:
+    """``"en"`` or ``"zh_CN"``: the language of the edition being built."""
+    return "zh_CN" if (app.config.language or "en").startswith("zh") else "en"
+
+
+def keep_language(html: str, lang: str) -> str:
+    """``html`` with only ``lang``'s blocks, unwrapped (markers gone)."""
+    return LANG_BLOCK.sub(lambda m: m.group(2) if m.group(1) == lang else "", html)
+
+
+def keep_page_language(app: Sphinx, doctree: nodes.document) -> None:
+    lang = edition_language(app)
+    for raw in list(doctree.findall(nodes.raw)):
+        text = raw.astext()
+        if "<!--attnlab-lang:" in text:
+            raw.replace_self(nodes.raw("", keep_language(text, lang), format=raw["format"]))
+
+
+# --- glue after translation -----------------------------------------------------------------
+
+_RENDERERS: dict[str, object] = {}
+
+
+def _patch_glue_lookup(app: Sphinx) -> None:
+    """Make myst-nb's glue lookup find the page's notebook, and prefer ``key.<language>``."""
+    from myst_nb.ext.glue import directives, roles, utils
+
+    original = utils.retrieve_glue_data
+    if getattr(original, "_attnlab", False):
+        return
+
+    def retrieve(document: nodes.document, key: str):
+        env = getattr(document.settings, "env", None)
+        docname = getattr(env, "docname", None)
+        if "nb_renderer" in document:
+            _RENDERERS[docname] = document["nb_renderer"]
+        elif docname in _RENDERERS:  # a translated message, parsed on its own
+            document.attributes["nb_renderer"] = _RENDERERS[docname]
+        lang = edition_language(app)
+        if lang != "en" and "nb_renderer" in document:
+            glued = document["nb_renderer"].renderer.nb_client.glue_data
+            if f"{key}.{lang}" in glued:
+                key = f"{key}.{lang}"
+        return original(document, key)
+
+    retrieve._attnlab = True  # type: ignore[attr-defined]
+    for module in (utils, roles, directives):
+        module.retrieve_glue_data = retrieve
+
+
+# --- the switch between editions -------------------------------------------------------------
+
+SWITCH = {
+    "en": ('<a class="attnlab-edition" href="{href}" hreflang="zh-CN" lang="zh-CN">'
+           "中文版</a>"),
+    "zh_CN": ('<a class="attnlab-edition" href="{href}" hreflang="en" lang="en">'
+              "English</a>"),
+}
+UNTRANSLATED = ('<div class="admonition note attnlab-untranslated" lang="zh-CN">'
+                '<p class="admonition-title">本页尚未译成中文</p><p>下面是英文原文；'
+                "代码、数字和图与英文版相同。</p></div>")
+
+
+def other_edition_href(pagename: str, lang: str) -> str:
+    """The relative URL of ``pagename`` in the other edition, from this edition's page."""
+    depth = pagename.count("/")
+    up = "../" * depth
+    if lang == "en":
+        return f"{up}{ZH_PREFIX}/{pagename}.html"
+    return f"../{up}{pagename}.html"
+
+
+def add_edition_switch(app: Sphinx, pagename: str, templatename: str, context: dict,
+                       doctree) -> None:
+    if app.builder.format != "html" or app.builder.name == "singlehtml":
+        return
+    lang = edition_language(app)
+    href = other_edition_href(pagename, lang)
+    switch = SWITCH[lang].format(href=href)
+    banner = ""
+    if lang != "en" and doctree is not None and pagename not in TRANSLATED:
+        banner = UNTRANSLATED
+    if "body" in context:
+        context["body"] = f'<div class="attnlab-edition-bar">{switch}</div>{banner}' \
+            + context["body"]
+    other = "zh-CN" if lang == "en" else "en"
+    context["metatags"] = context.get("metatags", "") + \
+        f'\n<link rel="alternate" hreflang="{other}" href="{href}">'
+
+
+def catalogs_exist(app: Sphinx) -> None:
+    """A Chinese build with no catalogs would silently be English: refuse it."""
+    if edition_language(app) == "en":
+        return
+    root = Path(app.srcdir) / "locale" / "zh_CN" / "LC_MESSAGES"
+    missing = [page for page in TRANSLATED if not (root / f"{page}.po").exists()]
+    if missing:
+        raise FileNotFoundError(f"catalogs missing for translated pages: {missing}")
+
+
+def setup(app: Sphinx) -> dict:
+    _patch_glue_lookup(app)
+    app.connect("builder-inited", catalogs_exist)
+    app.connect("doctree-read", keep_page_language)
+    app.connect("html-page-context", add_edition_switch)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
