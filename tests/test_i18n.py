@@ -7,7 +7,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from attnbook.plotting import show_figure
 from attnbook.widgets import slider_panel
 from attnlab.i18n import current_language, language, rendered_languages, tr

@@ -17,6 +17,7 @@ import functools
 import os
 import re
 import subprocess
+import sys
 from datetime import datetime
 from html.parser import HTMLParser
 from pathlib import Path
@@ -32,17 +33,23 @@ BUILD = Path(os.environ.get("ATTNLAB_SITE", ROOT / "_build"))  # tools/preview.s
 HTML = BUILD / "html"
 SHOTS = BUILD / "screenshots"
 CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text())
+sys.path.insert(0, str(ROOT / "tools"))
+from edition import TRANSLATED  # noqa: E402
 
 
 def site_pages() -> list[str]:
+    """Every page of the English site, and the Chinese edition's translated pages (the others
+    are the English text under a Chinese frame: tests/test_site_zh.py opens a sample)."""
     if not (HTML / "index.html").exists():
         return []
-    skip = ("_static/", "_sources/", "_images/", "offline/")
-    return sorted(
+    skip = ("_static/", "_sources/", "_images/", "offline/", "zh/")
+    english = [
         p.relative_to(HTML).as_posix()
         for p in HTML.rglob("*.html")
         if not p.relative_to(HTML).as_posix().startswith(skip)
-    )
+    ]
+    chinese = [f"zh/{page}.html" for page in TRANSLATED if (HTML / "zh" / f"{page}.html").exists()]
+    return sorted(english) + chinese
 
 
 PAGES = site_pages()
@@ -377,7 +384,7 @@ def _exercises(rel: str) -> _Exercises:
 
 def _shown_exercise(text: str) -> str | None:
     """'13.2' from 'Solution to Exercise 13.2' (the number a text shows), None if it shows none."""
-    found = re.search(r"Exercise\s+(\d+[a-z]?(?:\.\d+)?)", text)
+    found = re.search(r"(?:Exercise|练习)\s*(\d+[a-z]?(?:\.\d+)?)", text)
     return found.group(1) if found else None
 
 

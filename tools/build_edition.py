@@ -29,6 +29,13 @@ LOCALE = ROOT / "locale"
 LANG = "zh_CN"
 POT_DIR = ROOT / "_build" / "gettext"
 SITE = ROOT / "_build" / "html"
+#: What _config.yml writes in English outside any page: the title and the footer.
+TITLE = "从 KV 缓存到 KDA"
+FOOTER = (
+    '<p>文字与图：<a href="https://creativecommons.org/licenses/by-sa/4.0/">CC BY-SA 4.0</a>'
+    "（<code>LICENSE</code>）；代码：<a href=\"https://opensource.org/license/mit\">MIT</a>"
+    "（<code>LICENSE-CODE</code>），见代码仓库。</p>"
+)
 #: Math, inline code and roles' targets: what a translation copies, not translates.
 NOT_PROSE = re.compile(r"\$\$.*?\$\$|\$[^$]*\$|`[^`]*`|\{[\w:-]+\}|\\\w+", re.S)
 
@@ -111,7 +118,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{len(pages)} catalogs up to date under {LOCALE / LANG}")
         return 0
     return _build("html", SITE / "zh",
-                  {"language": LANG, "locale_dirs": [str(LOCALE)], "nitpicky": True},
+                  {"language": LANG, "locale_dirs": [str(LOCALE)], "nitpicky": True,
+                   "html_title": TITLE, "html_theme_options": {
+                       "extra_footer": FOOTER, "search_bar_text": "搜索本书……"}},
                   ROOT / "_build" / ".doctrees-zh", strict=True)
 
 

@@ -84,7 +84,9 @@ def catalog(lang: str) -> dict[str, str]:
     _check_language(lang)
     if lang == "en":
         return {}
-    from babel.messages.pofile import read_po  # only a translated language needs it
+    from babel.messages.pofile import (
+        read_po,  # only a translated language needs it
+    )
 
     messages: dict[str, str] = {}
     for path in sorted((LOCALE_DIR / lang).glob("*.po")):

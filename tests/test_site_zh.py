@@ -1,0 +1,147 @@
+"""The Chinese edition of the built website (``_build/html/zh``), opened as a reader would.
+
+Each translated page (``tools/edition.py``'s ``TRANSLATED``): is ``<html lang="zh-CN">``, links to
+its English page and back, reads in Chinese (its title, its prose, its figures' alt text and
+slider labels), and carries every number of its English page. Chinese search finds Chinese pages.
+The generic checks (renders offline, no console errors, links, footer) run on these pages in
+``tests/test_site.py``.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import quote, urljoin
+
+import pytest
+
+pytestmark = pytest.mark.site
+
+ROOT = Path(__file__).resolve().parents[1]
+HTML = ROOT / "_build" / "html"
+sys.path.insert(0, str(ROOT / "tools"))
+from edition import TRANSLATED  # noqa: E402
+
+CJK = re.compile(r"[\u4e00-\u9fff]")
+#: Numbers as the prose writes them: 1,234.5, 0.95, 16b is not a number
+NUMBER = re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)?(?![\w])")
+
+
+class _Page(HTMLParser):
+    """The article's text, its images' alt texts, the edition switch and the html lang."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lang = ""
+        self.switch = ""
+        self.text: list[str] = []
+        self.alts: list[str] = []
+        self.labels: list[str] = []
+        self._article = 0
+        self._skip = 0
+        self._label = False
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == "html":
+            self.lang = a.get("lang", "")
+        if tag == "a" and "attnlab-edition" in (a.get("class") or ""):
+            self.switch = a.get("href", "")
+        if tag == "article":
+            self._article += 1
+        if tag in ("script", "style", "mjx-container", "pre") and self._article:
+            self._skip += 1
+        if tag == "img" and self._article:
+            self.alts.append(a.get("alt", ""))
+        if tag == "label" and self._article:
+            self._label = True
+            self.labels.append("")
+
+    def handle_endtag(self, tag):
+        if tag == "article":
+            self._article -= 1
+        if tag in ("script", "style", "mjx-container", "pre") and self._skip:
+            self._skip -= 1
+        if tag == "label":
+            self._label = False
+
+    def handle_data(self, data):
+        if self._article and not self._skip:
+            self.text.append(data)
+            if self._label:
+                self.labels[-1] += data
+
+
+def parse(path: Path) -> _Page:
+    page = _Page()
+    page.feed(path.read_text(encoding="utf-8"))
+    return page
+
+
+def test_the_chinese_edition_was_built():
+    assert (HTML / "zh" / "index.html").exists(), "build both editions first: make book"
+
+
+@pytest.mark.parametrize("page", TRANSLATED)
+def test_a_translated_page_is_chinese_and_linked_both_ways(page):
+    zh, en = HTML / "zh" / f"{page}.html", HTML / f"{page}.html"
+    chinese, english = parse(zh), parse(en)
+    assert chinese.lang == "zh-CN" and english.lang == "en"
+    assert (zh.parent / chinese.switch).resolve() == en.resolve()
+    assert (en.parent / english.switch).resolve() == zh.resolve()
+    assert "本页尚未译成中文" not in zh.read_text(encoding="utf-8")
+    text = " ".join(chinese.text)
+    assert len(CJK.findall(text)) > 200, f"{page}: little Chinese on the page"
+
+
+@pytest.mark.parametrize("page", TRANSLATED)
+def test_a_translated_page_keeps_every_number_of_its_english_page(page):
+    english = set(NUMBER.findall(" ".join(parse(HTML / f"{page}.html").text)))
+    chinese = set(NUMBER.findall(" ".join(parse(HTML / "zh" / f"{page}.html").text)))
+    missing = sorted(english - chinese)
+    assert not missing, f"{page}: numbers of the English page missing in Chinese: {missing[:20]}"
+
+
+LESSON_PAGES = [p for p in TRANSLATED if p.startswith("chapters/0")]
+
+
+@pytest.mark.parametrize("page", LESSON_PAGES)
+def test_a_translated_lessons_figures_and_sliders_speak_chinese(page):
+    chinese, english = parse(HTML / "zh" / f"{page}.html"), parse(HTML / f"{page}.html")
+    assert chinese.alts, f"{page}: no figures"
+    english_alts = [a for a in chinese.alts if not CJK.search(a)]
+    assert not english_alts, f"{page}: alt texts still English: {english_alts[:2]}"
+    assert not [a for a in english.alts if CJK.search(a) and "注意力" not in a], \
+        f"{page}: the English page carries Chinese alt text"
+    english_labels = [x for x in chinese.labels if x.strip() and not CJK.search(x)
+                      and re.search(r"[a-z]{3}", x)]
+    assert not english_labels, f"{page}: slider labels still English: {english_labels[:3]}"
+
+
+def test_an_untranslated_page_says_so_in_chinese():
+    untranslated = [p for p in ("chapters/15_mla", "chapters/20_the_map") if p not in TRANSLATED]
+    for page in untranslated:
+        html = (HTML / "zh" / f"{page}.html").read_text(encoding="utf-8")
+        assert "本页尚未译成中文" in html and 'lang="zh-CN"' in html
+
+
+@pytest.mark.parametrize("query", ["KV缓存", "黑板", "递推状态", "注意力"])
+def test_chinese_search_finds_chinese_pages(browser, base_url, query):
+    page = browser.new_page()
+    try:
+        page.goto(f"{base_url}/zh/search.html?q={quote(query)}", wait_until="load")
+        page.wait_for_selector("#search-results ul.search li, #search-results p",
+                               timeout=30000)
+        page.wait_for_function(
+            "() => document.querySelector('#search-results') && "
+            "!document.querySelector('#search-results').textContent.includes('Searching')",
+            timeout=30000)
+        links = page.eval_on_selector_all("#search-results ul.search li a",
+                                          "els => els.map(e => e.href)")
+    finally:
+        page.close()
+    found = [urljoin(base_url, h).removeprefix(base_url + "/zh/") for h in links]
+    translated = [h for h in found if h.split(".html")[0].split("#")[0] in TRANSLATED]
+    assert translated, f"searching {query!r} found no translated page: {found[:5]}"
