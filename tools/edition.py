@@ -24,6 +24,7 @@ from pathlib import Path
 
 from docutils import nodes
 from sphinx.application import Sphinx
+from sphinx.transforms import SphinxTransform
 
 #: The pages the Chinese edition has translated (every message; ``tests/test_translation.py``
 #: holds them to 0 untranslated and 0 fuzzy messages).
@@ -60,6 +61,38 @@ def keep_page_language(app: Sphinx, doctree: nodes.document) -> None:
         text = raw.astext()
         if "<!--attnlab-lang:" in text:
             raw.replace_self(nodes.raw("", keep_language(text, lang), format=raw["format"]))
+
+
+# --- exercise titles are translatable ------------------------------------------------------
+
+
+class ExerciseTitlesTranslatable(SphinxTransform):
+    """sphinx-exercise builds an exercise's title ("Implement it yourself: …") as a subtitle node
+    with no source, which Sphinx's i18n skips as a built-in message: the title would stay
+    English. Give it its source and text before the i18n transform (priority 20) translates it
+    (sphinx-exercise's post-transform then builds the shown title from the translated text)."""
+
+    default_priority = 10
+
+    def apply(self, **kwargs) -> None:
+        from sphinx_exercise.nodes import exercise_subtitle, solution_subtitle
+
+        for node in self.document.findall(
+            lambda n: isinstance(n, exercise_subtitle | solution_subtitle)
+        ):
+            if node.source is None and node.astext().strip():
+                parent = node.parent
+                while parent is not None and parent.source is None:
+                    parent = parent.parent
+                node.source = parent.source if parent is not None else self.document["source"]
+                node.line = node.line or (parent.line if parent is not None else 0)
+                node.rawsource = node.astext()
+            if self.app.builder.name == "gettext" and node.rawsource:
+                # sphinx-exercise's post-transform folds the subtitle into a new title node
+                # that gettext cannot extract: an unrendered copy gives the catalog its message
+                copy = nodes.paragraph(node.rawsource, node.rawsource)
+                copy.source, copy.line = node.source, node.line
+                self.document += copy
 
 
 # --- glue after translation -----------------------------------------------------------------
@@ -146,6 +179,7 @@ def catalogs_exist(app: Sphinx) -> None:
 
 def setup(app: Sphinx) -> dict:
     _patch_glue_lookup(app)
+    app.add_transform(ExerciseTitlesTranslatable)
     app.connect("builder-inited", catalogs_exist)
     app.connect("doctree-read", keep_page_language)
     app.connect("html-page-context", add_edition_switch)

@@ -18,6 +18,7 @@ call ``set_language("zh_CN")`` once, at the top of a notebook.
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import contextvars
 import os
@@ -78,22 +79,47 @@ def rendered_languages() -> tuple[str, ...]:
     return langs
 
 
+def _unquote(line: str) -> str:
+    """The text of one quoted ``.po`` string (C escapes: \\n, \\t, \\", \\\\)."""
+    return ast.literal_eval(line)
+
+
+def read_po(path: Path) -> dict[str, str]:
+    """The translated, non-fuzzy messages of one ``.po`` file: msgid → msgstr. (A small reader of
+    the format's common part — comments, flags, msgid/msgstr over several quoted lines — so the
+    package needs nothing beyond the standard library; contexts and plurals are not used.)"""
+    messages: dict[str, str] = {}
+    entry: dict[str, str] = {}
+    field, fuzzy = None, False
+
+    def close() -> None:
+        if entry.get("msgid") and entry.get("msgstr") and not fuzzy:
+            messages[entry["msgid"]] = entry["msgstr"]
+
+    for raw in path.read_text(encoding="utf-8").splitlines() + [""]:
+        line = raw.strip()
+        if not line:
+            close()
+            entry, field, fuzzy = {}, None, False
+        elif line.startswith("#,"):
+            fuzzy = fuzzy or "fuzzy" in line
+        elif line.startswith("#"):
+            continue
+        elif line.startswith(("msgid ", "msgstr ")):
+            field, _, rest = line.partition(" ")
+            entry[field] = _unquote(rest)
+        elif line.startswith('"') and field:
+            entry[field] += _unquote(line)
+    return messages
+
+
 @cache
 def catalog(lang: str) -> dict[str, str]:
     """Every translated, non-fuzzy message of ``lang``: English msgid → translation."""
     _check_language(lang)
-    if lang == "en":
-        return {}
-    from babel.messages.pofile import (
-        read_po,  # only a translated language needs it
-    )
-
     messages: dict[str, str] = {}
     for path in sorted((LOCALE_DIR / lang).glob("*.po")):
-        with path.open("rb") as f:
-            for message in read_po(f):
-                if message.id and message.string and not message.fuzzy:
-                    messages[str(message.id)] = str(message.string)
+        messages.update(read_po(path))
     return messages
 
 

@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import contextvars
 import ctypes
+import html
 import inspect
 import re
 import threading
@@ -84,6 +85,7 @@ from .delta import (
     gated_delta_rule_step,
 )
 from .gated import gla_recurrent, gla_step
+from .i18n import language_blocks, tr
 from .kda import kda_recurrent
 from .kv_cache import KVCache
 from .linear import (
@@ -111,6 +113,8 @@ class CheckResult:
     ok: bool
     message: str
     mistake: str | None = None
+    #: the cases a passing check compared (they make its message in every language)
+    cases: tuple[str, ...] = ()
 
     def __bool__(self) -> bool:
         return self.ok
@@ -121,6 +125,23 @@ class CheckResult:
     def _repr_markdown_(self) -> str:
         verdict = "✓ passed" if self.ok else "✗ not yet"
         return f"**{verdict}** · *{self.name}* · {self.message}"
+
+    def _repr_html_(self) -> str:
+        """The verdict in every language the book is built in (``attnlab.i18n``); a diagnosis
+        not yet in a language's catalog stays English."""
+
+        def written() -> str:
+            verdict = tr("✓ passed") if self.ok else tr("✗ not yet")
+            message = (
+                tr("matches the package's reference in all {n} cases ({cases}).",
+                   n=len(self.cases), cases="; ".join(self.cases))
+                if self.ok and self.cases
+                else tr(self.message)
+            )
+            return (f"<p><strong>{html.escape(verdict)}</strong> · <em>{html.escape(self.name)}"
+                    f"</em> · {html.escape(message)}</p>")
+
+        return language_blocks(written)
 
 
 class _Failed(Exception):
@@ -468,6 +489,7 @@ def _verdict(name: str, body: Callable[[], list[str]]) -> CheckResult:
         True,
         f"matches the package's reference in all {len(labels)} "
         f"cases ({'; '.join(labels)}).",
+        cases=tuple(labels),
     )
 
 
