@@ -12,6 +12,8 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Rectangle
 
+from attnlab.i18n import tr
+
 from ..demos.token_embeddings import (
     embedding_bytes,
     nearest_neighbours,
@@ -58,9 +60,9 @@ def draw_one_hot_lookup(
     heatmap(
         ax_hot,
         one_hot,
-        xlabel="token id",
+        xlabel=tr("token id"),
         ylabel="",
-        title="one-hot e (1 × V)",
+        title=tr("one-hot e (1 × V)"),
         xticklabels=[str(i) for i in range(vocab_size)],
         yticklabels=[""],
         cmap="Greys",
@@ -74,9 +76,9 @@ def draw_one_hot_lookup(
     heatmap(
         ax_table,
         table,
-        xlabel="feature",
-        ylabel="token id",
-        title="table E (V × d)",
+        xlabel=tr("feature"),
+        ylabel=tr("token id"),
+        title=tr("table E (V × d)"),
         cmap="PuOr",
         vmin=-2.5,
         vmax=2.5,
@@ -88,9 +90,9 @@ def draw_one_hot_lookup(
     heatmap(
         ax_row,
         table[token_id : token_id + 1],
-        xlabel="feature",
+        xlabel=tr("feature"),
         ylabel="",
-        title=f"eᵀE = row {token_id}",
+        title=tr("eᵀE = row {row}", row=token_id),
         yticklabels=[""],
         cmap="PuOr",
         vmin=-2.5,
@@ -176,12 +178,18 @@ def draw_table_memory(
     ax.set_xticks(MEMORY_WIDTHS, [f"{w:,}" for w in MEMORY_WIDTHS])
     vticks = MEMORY_VOCABS[-3:]
     ax.set_yticks([0, *vticks], ["0", *(_kilo(v) for v in vticks)])
-    style_axes(ax, "width d (numbers per row)", "vocabulary V (rows)")
+    style_axes(ax, tr("width d (numbers per row)"), tr("vocabulary V (rows)"))
     n_bytes = embedding_bytes(vocab_size, d_model, "bf16")
     ax.set_title(
-        f"V × d = {vocab_size:,} × {d_model:,} = {vocab_size * d_model:,} "
-        f"parameters\n= {n_bytes / 1e6:,.1f} MB = {n_bytes / MIB:,.1f} MiB "
-        "in bf16 (2 bytes each)",
+        tr(
+            "V × d = {vocab_size:,} × {d_model:,} = {params:,} parameters\n"
+            "= {mb:,.1f} MB = {mib:,.1f} MiB in bf16 (2 bytes each)",
+            vocab_size=vocab_size,
+            d_model=d_model,
+            params=vocab_size * d_model,
+            mb=n_bytes / 1e6,
+            mib=n_bytes / MIB,
+        ),
         y=1.0,
     )
 
@@ -221,7 +229,7 @@ def draw_clusters_emerging(fig: Figure, n_sentences: int) -> None:
             marker="o",
             ms=5,
             linestyle="none",
-            label=group,
+            label=tr(group),
         )
         for i, group in enumerate(WORD_GROUPS)
     ]
@@ -236,10 +244,16 @@ def draw_clusters_emerging(fig: Figure, n_sentences: int) -> None:
     fraction = same_group_neighbour_fraction(tokenizer, table)
     style_axes(
         ax,
-        "principal axis 1",
-        "principal axis 2",
-        f"After {n_sentences:,} sentences: {len(words)} of {len(group_words())} words "
-        f"seen,\n{fraction:.0%} have a nearest neighbour of their own group",
+        tr("principal axis 1"),
+        tr("principal axis 2"),
+        tr(
+            "After {n:,} sentences: {seen} of {total} words seen,\n"
+            "{fraction:.0%} have a nearest neighbour of their own group",
+            n=n_sentences,
+            seen=len(words),
+            total=len(group_words()),
+            fraction=fraction,
+        ),
     )
     # the coordinates themselves mean nothing
     (ax.set_xticks([]), ax.set_yticks([]))
@@ -271,9 +285,13 @@ def draw_neighbours(fig: Figure, word: str, k: int = 8) -> None:
     ax.set_xticks([0, 30, 60, 90, 120])
     style_axes(
         ax,
-        "angle to the chosen word's row (degrees)",
+        tr("angle to the chosen word's row (degrees)"),
         "",
-        f"Nearest neighbours of “{word}” ({group_of(word)})",
+        tr(
+            "Nearest neighbours of “{word}” ({group})",
+            word=word,
+            group=tr(group_of(word)),
+        ),
     )
 
 
@@ -336,8 +354,12 @@ def draw_bpe_pieces(
     fig.text(
         0.5,
         0.96,
-        f"V = {vocab_size}: {len(pieces)} tokens "
-        f"({sum(map(len, pieces))} bytes)",
+        tr(
+            "V = {vocab_size}: {n} tokens ({n_bytes} bytes)",
+            vocab_size=vocab_size,
+            n=len(pieces),
+            n_bytes=sum(map(len, pieces)),
+        ),
         ha="center",
         va="top",
     )
@@ -357,8 +379,8 @@ def draw_bpe_pieces(
         color=PALETTE[5],
     )
     left.set_ylim(0, 1.1 * max(tokens_per_sentence.values()))
-    style_axes(left, "vocabulary V", "tokens per sentence")
-    left.set_title("held-out sentences", fontsize=SMALL_TEXT_PT)
+    style_axes(left, tr("vocabulary V"), tr("tokens per sentence"))
+    left.set_title(tr("held-out sentences"), fontsize=SMALL_TEXT_PT)
     mb = {v: table_bytes[v] / 1e6 for v in vocabs}
     right.plot(
         vocabs, [mb[v] for v in vocabs], marker="o", ms=3, color=PALETTE[1]
@@ -367,10 +389,14 @@ def draw_bpe_pieces(
         [vocab_size], [mb[vocab_size]], marker="o", ms=10, color=PALETTE[5]
     )
     right.set_ylim(0, 1.1 * max(mb.values()))
-    style_axes(right, "vocabulary V", "table, bf16 (MB)")
+    style_axes(right, tr("vocabulary V"), tr("table, bf16 (MB)"))
     right.set_title(
-        f"d = {width}: {mb[vocab_size]:.2f} MB = "
-        f"{table_bytes[vocab_size] / MIB:.2f} MiB",
+        tr(
+            "d = {width}: {mb:.2f} MB = {mib:.2f} MiB",
+            width=width,
+            mb=mb[vocab_size],
+            mib=table_bytes[vocab_size] / MIB,
+        ),
         fontsize=SMALL_TEXT_PT,
     )
 
@@ -384,8 +410,8 @@ def draw_sinusoidal_positions(fig: Figure, positions: torch.Tensor) -> None:
     heatmap(
         ax,
         positions,
-        xlabel="coordinate (sin, cos pairs)",
-        ylabel="position p",
+        xlabel=tr("coordinate (sin, cos pairs)"),
+        ylabel=tr("position p"),
         colorbar_label="P[p, j]",
         cmap="PuOr",
         vmin=-1,
@@ -393,4 +419,4 @@ def draw_sinusoidal_positions(fig: Figure, positions: torch.Tensor) -> None:
         xticklabels=[str(j) if j % 4 == 0 else "" for j in range(d)],
     )
     ax.tick_params(axis="x", labelrotation=0)
-    ax.set_title(f"Sinusoidal positions: T = {n}, d = {d}")
+    ax.set_title(tr("Sinusoidal positions: T = {n}, d = {d}", n=n, d=d))
