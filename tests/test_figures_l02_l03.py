@@ -216,3 +216,79 @@ def test_score_spread_and_temperature_keep_their_keys_and_token_names():
     tokens, *_ = toy.toy_attention().qkv(toy.SENTENCE)
     assert all(_texts(ax) == tokens for ax in fig.axes)
     assert fig.texts[0].get_text() == "key token"
+
+
+# ------------------------------------------------------------------ Lesson 2 in Chinese
+
+
+def _tr_messages(source: str) -> list[str]:
+    """The literal first arguments of every ``tr(...)`` call in ``source``."""
+    import ast
+
+    return [
+        node.args[0].value
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Call)
+        and getattr(node.func, "id", None) == "tr"
+        and node.args
+        and isinstance(node.args[0], ast.Constant)
+    ]
+
+
+def test_lesson_2_messages_are_translated_with_their_placeholders():
+    import json
+    import re
+    from pathlib import Path
+
+    from attnlab.i18n import catalog
+
+    root = Path(__file__).resolve().parent.parent
+    sources = [Path(l02.__file__).read_text(encoding="utf-8")]
+    notebook = json.loads(
+        (root / "chapters" / "02_self_attention.ipynb").read_text(encoding="utf-8")
+    )
+    sources += [
+        "".join(cell["source"])
+        for cell in notebook["cells"]
+        if cell["cell_type"] == "code" and "tr(" in "".join(cell["source"])
+    ]
+    messages = {m for source in sources for m in _tr_messages(source)}
+    assert len(messages) >= 25
+    chinese = catalog("zh_CN")
+    # "feature" and the word groups' names are Lesson 1's messages (its figures draw them
+    # first); the feature "eats" is the word itself and stays as it is
+    missing = messages - set(chinese) - {"feature", *toy.FEATURES}
+    assert not missing
+    for message in messages & set(chinese):
+        fields = sorted(re.findall(r"\{[^}]*\}", message))
+        assert sorted(re.findall(r"\{[^}]*\}", chinese[message])) == fields, message
+
+
+def test_lesson_2_figures_draw_in_chinese():
+    import warnings
+
+    from attnbook.plotting import course_style
+    from attnlab.i18n import language
+
+    # the course style falls back to a CJK font: no glyph may be missing
+    with language("zh_CN"), course_style(), warnings.catch_warnings():
+        warnings.filterwarnings("error", message="Glyph .* missing")
+        fig = new_figure(9, 3.8)
+        l02.draw_attention_row(fig, query=4, causal=True)
+        ax_bar, ax_map = fig.axes
+        assert ax_bar.get_title() == "查询 4：“cheese”"
+        assert ax_map.get_title() == "T(T+1)/2 = 45 次点积"
+        assert "查询 i" in _texts(ax_map)
+        assert fig.texts[0].get_text() == "键 Token j（灰色：被遮盖的未来）"
+        fig.canvas.draw()
+        fig = new_figure(6.4, 3.4)
+        l02.draw_dot_product_growth(fig)
+        (ax,) = fig.axes
+        assert ax.get_title() == "自注意力给每一对 Token 打分"
+        labels = [t.get_text() for t in ax.get_legend().get_texts()]
+        assert labels == ["完整：T²", "因果：T(T+1)/2", "T（线性，作对照）"]
+        fig.canvas.draw()
+        fig = new_figure(6.4, 4.2)
+        l02.draw_query_meets_keys(fig)
+        assert fig.axes[0].get_title() == "“cheese”的查询 q = x W_Q：它要找什么"
+        fig.canvas.draw()

@@ -11,6 +11,7 @@ from matplotlib.patches import Rectangle
 from matplotlib.transforms import offset_copy
 
 from attnlab.attention import softmax_attention
+from attnlab.i18n import tr
 
 from ..demos.attention_counts import attention_dot_products
 from ..demos.toy_attention import (
@@ -116,18 +117,21 @@ def draw_query_meets_keys(
         ylabel="",
         yticklabels=["q"],
         annotate=True,
-        title=f"query of “{tokens[query]}”, q = x W_Q: what it looks for",
+        title=tr(
+            "query of “{token}”, q = x W_Q: what it looks for",
+            token=tokens[query],
+        ),
     )
     ax_q.set_xticks([])
     heatmap(
         ax_k,
         keys,
-        xlabel="feature",
-        ylabel="key token",
-        title="keys k = x W_K: what each announces",
+        xlabel=tr("feature"),
+        ylabel=tr("key token"),
+        title=tr("keys k = x W_K: what each announces"),
         # staggered on two rows: side by side, "place" and "number" touch
         xticklabels=[
-            name if j % 2 == 0 else "\n" + name
+            tr(name) if j % 2 == 0 else "\n" + tr(name)
             for j, name in enumerate(FEATURES)
         ],
         yticklabels=_labels(tokens),
@@ -148,7 +152,7 @@ def draw_query_meets_keys(
             w + 0.01, j, f"{w:.2f}", va="center", fontsize=SMALL_TEXT_PT
         )
     ax_w.set_xlim(0, 1)
-    style_axes(ax_w, "attention weight (sums to 1)", "", "softmax(s q·k)")
+    style_axes(ax_w, tr("attention weight (sums to 1)"), "", "softmax(s q·k)")
     ax_w.tick_params(axis="y", labelleft=False)
 
 
@@ -182,8 +186,10 @@ def draw_attention_row(
     )
     ax_bar.set_ylim(0, 1)
     ax_bar.set_yticks([0, 0.5, 1], ["0", "0.5", "1"])
-    style_axes(ax_bar, "", "weight of key j (row sums to 1)")
-    title_at_top(ax_bar, f"query {query}, “{tokens[query]}”")
+    style_axes(ax_bar, "", tr("weight of key j (row sums to 1)"))
+    title_at_top(
+        ax_bar, tr("query {i}, “{token}”", i=query, token=tokens[query])
+    )
     shown = weights.clone()
     if causal:
         shown[torch.triu(torch.ones(t, t, dtype=torch.bool), diagonal=1)] = (
@@ -199,7 +205,7 @@ def draw_attention_row(
         marks=False,
         rotation=45,
     )
-    _row_labels(ax_map, _labels(tokens), "query i")
+    _row_labels(ax_map, _labels(tokens), tr("query i"))
     ax_map.add_patch(
         Rectangle(
             (-0.5, query - 0.5),
@@ -212,16 +218,21 @@ def draw_attention_row(
     )
     count = attention_dot_products(t, causal=causal)
     formula = "T(T+1)/2" if causal else "T²"
-    title_at_top(ax_map, f"{formula} = {count} products")
+    title_at_top(
+        ax_map,
+        tr("{formula} = {count} products", formula=formula, count=count),
+    )
     fast_colour_bar(
-        ax_map, SEQUENTIAL_CMAP, Normalize(0, 1), [0, 0.5, 1], "weight"
+        ax_map, SEQUENTIAL_CMAP, Normalize(0, 1), [0, 0.5, 1], tr("weight")
     )
     ax_map.set_xlim(-0.5, t - 0.5)
     ax_map.set_ylim(t - 0.5, -0.5)
     fig.text(
         0.5,
         0.01,
-        "key token j" + ("   (grey: masked future)" if causal else ""),
+        tr("key token j   (grey: masked future)")
+        if causal
+        else tr("key token j"),
         ha="center",
         va="bottom",
         fontsize=SMALL_TEXT_PT,
@@ -242,8 +253,8 @@ def draw_dot_product_growth(fig: Figure, context: int = 4096) -> None:
     lengths = [2**i for i in range(4, 21)]
     ax = fig.subplots()
     for causal, colour, name in (
-        (False, PALETTE[0], "full: T²"),
-        (True, PALETTE[1], "causal: T(T+1)/2"),
+        (False, PALETTE[0], tr("full: T²")),
+        (True, PALETTE[1], tr("causal: T(T+1)/2")),
     ):
         ax.plot(
             lengths,
@@ -266,7 +277,7 @@ def draw_dot_product_growth(fig: Figure, context: int = 4096) -> None:
         lengths,
         color="#999999",
         linestyle="--",
-        label="T (linear, for comparison)",
+        label=tr("T (linear, for comparison)"),
     )
     ax.axvline(context, color=PALETTE[5], linewidth=1, alpha=0.6)
     ax.annotate(
@@ -281,8 +292,8 @@ def draw_dot_product_growth(fig: Figure, context: int = 4096) -> None:
     ax.set_yscale("log")
     style_axes(
         ax,
-        "context length T (tokens, log scale)",
-        "dot products per head per layer (log)",
-        "Self-attention scores every pair of tokens",
+        tr("context length T (tokens, log scale)"),
+        tr("dot products per head per layer (log)"),
+        tr("Self-attention scores every pair of tokens"),
     )
     ax.legend(loc="upper left")
