@@ -233,5 +233,6 @@ def test_lesson_3_figures_speak_chinese(draw, values):
         fig.canvas.draw()
     labels = [t for ax in fig.axes for t in (ax.get_title(), ax.get_xlabel(), ax.get_ylabel())]
     labels += [t.get_text() for ax in fig.axes for t in ax.texts if "■" in t.get_text()]
-    words = [t for t in labels if any(c.isalpha() and c.isascii() for c in t) and "softmax(" not in t]
+    words = [t for t in labels
+             if any(c.isalpha() and c.isascii() for c in t) and "softmax(" not in t]
     assert words and all(any("\u4e00" <= c <= "\u9fff" for c in t) for t in words), words
