@@ -30,9 +30,9 @@ from attnbook import plotting
 from attnbook.demos import state_memory, toy_attention
 from attnbook.learned_head import PROBE_SENTENCE
 from attnbook.plotting import new_figure, style_axes
-from attnlab.i18n import LANGUAGES, language
 from attnbook.widgets import Control, SliderPanel
 from attnlab.configs import PUBLISHED, SOPHIA, SOPHIA_NANO
+from attnlab.i18n import LANGUAGES, language
 from attnlab.positions import sinusoidal_positions
 from attnlab.serving import H200, Deployment
 from matplotlib.figure import Figure

@@ -292,3 +292,23 @@ def test_lesson_2_figures_draw_in_chinese():
         l02.draw_query_meets_keys(fig)
         assert fig.axes[0].get_title() == "“cheese”的查询 q = x W_Q：它要找什么"
         fig.canvas.draw()
+
+
+@pytest.mark.parametrize(("draw", "values"), [
+    (l03.draw_score_spread, {"dim": max(toy.SPREAD_DIMS)}),
+    (l03.draw_scaled_vs_unscaled, {}),
+    (l03.draw_temperature, {"temperature": min(l03.TEMPERATURES)}),
+])
+def test_lesson_3_figures_speak_chinese(draw, values):
+    from attnbook.plotting import course_style
+    from attnlab.i18n import language
+
+    with language("zh_CN"), course_style():
+        fig = new_figure(6.4, 3.2)
+        draw(fig, **values)
+        fig.canvas.draw()
+    labels = [t for ax in fig.axes for t in (ax.get_title(), ax.get_xlabel(), ax.get_ylabel())]
+    labels += [t.get_text() for ax in fig.axes for t in ax.texts if "■" in t.get_text()]
+    words = [t for t in labels
+             if any(c.isalpha() and c.isascii() for c in t) and "softmax(" not in t]
+    assert words and all(any("\u4e00" <= c <= "\u9fff" for c in t) for t in words), words

@@ -11,6 +11,7 @@ from matplotlib.patches import StepPatch
 from matplotlib.ticker import MaxNLocator
 
 from attnlab.attention import attention_scores, stable_softmax
+from attnlab.i18n import tr
 
 from ..demos.toy_attention import (
     SCORE_EDGES,
@@ -78,16 +79,24 @@ def draw_score_spread(fig: Figure, dim: int = 96) -> None:
         range(top + 1),
         ["1", "10", "100", "1k", "10k", "100k", "1M"][: top + 1],
     )
-    style_axes(ax_s, "score (dimensionless)", "pairs per bin (log scale)")
-    title_at_top(ax_s, f"{n_pairs:,} random scores at d = {dim}")
+    style_axes(
+        ax_s, tr("score (dimensionless)"), tr("pairs per bin (log scale)")
+    )
+    title_at_top(
+        ax_s, tr("{n:,} random scores at d = {dim}", n=n_pairs, dim=dim)
+    )
     text_legend(
         ax_s,
         [
             (
-                f"■ q·k: std {data.raw_std:.1f} (√d = {math.sqrt(dim):.1f})",
+                tr(
+                    "■ q·k: std {std:.1f} (√d = {root:.1f})",
+                    std=data.raw_std,
+                    root=math.sqrt(dim),
+                ),
                 raw,
             ),
-            (f"■ q·k/√d: std {data.scaled_std:.2f}", scaled),
+            (tr("■ q·k/√d: std {std:.2f}", std=data.scaled_std), scaled),
         ],
         x=0.02,
         y=0.98,
@@ -104,15 +113,18 @@ def draw_score_spread(fig: Figure, dim: int = 96) -> None:
     ax_w.set_yticks([0, data.n_queries // 2, data.n_queries])
     style_axes(
         ax_w,
-        f"largest weight in a row of {data.n_keys} keys",
-        f"count (of {data.n_queries} queries)",
+        tr("largest weight in a row of {n} keys", n=data.n_keys),
+        tr("count (of {n} queries)", n=data.n_queries),
     )
-    title_at_top(ax_w, "How peaked is the softmax?")
+    title_at_top(ax_w, tr("How peaked is the softmax?"))
     text_legend(
         ax_w,
         [
-            (f"■ unscaled: mean {data.top_raw_mean:.2f}", raw),
-            (f"■ scaled: mean {data.top_scaled_mean:.2f}", scaled),
+            (tr("■ unscaled: mean {mean:.2f}", mean=data.top_raw_mean), raw),
+            (
+                tr("■ scaled: mean {mean:.2f}", mean=data.top_scaled_mean),
+                scaled,
+            ),
         ],
         x=0.5,
         y=0.98,
@@ -133,7 +145,9 @@ def draw_scaled_vs_unscaled(
     ):
         weights = stable_softmax(scores)
         ax.bar(range(n_keys), weights.tolist(), color=colour)
-        style_axes(ax, "key j", "attention weight", f"{name}, d = {dim}")
+        style_axes(
+            ax, tr("key j"), tr("attention weight"), f"{name}, d = {dim}"
+        )
         ax.set_ylim(0, 1)
     axes[1].tick_params(axis="y", labelleft=True)
 
@@ -170,8 +184,8 @@ def draw_temperature(
         ax_s, range(len(tokens)), tokens, grid=False, marks=False, rotation=45
     )
     ax_s.yaxis.set_major_locator(MaxNLocator(4))
-    style_axes(ax_s, "", "score s·q·k (dimensionless)")
-    title_at_top(ax_s, f"scores of “{tokens[query]}”")
+    style_axes(ax_s, "", tr("score s·q·k (dimensionless)"))
+    title_at_top(ax_s, tr("scores of “{token}”", token=tokens[query]))
     colours = [
         PALETTE[5] if j == int(weights.argmax()) else PALETTE[0]
         for j in range(len(tokens))
@@ -185,6 +199,13 @@ def draw_temperature(
     )
     ax_w.set_ylim(0, 1)
     ax_w.set_yticks([0, 0.5, 1], ["0", "0.5", "1"])
-    style_axes(ax_w, "", "weight (sums to 1)")
-    title_at_top(ax_w, f"τ = {temperature:g}: entropy {entropy:.2f} nats")
-    fig.text(0.5, 0.01, "key token", ha="center", va="bottom")
+    style_axes(ax_w, "", tr("weight (sums to 1)"))
+    title_at_top(
+        ax_w,
+        tr(
+            "τ = {tau:g}: entropy {entropy:.2f} nats",
+            tau=temperature,
+            entropy=entropy,
+        ),
+    )
+    fig.text(0.5, 0.01, tr("key token"), ha="center", va="bottom")
