@@ -201,6 +201,67 @@ def test_figures_reject_bad_values(function, values, name):
         draw(function, **values)
 
 
+
+# ---------------------------------------------------------------- Lesson 4 in Chinese
+
+
+def _l04_texts(fig):
+    """Titles, axis labels and annotations of every axes (tick labels excluded: the rows are
+    the English sentence's words, shared by both editions)."""
+    return [text for ax in fig.axes
+            for text in (ax.get_title(), ax.get_xlabel(), ax.get_ylabel(),
+                         *(t.get_text() for t in ax.texts)) if text]
+
+
+@pytest.mark.parametrize(("function", "values"), [
+    (l04.draw_constructed_heads, {}),
+    *[(l04.draw_kv_heads, {"n_kv_heads": h}) for h in l04.KV_HEAD_COUNTS],
+])
+def test_l04_figures_speak_chinese(function, values):
+    import re
+
+    from attnlab.i18n import language
+
+    with language("zh_CN"):
+        texts = _l04_texts(draw(function, **values))
+    english = re.compile(r"\b(heads?|query|key|value|weights?|word|bytes|cached|previous)\b")
+    assert texts and not [t for t in texts if english.search(t)]
+    assert any(re.search(r"[\u4e00-\u9fff]", t) for t in texts)
+    assert _l04_texts(draw(function, **values)) != texts  # English outside the block
+
+
+@pytest.mark.parametrize("n_kv_heads", l04.KV_HEAD_COUNTS)
+def test_l04_alt_text_in_chinese_keeps_its_numbers(n_kv_heads):
+    import re
+
+    from attnlab.i18n import language
+
+    english = l04.kv_heads_alt(n_kv_heads)
+    with language("zh_CN"):
+        chinese = l04.kv_heads_alt(n_kv_heads)
+    assert re.search(r"[\u4e00-\u9fff]", chinese)
+    assert sorted(re.findall(r"[\d,]*\d", chinese)) == sorted(re.findall(r"[\d,]*\d", english))
+
+
+def test_l04_chinese_catalog_is_complete_and_keeps_placeholders():
+    from pathlib import Path
+    from string import Formatter
+
+    from babel.messages.pofile import read_po
+
+    path = Path(l04.__file__).parents[2] / "attnlab" / "locale" / "zh_CN" / "l04.po"
+    with path.open("rb") as f:
+        messages = [m for m in read_po(f) if m.id]
+
+    def fields(text):
+        return sorted((name, spec) for _, name, spec, _ in Formatter().parse(text)
+                      if name is not None)
+
+    assert messages
+    for message in messages:
+        assert message.string and not message.fuzzy, message.id
+        assert fields(message.id) == fields(message.string), message.id
+
 def test_constructed_layer_rejects_bad_head_count():
     with pytest.raises(ValueError, match="n_heads"):
         heads.constructed_two_head_layer(n_heads=3)

@@ -10,6 +10,7 @@ from matplotlib.patches import Rectangle
 from attnlab.attention import head_attention_weights
 from attnlab.checks import check_choice
 from attnlab.configs import SOPHIA
+from attnlab.i18n import tr
 from attnlab.kv_cache import kv_cache_bytes
 
 from ..demos.heads_position import HEADS_SENTENCE, constructed_two_head_layer
@@ -38,9 +39,9 @@ def draw_constructed_heads(fig: Figure, sharpness: float = 8.0) -> None:
         w1 = head_attention_weights(one, x)[0, 0]
     axes = fig.subplots(1, 3, sharey=True)
     titles = [
-        "head 1:\nprevious word",
-        "head 2:\nsame word earlier",
-        "same weights,\none wide head",
+        tr("head 1:\nprevious word"),
+        tr("head 2:\nsame word earlier"),
+        tr("same weights,\none wide head"),
     ]
     for ax, weights, title in zip(
         axes, [w2[0], w2[1], w1], titles, strict=True
@@ -48,7 +49,7 @@ def draw_constructed_heads(fig: Figure, sharpness: float = 8.0) -> None:
         heatmap(
             ax,
             weights,
-            xlabel="key position",
+            xlabel=tr("key position"),
             ylabel="",
             title=title,
             yticklabels=labels,
@@ -57,10 +58,14 @@ def draw_constructed_heads(fig: Figure, sharpness: float = 8.0) -> None:
         )
         ax.set_xticks(range(0, len(words), 2))
         ax.set_xticks(range(len(words)), minor=True)
-    axes[0].set_ylabel("query (word, position)")
+    axes[0].set_ylabel(tr("query (word, position)"))
     image = axes[-1].images[0]
     bar = fig.colorbar(
-        image, ax=list(axes), label="weight", shrink=0.8, ticks=[0, 0.5, 1]
+        image,
+        ax=list(axes),
+        label=tr("weight"),
+        shrink=0.8,
+        ticks=[0, 0.5, 1],
     )
     bar.ax.set_yticklabels(["0", "0.5", "1"])
 
@@ -84,12 +89,16 @@ def gqa_bytes_per_token(n_kv_heads: int) -> int:
 def kv_heads_alt(n_kv_heads: int) -> str:
     """The alt text of the key/value-heads panel at ``n_kv_heads``, with its numbers."""
     check_choice("n_kv_heads", n_kv_heads, KV_HEAD_COUNTS)
-    return (
-        f"Left: {GQA_HEADS} query heads drawn as small boxes above {n_kv_heads} wider "
-        f"key/value boxes; each group of {GQA_HEADS // n_kv_heads} query heads sits over "
+    return tr(
+        "Left: {heads} query heads drawn as small boxes above {kv} wider "
+        "key/value boxes; each group of {group} query heads sits over "
         "the key/value head it shares. Right: bars of the cache bytes per token per layer "
-        f"in bf16 for 1 to {GQA_HEADS} key/value heads, growing in proportion; the bar for "
-        f"{n_kv_heads} is highlighted at {gqa_bytes_per_token(n_kv_heads):,} bytes."
+        "in bf16 for 1 to {heads} key/value heads, growing in proportion; the bar for "
+        "{kv} is highlighted at {nbytes:,} bytes.",
+        heads=GQA_HEADS,
+        kv=n_kv_heads,
+        group=GQA_HEADS // n_kv_heads,
+        nbytes=gqa_bytes_per_token(n_kv_heads),
     )
 
 
@@ -125,23 +134,29 @@ def draw_kv_heads(fig: Figure, n_kv_heads: int = 4) -> None:
     ax_groups.text(
         GQA_HEADS / 2,
         2.15,
-        f"{GQA_HEADS} query heads",
+        tr("{n} query heads", n=GQA_HEADS),
         ha="center",
         va="bottom",
     )
     ax_groups.text(
         GQA_HEADS / 2,
         -0.15,
-        f"{n_kv_heads} key/value head{'s' if n_kv_heads > 1 else ''}, cached",
+        tr("{n} key/value heads, cached", n=n_kv_heads)
+        if n_kv_heads > 1
+        else tr("{n} key/value head, cached", n=n_kv_heads),
         ha="center",
         va="top",
     )
     ax_groups.set_xlim(0, GQA_HEADS)
     ax_groups.set_ylim(-1.0, 3.0)
     ax_groups.set_axis_off()
-    name = {1: "MQA", GQA_HEADS: "multi-head"}.get(n_kv_heads, "GQA")
+    name = {1: "MQA", GQA_HEADS: tr("multi-head")}.get(n_kv_heads, "GQA")
     ax_groups.set_title(
-        f"{name}: {group} query head{'s' if group > 1 else ''} per K/V head",
+        tr("{name}: {group} query heads per K/V head", name=name, group=group)
+        if group > 1
+        else tr(
+            "{name}: {group} query head per K/V head", name=name, group=group
+        ),
         y=1.0,
     )
     sizes = [gqa_bytes_per_token(h) for h in KV_HEAD_COUNTS]
@@ -161,5 +176,7 @@ def draw_kv_heads(fig: Figure, n_kv_heads: int = 4) -> None:
         fontsize=SMALL_TEXT_PT,
     )
     ax_bytes.set_xticks(range(len(sizes)), [str(h) for h in KV_HEAD_COUNTS])
-    style_axes(ax_bytes, "key/value heads H_kv", "bytes per token per layer")
+    style_axes(
+        ax_bytes, tr("key/value heads H_kv"), tr("bytes per token per layer")
+    )
     ax_bytes.set_title(f"bf16, d_h = {GQA_HEAD_DIM}", y=1.0)
