@@ -273,7 +273,9 @@ def draw_rope_offset(fig: Figure, shift: int = 0, offset: int = 4) -> None:
     ax_plane.set_aspect("equal")
     style_axes(ax_plane, tr("coordinate 0 (direction)"), tr("coordinate 1"))
     # y=1.0 fixes each title's place: matplotlib otherwise measures the tick labels to place it
-    ax_plane.set_title(tr("pair 0 turned by\n{m} and {n} rad", m=m, n=n), y=1.0)
+    ax_plane.set_title(
+        tr("pair 0 turned by\n{m} and {n} rad", m=m, n=n), y=1.0
+    )
     ax_curve.plot(offsets.numpy(), curve.numpy(), color=PALETTE[2], lw=1.5)
     ax_curve.plot([offset], [score], "o", color=PALETTE[5], ms=9, zorder=5)
     ax_curve.axhline(0, color="black", lw=0.6)
@@ -401,7 +403,9 @@ def draw_rope_frequencies(fig: Figure, base: float = 10000.0) -> None:
         )
     ax_score.set_ylim(-0.3, 1.05)
     ax_score.yaxis.set_major_locator(FixedLocator([0, 0.5, 1]))
-    style_axes(ax_score, tr("offset m − n (tokens)"), tr("score with itself / d"))
+    style_axes(
+        ax_score, tr("offset m − n (tokens)"), tr("score with itself / d")
+    )
     ax_score.set_title(tr("below ½ from offset {reach:,}", reach=reach), y=1.0)
     ax_score.legend(loc="lower left", fontsize=SMALL_TEXT_PT, frameon=False)
 
