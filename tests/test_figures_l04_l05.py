@@ -291,3 +291,78 @@ def test_mask_figure_shows_whole_percents_that_never_collide():
     l05.draw_causal_mask(fig)
     texts = [t.get_text() for t in fig.axes[2].texts]
     assert texts and all(t.isdigit() and len(t) <= 3 for t in texts)
+
+
+# ---------------------------------------------------------------- Lesson 5 in Chinese
+
+#: Messages Lesson 5's figures draw that another lesson's figures draw first (their catalogs,
+#: l02.po and l03.po, hold them).
+DRAWN_FIRST_ELSEWHERE = {"key j", "query i"}
+
+
+def _tr_messages(source: str) -> set[str]:
+    """The literal first arguments of every ``tr(...)`` call in ``source``."""
+    import ast
+
+    return {
+        node.args[0].value
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "tr"
+        and node.args and isinstance(node.args[0], ast.Constant)
+    }
+
+
+def test_lesson5_messages_are_all_in_the_chinese_catalog():
+    import json
+    from pathlib import Path
+
+    from attnlab.i18n import catalog
+
+    notebook = Path(__file__).resolve().parents[1] / "chapters" / "05_order_and_position.ipynb"
+    cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
+    wanted = _tr_messages(Path(l05.__file__).read_text(encoding="utf-8"))
+    for cell in cells:
+        if cell["cell_type"] == "code":
+            wanted |= _tr_messages("".join(cell["source"]))
+    assert len(wanted) > 20
+    missing = wanted - set(catalog("zh_CN")) - DRAWN_FIRST_ELSEWHERE
+    assert not missing, f"Lesson 5 messages without a Chinese translation: {sorted(missing)}"
+
+
+@pytest.mark.parametrize(("function", "values"), [
+    (l05.draw_permutation, {}),
+    (l05.draw_permutation, {"causal": True}),
+    (l05.draw_causal_mask, {}),
+    (l05.draw_rope_offset, {"shift": l05.ROPE_SHIFTS[-1], "offset": l05.ROPE_OFFSETS[-1]}),
+    (l05.draw_rope_frequencies, {"base": 10000.0}),
+])
+def test_lesson5_figures_draw_their_words_in_chinese(function, values):
+    """Under language("zh_CN") no English word is left in the image (the example sentences'
+    three-letter words and the symbols stay), and the English frame is unchanged afterwards."""
+    import re
+
+    from attnlab.i18n import language
+    from matplotlib.text import Text
+
+    def words(fig):
+        return [t.get_text() for t in fig.findobj(Text) if t.get_text()]
+
+    with language("zh_CN"):
+        chinese = words(draw(function, **values))
+    english_left = [t for t in chinese if re.search(r"\b[a-z]{4,}\b", t)
+                    and t not in DRAWN_FIRST_ELSEWHERE]
+    assert not english_left
+    assert any(re.search(r"[\u4e00-\u9fff]", t) for t in chinese)
+    assert not any(re.search(r"[\u4e00-\u9fff]", t) for t in words(draw(function, **values)))
+
+
+def test_lesson5_alt_texts_are_written_in_the_current_language():
+    import re
+
+    from attnlab.i18n import language
+
+    with language("zh_CN"):
+        alts = [l05.rope_offset_alt(0, 4), l05.rope_frequencies_alt(500000.0)]
+    assert all(re.search(r"[\u4e00-\u9fff]", alt) for alt in alts)
+    assert "135" in alts[1] and "500,000" in alts[1]  # the numbers, formatted as in English
+    assert l05.rope_offset_alt(0, 4).startswith("Left: two unit arrows")

@@ -18,6 +18,7 @@ from attnlab.attention import (
 )
 from attnlab.checks import check_choice
 from attnlab.configs import SOPHIA
+from attnlab.i18n import tr
 
 from ..demos.heads_position import (
     ORDER_SENTENCE,
@@ -56,9 +57,13 @@ def draw_permutation(fig: Figure, causal: bool = False) -> None:
         heatmap(
             ax,
             o,
-            xlabel="output feature",
-            ylabel="token",
-            title=f"“{' '.join(words)}”" + (" (causal)" if causal else ""),
+            xlabel=tr("output feature"),
+            ylabel=tr("token"),
+            title=(
+                tr("“{sentence}” (causal)", sentence=" ".join(words))
+                if causal
+                else f"“{' '.join(words)}”"
+            ),
             yticklabels=[f"{w} {i}" for i, w in enumerate(words)],
             cmap="PuOr",
             vmin=-lim,
@@ -85,9 +90,9 @@ def draw_causal_mask(fig: Figure) -> None:
     heatmap(
         axes[0],
         allowed.to(torch.float64),
-        xlabel="key j",
-        ylabel="query i",
-        title="mask M: may i see j?",
+        xlabel=tr("key j"),
+        ylabel=tr("query i"),
+        title=tr("mask M: may i see j?"),
         xticklabels=labels,
         yticklabels=labels,
         cmap="Greys",
@@ -98,9 +103,9 @@ def draw_causal_mask(fig: Figure) -> None:
     heatmap(
         axes[1],
         masked.masked_fill(~allowed, float("nan")),
-        xlabel="key j",
+        xlabel=tr("key j"),
         ylabel="",
-        title="scores + log M",
+        title=tr("scores + log M"),
         xticklabels=labels,
         cmap="PuOr",
         vmin=-lim,
@@ -109,9 +114,9 @@ def draw_causal_mask(fig: Figure) -> None:
     heatmap(
         axes[2],
         weights,
-        xlabel="key j",
+        xlabel=tr("key j"),
         ylabel="",
-        title="weights per row (%)",
+        title=tr("weights per row (%)"),
         xticklabels=labels,
         vmin=0,
         vmax=1,
@@ -193,11 +198,15 @@ ROPE_OFFSETS: tuple[int, ...] = (0, 1, 2, 4, 8, 16, 32, 64)
 
 def rope_offset_alt(shift: int, offset: int) -> str:
     """The alt text of the offset panel at (``shift``, ``offset``)."""
-    return (
+    return tr(
         "Left: two unit arrows for the rotated pair 0 of a query at position "
-        f"{shift + offset} and a key at position {shift}. Right: the RoPE score against the "
-        f"offset from 0 to {max(ROPE_OFFSETS)}, the same curve at every shift, with the "
-        f"point at offset {offset} marked."
+        "{query_position} and a key at position {key_position}. Right: the RoPE score against "
+        "the offset from 0 to {max_offset}, the same curve at every shift, with the point at "
+        "offset {offset} marked.",
+        query_position=shift + offset,
+        key_position=shift,
+        max_offset=max(ROPE_OFFSETS),
+        offset=offset,
     )
 
 
@@ -262,9 +271,11 @@ def draw_rope_offset(fig: Figure, shift: int = 0, offset: int = 4) -> None:
     ax_plane.set_xticks([-1, 0, 1])
     ax_plane.set_yticks([-1, 0, 1])
     ax_plane.set_aspect("equal")
-    style_axes(ax_plane, "coordinate 0 (direction)", "coordinate 1")
+    style_axes(ax_plane, tr("coordinate 0 (direction)"), tr("coordinate 1"))
     # y=1.0 fixes each title's place: matplotlib otherwise measures the tick labels to place it
-    ax_plane.set_title(f"pair 0 turned by\n{m} and {n} rad", y=1.0)
+    ax_plane.set_title(
+        tr("pair 0 turned by\n{m} and {n} rad", m=m, n=n), y=1.0
+    )
     ax_curve.plot(offsets.numpy(), curve.numpy(), color=PALETTE[2], lw=1.5)
     ax_curve.plot([offset], [score], "o", color=PALETTE[5], ms=9, zorder=5)
     ax_curve.axhline(0, color="black", lw=0.6)
@@ -272,10 +283,12 @@ def draw_rope_offset(fig: Figure, shift: int = 0, offset: int = 4) -> None:
     ax_curve.yaxis.set_major_locator(MaxNLocator(4, steps=[1, 2, 5, 10]))
     style_axes(
         ax_curve,
-        f"offset m − n (tokens), key at n = {n}",
-        "score ⟨R_m q, R_n k⟩",
+        tr("offset m − n (tokens), key at n = {n}", n=n),
+        tr("score ⟨R_m q, R_n k⟩"),
     )
-    ax_curve.set_title(f"m = {m}, n = {n}: score {score:.4f}", y=1.0)
+    ax_curve.set_title(
+        tr("m = {m}, n = {n}: score {score:.4f}", m=m, n=n, score=score), y=1.0
+    )
 
 
 ROPE_BASES: tuple[float, ...] = (100.0, 1000.0, 10000.0, 100000.0, 500000.0)
@@ -296,15 +309,19 @@ def rope_frequencies_alt(base: float) -> str:
         f"{other:,.0f}: {rope_reach(ROPE_MAP_DIM, other, ROPE_REACH_LEVEL):,}"
         for other in ROPE_BASES
     )
-    return (
-        f"Left: a heat map of cos((m − n)θ_i) for the {pairs} pairs of a "
-        f"width-{ROPE_MAP_DIM} head with base {base:,.0f}, offsets on a log axis: each "
+    return tr(
+        "Left: a heat map of cos((m − n)θ_i) for the {pairs} pairs of a "
+        "width-{dim} head with base {base:,.0f}, offsets on a log axis: each "
         "pair stays near 1 until a dashed diagonal where it has turned one radian, then "
         "flickers between −1 and 1; slower pairs reach the diagonal later. Right: the "
         "score of a vector with itself against the offset for this base, exact (a thin "
         "flickering grey line) and smoothed (bold), falling from 1 to about 0; dots on "
         "the dashed one-half line mark where each base first drops below one half "
-        f"(base: offset), {reaches}; the dot of base {base:,.0f} is filled."
+        "(base: offset), {reaches}; the dot of base {base:,.0f} is filled.",
+        pairs=pairs,
+        dim=ROPE_MAP_DIM,
+        base=base,
+        reaches=reaches,
     )
 
 
@@ -350,7 +367,7 @@ def draw_rope_frequencies(fig: Figure, base: float = 10000.0) -> None:
     ax_map.set_ylim(-0.5, pairs - 0.5)
     ax_map.set_yticks(range(0, pairs + 1, 16))
     _log10_ticks(ax_map.xaxis, [0, 2, 4])
-    style_axes(ax_map, "offset m − n (tokens)", "pair i (slower ↑)")
+    style_axes(ax_map, tr("offset m − n (tokens)"), tr("pair i (slower ↑)"))
     ax_map.grid(False)
     fast_colour_bar(ax_map, "PuOr", Normalize(-1, 1), [-1, 0, 1], "cos")
     ax_map.set_title(f"cos((m − n)θ_i), b = {base:,.0f}", y=1.0)
@@ -359,7 +376,7 @@ def draw_rope_frequencies(fig: Figure, base: float = 10000.0) -> None:
         rope_self_score_curve(ROPE_MAP_DIM, base).numpy(),
         color=GREY,
         lw=0.8,
-        label="exact",
+        label=tr("exact"),
     )
     colour = PALETTE[ROPE_BASES.index(base)]
     ax_score.plot(
@@ -367,7 +384,7 @@ def draw_rope_frequencies(fig: Figure, base: float = 10000.0) -> None:
         smoothed_self_score(offsets, ROPE_MAP_DIM, base).numpy(),
         color=colour,
         lw=2.4,
-        label="smoothed",
+        label=tr("smoothed"),
     )
     reach = rope_reach(ROPE_MAP_DIM, base, ROPE_REACH_LEVEL)
     ax_score.axhline(ROPE_REACH_LEVEL, color="black", lw=0.6, ls="--")
@@ -386,8 +403,10 @@ def draw_rope_frequencies(fig: Figure, base: float = 10000.0) -> None:
         )
     ax_score.set_ylim(-0.3, 1.05)
     ax_score.yaxis.set_major_locator(FixedLocator([0, 0.5, 1]))
-    style_axes(ax_score, "offset m − n (tokens)", "score with itself / d")
-    ax_score.set_title(f"below ½ from offset {reach:,}", y=1.0)
+    style_axes(
+        ax_score, tr("offset m − n (tokens)"), tr("score with itself / d")
+    )
+    ax_score.set_title(tr("below ½ from offset {reach:,}", reach=reach), y=1.0)
     ax_score.legend(loc="lower left", fontsize=SMALL_TEXT_PT, frameon=False)
 
 
