@@ -150,3 +150,19 @@ def test_the_variety_sentence_follows_the_runs():
     assert "in another head" in runs_variety(moved)
     assert runs_variety(moved | {3: _run(3, 0.2)}).endswith(
         "in another head or not at all, as the table shows.")
+
+
+def test_the_sentences_about_the_runs_speak_chinese_with_the_same_numbers():
+    from attnbook.learned_head import head_name, runs_finding, runs_table, runs_variety
+    from attnlab.i18n import language
+
+    mixed = {0: _run(0, 0.99), 1: _run(1, 0.72), 2: _run(2, 0.3, loss=0.95)}
+    with language("zh_CN"):
+        text = runs_finding(mixed)
+        assert text.startswith("3 次运行中有 2 次，第 2 层有一个头")
+        assert "0.72–0.99" in text and "最多 0.30" in text and "0.940–0.950" in text
+        assert runs_finding({0: _run(0, 0.2)}).startswith("1 次运行中，没有一个头")
+        assert head_name((1, 1)) == "第 2 层第 2 个头"
+        assert "| 2 | 第 2 层第 2 个头 | 0.30 |" in runs_table(mixed)
+        assert runs_variety(mixed) == "换一个种子，它可能根本长不出来，见上表。"
+    assert runs_finding(mixed).startswith("In 2 of the 3 runs")  # English outside the block

@@ -24,6 +24,7 @@ import torch
 from attnlab.checks import check_positive_int
 from attnlab.configs import ModelConfig
 from attnlab.embedding import WordTokenizer
+from attnlab.i18n import tr
 from attnlab.model import HybridLM, attention_maps
 from attnlab.train import train_language_model
 
@@ -162,9 +163,10 @@ CLEAR_SHARE = 0.5
 
 
 def head_name(layer_head: tuple[int, int]) -> str:
-    """(0, 1) → "layer 1, head 2" (counted from 1, as the lesson does)."""
+    """(0, 1) → "layer 1, head 2" (counted from 1, as the lesson does), in the
+    current language (:mod:`attnlab.i18n`)."""
     layer, head = layer_head
-    return f"layer {layer + 1}, head {head + 1}"
+    return tr("layer {layer}, head {head}", layer=layer + 1, head=head + 1)
 
 
 def final_loss(run: HeadRun, last: int = 20) -> float:
@@ -174,12 +176,16 @@ def final_loss(run: HeadRun, last: int = 20) -> float:
 
 
 def runs_table(runs: dict[int, HeadRun]) -> str:
-    """A Markdown table: each run's strongest head, its shares and loss."""
-    rows = [
-        '| seed | strongest head | share at "the" | share at other words '
-        "| loss, last 20 steps |",
-        "|---:|---|---:|---:|---:|",
+    """A Markdown table: each run's strongest head, its shares and loss (the
+    header in the current language)."""
+    header = [
+        tr("seed"),
+        tr("strongest head"),
+        tr('share at "the"'),
+        tr("share at other words"),
+        tr("loss, last 20 steps"),
     ]
+    rows = ["| " + " | ".join(header) + " |", "|---:|---|---:|---:|---:|"]
     for seed, run in runs.items():
         best = run.best_head
         rows.append(
@@ -192,47 +198,79 @@ def runs_table(runs: dict[int, HeadRun]) -> str:
 def runs_finding(runs: dict[int, HeadRun]) -> str:
     """The sentence the lesson prints about the runs, chosen from their data:
     how many grew a clear previous-word head (share > CLEAR_SHARE), where,
-    how strong, and what the others did."""
+    how strong, and what the others did; in the current language."""
     n = len(runs)
     clear = [r for r in runs.values() if r.share[r.best_head] > CLEAR_SHARE]
     rest = [r for r in runs.values() if r.share[r.best_head] <= CLEAR_SHARE]
     if not clear:
-        return (
-            f"In none of the {n} runs does a head put more than half of its "
-            'attention at "the" on the word before it.'
+        return tr(
+            "In none of the {n} runs does a head put more than half of its "
+            'attention at "the" on the word before it.',
+            n=n,
         )
     shares = [r.share[r.best_head] for r in clear]
     others = [r.share_elsewhere[r.best_head] for r in clear]
     layers = sorted({r.best_head[0] + 1 for r in clear})
-    where = "layer " + " or ".join(str(layer) for layer in layers)
-    count = "all" if not rest else str(len(clear))
-    text = (
-        f"In {count} of the {n} runs, one head of {where} puts "
-        f'{min(shares):.2f}–{max(shares):.2f} of its attention at "the" '
-        "on the word just before it, and only "
-        f"{min(others):.2f}–{max(others):.2f} on the previous word "
-        "elsewhere: it reads the previous word where that word matters."
+    where = tr(
+        "layer {layers}", layers=tr(" or ").join(str(x) for x in layers)
     )
-    if rest:
-        losses = [final_loss(r) for r in runs.values()]
-        best = max(r.share[r.best_head] for r in rest)
-        text += (
-            f" In the other {len(rest)}, no head does (at most "
-            f"{best:.2f}), yet every run ends at a loss of "
-            f"{min(losses):.3f}–{max(losses):.3f}: the loss alone does not "
-            "tell which route a model took."
+    values = dict(
+        n=n,
+        k=len(clear),
+        where=where,
+        low=min(shares),
+        high=max(shares),
+        other_low=min(others),
+        other_high=max(others),
+    )
+    if not rest:
+        return tr(
+            "In all of the {n} runs, one head of {where} puts "
+            '{low:.2f}–{high:.2f} of its attention at "the" '
+            "on the word just before it, and only "
+            "{other_low:.2f}–{other_high:.2f} on the previous word "
+            "elsewhere: it reads the previous word where that word matters.",
+            **values,
         )
-    return text
+    text = tr(
+        "In {k} of the {n} runs, one head of {where} puts "
+        '{low:.2f}–{high:.2f} of its attention at "the" '
+        "on the word just before it, and only "
+        "{other_low:.2f}–{other_high:.2f} on the previous word "
+        "elsewhere: it reads the previous word where that word matters.",
+        **values,
+    )
+    losses = [final_loss(r) for r in runs.values()]
+    best = max(r.share[r.best_head] for r in rest)
+    return text + tr(
+        " In the other {k}, no head does (at most {best:.2f}), yet every run "
+        "ends at a loss of {low:.3f}–{high:.3f}: the loss alone does not "
+        "tell which route a model took.",
+        k=len(rest),
+        best=best,
+        low=min(losses),
+        high=max(losses),
+    )
 
 
 def runs_variety(runs: dict[int, HeadRun]) -> str:
     """One sentence on how the seeds differ: the head that does the job
-    moves, or the job is done without a clear head at all."""
+    moves, or the job is done without a clear head at all; in the current
+    language."""
     clear = [r for r in runs.values() if r.share[r.best_head] > CLEAR_SHARE]
-    heads = {r.best_head for r in clear}
-    ways = ["in another head"] if len(heads) > 1 else []
-    if len(clear) < len(runs):
-        ways.append("not at all")
-    if not ways:
-        return "Every seed grew it in the same head."
-    return f"A different seed can grow it {' or '.join(ways)}, as the table shows."
+    moved = len({r.best_head for r in clear}) > 1
+    missing = len(clear) < len(runs)
+    if moved and missing:
+        return tr(
+            "A different seed can grow it in another head or not at all, "
+            "as the table shows."
+        )
+    if moved:
+        return tr(
+            "A different seed can grow it in another head, as the table shows."
+        )
+    if missing:
+        return tr(
+            "A different seed can grow it not at all, as the table shows."
+        )
+    return tr("Every seed grew it in the same head.")

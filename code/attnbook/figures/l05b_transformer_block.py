@@ -11,6 +11,7 @@ import torch
 from matplotlib.figure import Figure
 
 from attnlab.attention import head_attention_weights
+from attnlab.i18n import tr
 
 from ..demos.heads_position import constructed_two_head_layer
 from ..plotting import (
@@ -68,14 +69,17 @@ def draw_built_and_learned(
     built = built_previous_word_weights(words)
     labels = _labels(words)
     axes = fig.subplots(1, 2, sharey=True)
-    titles = ["built by hand (Lesson 4):\nprevious word", f"learned: {name}"]
+    titles = [
+        tr("built by hand (Lesson 4):\nprevious word"),
+        tr("learned: {name}", name=name),
+    ]
     for ax, weights, title in zip(
         axes, [built, learned], titles, strict=True
     ):
         heatmap(
             ax,
             weights,
-            xlabel="key",
+            xlabel=tr("key"),
             ylabel="",
             title=title,
             yticklabels=labels,
@@ -83,11 +87,11 @@ def draw_built_and_learned(
             vmax=1,
         )
         _word_labels(ax, words)
-    axes[0].set_ylabel("query (word, position)")
+    axes[0].set_ylabel(tr("query (word, position)"))
     fig.colorbar(
         axes[-1].images[0],
         ax=list(axes),
-        label="attention weight",
+        label=tr("attention weight"),
         orientation="horizontal",
         location="top",
         shrink=0.5,
@@ -120,19 +124,21 @@ def draw_head_at_step(
             fig, [(0.22, 0.46, 0.6, 0.48), (0.16, 0.1, 0.8, 0.14)]
         )
     labels = _labels(words)
-    title = (
-        f'after {step} steps: weight on the word before "the" = {share:.2f}'
+    title = tr(
+        'after {step} steps: weight on the word before "the" = {share:.2f}',
+        step=step,
+        share=share,
     )
     heatmap(
         ax,
         weights,
-        xlabel="key (word, position)",
-        ylabel="query (word, position)",
+        xlabel=tr("key (word, position)"),
+        ylabel=tr("query (word, position)"),
         title=title,
         yticklabels=labels,
         vmin=0,
         vmax=1,
-        colorbar_label="attention weight",
+        colorbar_label=tr("attention weight"),
         aspect="equal",
     )
     _word_labels(ax, words)
@@ -151,13 +157,13 @@ def draw_head_at_step(
         ax_loss.text(
             len(runs[0]) - 1,
             floor,
-            "entropy floor",
+            tr("entropy floor"),
             ha="right",
             va="top",
             fontsize=SMALL_TEXT_PT,
         )
     ax_loss.set_ylim(0, max(max(c) for c in runs) * 1.05)
-    style_axes(ax_loss, "training step", "loss (nats)")
+    style_axes(ax_loss, tr("training step"), tr("loss (nats)"))
 
 
 def draw_next_word(
@@ -180,7 +186,7 @@ def draw_next_word(
         )
     p = torch.softmax(logits.double() / tau, dim=-1)
     order = logits.argsort(descending=True)[:top].tolist()
-    names = [vocab[i] for i in order] + [f"other {len(vocab) - top}"]
+    names = [vocab[i] for i in order] + [tr("other {n}", n=len(vocab) - top)]
     values = [float(p[i]) for i in order] + [1.0 - float(p[order].sum())]
     colours = [PALETTE[0] if vocab[i] in marked else GREY for i in order]
     (ax,) = fixed_axes(fig, 1, left=0.2, right=0.97, bottom=0.16, top=0.88)
@@ -193,7 +199,13 @@ def draw_next_word(
     mass = float(p[[vocab.index(w) for w in marked]].sum())
     style_axes(
         ax,
-        "probability of the next word",
+        tr("probability of the next word"),
         "",
-        f"τ = {tau:g}: the {len(marked)} {marked_name} hold {mass:.2f}",
+        tr(
+            "τ = {tau:g}: the {n} {name} hold {mass:.2f}",
+            tau=tau,
+            n=len(marked),
+            name=tr(marked_name),
+            mass=mass,
+        ),
     )
