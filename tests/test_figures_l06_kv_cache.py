@@ -228,3 +228,52 @@ def test_step_traffic_adds_the_weights_once_and_a_cache_per_sequence():
     start = cache_dominates_from(SOPHIA, batch=8)
     assert step_traffic(SOPHIA, start, batch=8).cache_share >= 0.5
     assert step_traffic(SOPHIA, start - 1, batch=8).cache_share < 0.5
+
+
+# ---------------------------------------------------------------- the Chinese edition
+
+
+def test_figures_and_alt_text_speak_chinese_with_the_same_numbers():
+    from attnlab.i18n import language
+
+    with language("zh_CN"):
+        fig = new_figure(6.4, 3.6)
+        l06.draw_recompute(fig, n_steps=8)
+        assert fig.axes[0].get_title() == "无缓存：\n计算 36 行 K/V"
+        assert fig.axes[1].get_title() == "有 KV 缓存：\n计算 8 行 K/V，读取 28 行"
+        fig = new_figure(7, 4)
+        l06.draw_step_times(fig, [64, 128, 256], [1e-4, 1.1e-4, 1.2e-4], [2e-4, 8e-4, 3.6e-3])
+        assert "T = 256" in fig.axes[0].get_title() and "30×" in fig.axes[0].get_title()
+        fig = new_figure()
+        l06.draw_cache_calculator(fig, context=4096, dtype="bf16")
+        title = fig.axes[0].get_title()
+        assert title.startswith("全注意力 Sophia，T = 4,096，bf16")
+        assert "704.6 MB (672.0 MiB)" in title
+        labels = [t.get_text() for t in fig.legends[0].get_texts()]
+        assert "实际构建的 Sophia：每 Token 6,048 B + 固定 6.8 MB（状态、卷积输入）" in labels
+        fig = new_figure(6.4, 3.4)
+        l06.draw_decode_step(fig, 4)
+        assert "缓存占 128 字节" in fig._suptitle.get_text()
+        assert "生成第 4 步" in l06.decode_step_alt(4)
+        assert "4,096 个 Token" in l06.cache_calculator_alt(4096, "bf16")
+    fig = new_figure(6.4, 3.6)  # outside the block: English again
+    l06.draw_recompute(fig, n_steps=8)
+    assert fig.axes[0].get_title() == "without a cache:\n36 K/V rows computed"
+
+
+def test_lesson_catalog_keeps_every_placeholder():
+    import string
+    from pathlib import Path
+
+    from attnlab.i18n import LOCALE_DIR
+    from babel.messages.pofile import read_po
+
+    def fields(text):
+        return sorted(f for _, f, _, _ in string.Formatter().parse(text) if f is not None)
+
+    with Path(LOCALE_DIR, "zh_CN", "l06.po").open("rb") as f:
+        messages = [m for m in read_po(f) if m.id]
+    assert messages
+    for message in messages:
+        assert message.string and not message.fuzzy, message.id
+        assert fields(message.string) == fields(message.id), message.id

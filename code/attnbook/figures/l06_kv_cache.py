@@ -12,6 +12,7 @@ from matplotlib.patches import Patch, Rectangle
 
 from attnlab.checks import check_int_in
 from attnlab.configs import LLAMA3_8B, SOPHIA, ModelConfig
+from attnlab.i18n import tr
 from attnlab.memory import (
     BYTES_PER_ELEMENT,
     as_all_attention,
@@ -80,20 +81,26 @@ def draw_recompute(fig: Figure, n_steps: int = 8) -> None:
         if cached:
             reads = decode_total_work(n, cached=False)[0] - rows
             ax.set_title(
-                f"with a KV cache:\n{rows} K/V rows computed, {reads} read"
+                tr(
+                    "with a KV cache:\n{rows} K/V rows computed, {reads} read",
+                    rows=rows,
+                    reads=reads,
+                )
             )
         else:
-            ax.set_title(f"without a cache:\n{rows} K/V rows computed")
-        ax.set_xlabel("token position j of the key/value row")
-    axes[0].set_ylabel("generation step t (token being generated)")
+            ax.set_title(
+                tr("without a cache:\n{rows} K/V rows computed", rows=rows)
+            )
+        ax.set_xlabel(tr("token position j of the key/value row"))
+    axes[0].set_ylabel(tr("generation step t (token being generated)"))
     fig.legend(
         handles=[
-            Patch(facecolor=PALETTE[1], label="computed at this step"),
-            Patch(facecolor=PALETTE[4], label="read from the cache"),
+            Patch(facecolor=PALETTE[1], label=tr("computed at this step")),
+            Patch(facecolor=PALETTE[4], label=tr("read from the cache")),
             Patch(
                 facecolor="#FFFFFF",
                 edgecolor="#BBBBBB",
-                label="not generated yet",
+                label=tr("not generated yet"),
             ),
         ],
         loc="outside lower center",
@@ -141,23 +148,39 @@ def draw_decode_step(fig: Figure, step: int) -> None:
         )
         ax.set_xticks([])
         ax.grid(False)
-        ax.set_xlabel(f"{name} cache\n({DECODE_WIDTH} numbers a row)")
+        ax.set_xlabel(
+            tr(
+                "{name} cache\n({width} numbers a row)",
+                name=name,
+                width=DECODE_WIDTH,
+            )
+        )
     axes[0].set_yticks(
         range(DECODE_STEPS), [str(j + 1) for j in range(DECODE_STEPS)]
     )
-    axes[0].set_ylabel("token j")
+    axes[0].set_ylabel(tr("token j"))
     bars = axes[2]
     bars.barh(range(t), weights.numpy(), color=PALETTE[0], height=0.7)
     bars.set_xlim(0, 1)
     bars.set_ylim(DECODE_STEPS - 0.5, -0.5)
     bars.set_xticks([0, 0.5, 1], ["0", "0.5", "1"])
-    bars.set_xlabel(f"weight of token j\nfor query q_{t}")
+    bars.set_xlabel(tr("weight of token j\nfor query q_{t}", t=t))
     bars.grid(True, axis="x", alpha=0.3)
     held = 2 * t * DECODE_WIDTH * BYTES_PER_ELEMENT["fp32"]
     fig.suptitle(
-        f"Step {t}: row {t} appended (outlined), "
-        f"{t} row{'s' if t > 1 else ''} read;\n"
-        f"the cache holds {held:,} bytes (fp32)"
+        tr(
+            "Step {t}: row {t} appended (outlined), {t} rows read;\n"
+            "the cache holds {held:,} bytes (fp32)",
+            t=t,
+            held=held,
+        )
+        if t > 1
+        else tr(
+            "Step {t}: row {t} appended (outlined), {t} row read;\n"
+            "the cache holds {held:,} bytes (fp32)",
+            t=t,
+            held=held,
+        )
     )
 
 
@@ -168,11 +191,16 @@ def decode_step_alt(step: int) -> str:
     weights = torch.softmax(k[:t] @ q[t - 1] / DECODE_WIDTH**0.5, dim=0)
     held = 2 * t * DECODE_WIDTH * BYTES_PER_ELEMENT["fp32"]
     listed = ", ".join(f"{w:.2f}" for w in weights.tolist())
-    return (
-        f"Generation step {t} of {DECODE_STEPS}: two colour grids, the K and V caches, "
-        f"with {t} filled rows of {DECODE_WIDTH} numbers and row {t} outlined as just "
-        f"appended; the rows below are empty. Beside them, bars of the new query's "
-        f"weights over tokens 1 to {t}: {listed}. Title: the cache holds {held:,} bytes."
+    return tr(
+        "Generation step {t} of {steps}: two colour grids, the K and V caches, "
+        "with {t} filled rows of {width} numbers and row {t} outlined as just "
+        "appended; the rows below are empty. Beside them, bars of the new query's "
+        "weights over tokens 1 to {t}: {listed}. Title: the cache holds {held:,} bytes.",
+        t=t,
+        steps=DECODE_STEPS,
+        width=DECODE_WIDTH,
+        listed=listed,
+        held=held,
     )
 
 
@@ -210,20 +238,20 @@ def draw_step_times(
         ms_uncached,
         marker="o",
         color=PALETTE[5],
-        label="without a cache (measured)",
+        label=tr("without a cache (measured)"),
     )
     ax.plot(
         contexts,
         ms_cached,
         marker="s",
         color=PALETTE[0],
-        label="with a KV cache (measured)",
+        label=tr("with a KV cache (measured)"),
     )
     last, first = contexts[-1], contexts[0]
     middle = (first * last) ** 0.5
     for values, power, label in [
-        (ms_uncached, 2, "slope 2: ∝ T²"),
-        (ms_cached, 1, "slope 1: ∝ T"),
+        (ms_uncached, 2, tr("slope 2: ∝ T²")),
+        (ms_cached, 1, tr("slope 1: ∝ T")),
     ]:
         guide = [values[-1] * (c / last) ** power for c in (first, last)]
         ax.plot(
@@ -244,11 +272,18 @@ def draw_step_times(
     ratio = uncached_seconds[-1] / cached_seconds[-1]
     style_axes(
         ax,
-        "context T (tokens in the sequence)",
-        "time per generated token (ms)",
-        f"One attention layer, measured on this CPU ({threads} thread). At T = {last:,}:\n"
-        f"{ms_cached[-1]:.2f} ms with a cache, {ms_uncached[-1]:,.1f} ms without "
-        f"({ratio:,.0f}×)",
+        tr("context T (tokens in the sequence)"),
+        tr("time per generated token (ms)"),
+        tr(
+            "One attention layer, measured on this CPU ({threads} thread). "
+            "At T = {last:,}:\n{cached:.2f} ms with a cache, {uncached:,.1f} ms "
+            "without ({ratio:,.0f}×)",
+            threads=threads,
+            last=last,
+            cached=ms_cached[-1],
+            uncached=ms_uncached[-1],
+            ratio=ratio,
+        ),
     )
     ax.legend(loc="upper left")
 
@@ -261,13 +296,24 @@ def _calculator_label(name: str, model: ModelConfig, dtype: str) -> str:
         cache_breakdown(model, 2, dtype=dtype).cache_bytes - one.cache_bytes
     )
     if not model.count("mla") and one.total_bytes == one.cache_bytes:
-        return (
-            f"{name}: 2 × {model.n_layers} × {model.n_kv_heads} × {model.head_dim} × "
-            f"{width} B = {per_token:,} B per token"
+        return tr(
+            "{name}: 2 × {layers} × {kv_heads} × {head_dim} × {width} B = "
+            "{per_token:,} B per token",
+            name=tr(name),
+            layers=model.n_layers,
+            kv_heads=model.n_kv_heads,
+            head_dim=model.head_dim,
+            width=width,
+            per_token=per_token,
         )
     fixed = one.total_bytes - one.cache_bytes
     fixed_text = format_bytes(fixed).split(" (")[0]
-    return f"{name}: {per_token:,} B per token + {fixed_text} fixed (states, conv inputs)"
+    return tr(
+        "{name}: {per_token:,} B per token + {fixed} fixed (states, conv inputs)",
+        name=tr(name),
+        per_token=per_token,
+        fixed=fixed_text,
+    )
 
 
 def _calculator_config(preset: object) -> ModelConfig:
@@ -280,16 +326,20 @@ def _calculator_config(preset: object) -> ModelConfig:
 
 def cache_calculator_alt(context: int, dtype: str) -> str:
     """The alt text of a calculator frame, with its numbers."""
-    sizes = "; ".join(
-        f"{name} {format_bytes(cache_breakdown(m, context, dtype=dtype).total_bytes)}"
+    # the names of the models and the separator between them, each in the reader's language
+    sizes = tr("; ").join(
+        f"{tr(name)} {format_bytes(cache_breakdown(m, context, dtype=dtype).total_bytes)}"
         for name, m in CALCULATOR_MODELS.items()
     )
-    return (
+    return tr(
         "Straight lines of the memory one sequence keeps, in GiB, against context "
-        f"length up to 128k tokens for three models in {dtype}; Sophia as built "
+        "length up to 128k tokens for three models in {dtype}; Sophia as built "
         "starts above zero (its fixed states) and rises slowly. Dots mark "
-        f"{context:,} tokens: {sizes}. A dashed line marks 24 GiB; the legend "
-        "gives each model's bytes per token."
+        "{context:,} tokens: {sizes}. A dashed line marks 24 GiB; the legend "
+        "gives each model's bytes per token.",
+        dtype=dtype,
+        context=context,
+        sizes=sizes,
     )
 
 
@@ -345,7 +395,7 @@ def draw_cache_calculator(
         BUDGET_BYTES / GIB, color=PALETTE[5], linestyle="--", linewidth=1
     )
     ax.annotate(
-        f"{BUDGET_BYTES / GIB:g} GiB: a large consumer GPU",
+        tr("{gib:g} GiB: a large consumer GPU", gib=BUDGET_BYTES / GIB),
         (t_max, BUDGET_BYTES / GIB),
         textcoords="offset points",
         xytext=(-4, 4),
@@ -371,8 +421,14 @@ def draw_cache_calculator(
     ax.set_ylim(0, top / GIB * 1.12)
     style_axes(
         ax,
-        "context T (tokens)",
-        "one sequence keeps (GiB)",
-        f"{preset}, T = {context:,}, {dtype}:\n{format_bytes(chosen)}",
+        tr("context T (tokens)"),
+        tr("one sequence keeps (GiB)"),
+        tr(
+            "{model}, T = {context:,}, {dtype}:\n{size}",
+            model=tr(preset),
+            context=context,
+            dtype=dtype,
+            size=format_bytes(chosen),
+        ),
     )
     fig.legend(loc="outside lower center", ncols=1)
