@@ -92,6 +92,8 @@ def update_catalogs(pot_dir: Path = POT_DIR, locale: Path = LOCALE, lang: str = 
             catalog.locale = lang
         catalog.obsolete.clear()
         for message in catalog:
+            # prose, not format strings: "90% of" is not a printf directive
+            message.flags -= {"python-format", "python-brace-format"}
             if message.id and not message.string and is_prose_free(str(message.id)):
                 message.string = message.id
         po_path.parent.mkdir(parents=True, exist_ok=True)

@@ -66,28 +66,32 @@ def keep_page_language(app: Sphinx, doctree: nodes.document) -> None:
 # --- exercise titles are translatable ------------------------------------------------------
 
 
-class ExerciseTitlesTranslatable(SphinxTransform):
-    """sphinx-exercise builds an exercise's title ("Implement it yourself: …") as a subtitle node
-    with no source, which Sphinx's i18n skips as a built-in message: the title would stay
-    English. Give it its source and text before the i18n transform (priority 20) translates it
-    (sphinx-exercise's post-transform then builds the shown title from the translated text)."""
+class TranslatableSources(SphinxTransform):
+    """Sphinx's i18n skips a text node with no source as a built-in message, so two kinds of the
+    course's text would stay English: an exercise's title ("Implement it yourself: …", which
+    sphinx-exercise builds as a subtitle node with no source) and the cells of a table inside a
+    dropdown (parsed with no source). Give them the source of the nearest part of the page that
+    has one, before the i18n transform (priority 20) translates them."""
 
     default_priority = 10
 
     def apply(self, **kwargs) -> None:
         from sphinx_exercise.nodes import exercise_subtitle, solution_subtitle
 
-        for node in self.document.findall(
-            lambda n: isinstance(n, exercise_subtitle | solution_subtitle)
-        ):
-            if node.source is None and node.astext().strip():
-                parent = node.parent
-                while parent is not None and parent.source is None:
-                    parent = parent.parent
-                node.source = parent.source if parent is not None else self.document["source"]
-                node.line = node.line or (parent.line if parent is not None else 0)
-                node.rawsource = node.astext()
-            if self.app.builder.name == "gettext" and node.rawsource:
+        titles = (exercise_subtitle, solution_subtitle)
+        for node in list(self.document.findall(
+            lambda n: isinstance(n, titles)
+            or (isinstance(n, nodes.paragraph) and isinstance(n.parent, nodes.entry))
+        )):
+            if node.source is not None or not node.astext().strip():
+                continue
+            parent = node.parent
+            while parent is not None and parent.source is None:
+                parent = parent.parent
+            node.source = parent.source if parent is not None else self.document["source"]
+            node.line = node.line or (parent.line if parent is not None else 0)
+            node.rawsource = node.rawsource or node.astext()
+            if isinstance(node, titles) and self.app.builder.name == "gettext":
                 # sphinx-exercise's post-transform folds the subtitle into a new title node
                 # that gettext cannot extract: an unrendered copy gives the catalog its message
                 copy = nodes.paragraph(node.rawsource, node.rawsource)
@@ -179,7 +183,7 @@ def catalogs_exist(app: Sphinx) -> None:
 
 def setup(app: Sphinx) -> dict:
     _patch_glue_lookup(app)
-    app.add_transform(ExerciseTitlesTranslatable)
+    app.add_transform(TranslatableSources)
     app.connect("builder-inited", catalogs_exist)
     app.connect("doctree-read", keep_page_language)
     app.connect("html-page-context", add_edition_switch)
