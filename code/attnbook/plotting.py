@@ -16,6 +16,7 @@ import io
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import matplotlib
 import torch
@@ -93,7 +94,13 @@ CJK_FONT = "Noto Sans CJK SC"
 def _font_families() -> list[str]:
     from matplotlib import font_manager
 
-    names = {f.name for f in font_manager.fontManager.ttflist}
+    manager = font_manager.fontManager
+    if CJK_FONT not in {f.name for f in manager.ttflist}:
+        # installed after matplotlib cached its font list: add it from where the system keeps it
+        for path in font_manager.findSystemFonts():
+            if Path(path).name.startswith("NotoSansCJK-Regular"):
+                manager.addfont(path)
+    names = {f.name for f in manager.ttflist}
     return ["DejaVu Sans", CJK_FONT] if CJK_FONT in names else ["DejaVu Sans"]
 
 
