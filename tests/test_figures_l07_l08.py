@@ -96,6 +96,58 @@ def test_memory_models_and_sophia_numbers():
     assert linear.layer_pattern == ("linear",) * 28 and linear.mla is None
 
 
+
+# ---------------------------------------------------------------- Lesson 7: the Chinese edition
+
+
+def test_lesson7_figures_and_alt_text_speak_chinese_with_the_same_numbers():
+    from attnlab.i18n import language
+
+    with language("zh_CN"):
+        fig = new_figure(8, 3.6)
+        l07.draw_cache_and_state(fig, t=5)
+        cache_title, state_title = (ax.get_title() for ax in fig.axes[:2])
+        assert cache_title == "t = 5 个 Token 后的 KV 缓存：\n2 × 5 × 8 = 80 个数（增长）"
+        assert state_title == "状态 S_5，对 i ≤ 5 求和：\n8 × 8 = 64 个数（固定）"
+        fig = new_figure(6.4, 4.2)
+        l07.draw_memory_vs_context(fig, context=4096, dtype="bf16")
+        ax = fig.axes[0]
+        assert ax.get_title() == "Sophia 解码时，T = 4,096 个 Token，bf16（每个数 2 B）"
+        labels = [t.get_text() for t in ax.get_legend().get_texts()]
+        assert labels[0] == "全部 28 层 softmax 注意力（KV 缓存）：704.6 MB (672.0 MiB)"
+        assert labels[2].startswith("实际构建的 Sophia（21 KDA + 7 MLA）：")
+        assert "左：KV 缓存" in l07.cache_and_state_alt(6) and "6 行" in l07.cache_and_state_alt(6)
+        alt = l07.memory_vs_context_alt(4096)
+        assert "4,096 个 Token" in alt and "704.6 MB (672.0 MiB)" in alt
+    # outside the block: English again, word for word what the notebook used to write
+    assert l07.cache_and_state_alt(6) == (
+        "Left: a KV cache with 6 filled rows of keys and values in a frame of 16 rows. "
+        "Right: an 8-by-8 heat map of the state S after 6 tokens, the same size at every t."
+    )
+    assert l07.memory_vs_context_alt(4096).endswith(
+        f"dots at 4,096 tokens: {calc.ALL_ATTENTION} 704.6 MB (672.0 MiB), "
+        f"{calc.ALL_LINEAR} {format_bytes(calc.memory_at(calc.ALL_LINEAR, 4096, 'bf16'))}."
+    )
+
+
+def test_lesson7_catalog_keeps_every_placeholder():
+    import string
+    from pathlib import Path
+
+    from attnlab.i18n import LOCALE_DIR
+    from babel.messages.pofile import read_po
+
+    def fields(text):
+        return sorted(f for _, f, _, _ in string.Formatter().parse(text) if f is not None)
+
+    with Path(LOCALE_DIR, "zh_CN", "l07.po").open("rb") as f:
+        messages = [m for m in read_po(f) if m.id]
+    assert messages
+    for message in messages:
+        assert message.string and not message.fuzzy, message.id
+        assert fields(message.string) == fields(message.id), message.id
+
+
 def test_memory_at_rejects_unknown_model():
     with pytest.raises(ValueError, match="name"):
         calc.memory_at("Sophia", 4096, "bf16")

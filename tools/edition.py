@@ -39,6 +39,7 @@ TRANSLATED = (
     "chapters/05_order_and_position",
     "chapters/05b_transformer_block",
     "chapters/06_kv_cache",
+    "chapters/07_linear_attention",
 )
 #: Where the Chinese edition lives, relative to the English site's root.
 ZH_PREFIX = "zh"

@@ -10,10 +10,18 @@ from matplotlib.patches import Rectangle
 from matplotlib.ticker import NullLocator
 
 from attnlab.checks import check_choice, check_int_in
+from attnlab.configs import SOPHIA
+from attnlab.i18n import tr
 from attnlab.linear import linear_attention_recurrent
 from attnlab.memory import BYTES_PER_ELEMENT, format_bytes
 
-from ..demos.calculators import MEMORY_MODELS, memory_at
+from ..demos.calculators import (
+    ALL_ATTENTION,
+    ALL_LINEAR,
+    AS_BUILT,
+    MEMORY_MODELS,
+    memory_at,
+)
 from ..demos.linear_state import DEMO_DIM, DEMO_STEPS, demo_stream
 from ..plotting import (
     DIVERGING_CMAP,
@@ -27,6 +35,58 @@ from ..plotting import (
 )
 
 _MEMORY_T_MIN, _MEMORY_T_MAX = 16, 2**20
+
+
+def legend_label(name: str, size: str) -> str:
+    """The memory panel's legend entry ``"{name}: {size}"`` of the model ``name`` (a key of
+    ``MEMORY_MODELS``), in the reader's language."""
+    if name == ALL_ATTENTION:
+        return tr(
+            "all {n} layers softmax attention (KV cache): {size}",
+            n=SOPHIA.n_layers,
+            size=size,
+        )
+    if name == ALL_LINEAR:
+        return tr(
+            "all {n} layers linear attention (state): {size}",
+            n=SOPHIA.n_layers,
+            size=size,
+        )
+    if name == AS_BUILT:
+        return tr(
+            "Sophia as built: {kda} KDA + {mla} MLA: {size}",
+            kda=SOPHIA.count("kda"),
+            mla=SOPHIA.count("mla"),
+            size=size,
+        )
+    raise ValueError(f"name: expected one of {list(MEMORY_MODELS)}, got {name!r}")
+
+
+def cache_and_state_alt(t: int) -> str:
+    """The alt text of a frame of the cache-and-state panel after ``t`` tokens."""
+    return tr(
+        "Left: a KV cache with {t} filled rows of keys and values in a frame of "
+        "{rows} rows. Right: an {d}-by-{d} heat map of the state S after {t} tokens, "
+        "the same size at every t.",
+        t=t,
+        rows=DEMO_STEPS,
+        d=DEMO_DIM,
+    )
+
+
+def memory_vs_context_alt(context: int) -> str:
+    """The alt text of a frame of the memory panel at ``context`` tokens (bf16)."""
+    return tr(
+        "Log-log plot of memory kept while decoding against context length from 16 "
+        "to 1M tokens, bf16: the all-attention KV cache rises steeply, the "
+        "all-linear-attention state is a flat line, Sophia as built rises slowly; "
+        "dots at {context:,} tokens: all {n} layers softmax attention (KV cache) "
+        "{attn}, all {n} layers linear attention (state) {linear}.",
+        context=context,
+        n=SOPHIA.n_layers,
+        attn=format_bytes(memory_at(ALL_ATTENTION, context, "bf16")),
+        linear=format_bytes(memory_at(ALL_LINEAR, context, "bf16")),
+    )
 
 
 def draw_cache_and_state(fig: Figure, t: int = 6) -> None:
@@ -53,17 +113,21 @@ def draw_cache_and_state(fig: Figure, t: int = 6) -> None:
     heatmap(
         ax_cache,
         rows,
-        xlabel="cached numbers: φ(k_i) (left) | v_i (right)",
-        ylabel="token i",
+        xlabel=tr("cached numbers: φ(k_i) (left) | v_i (right)"),
+        ylabel=tr("token i"),
         cmap=DIVERGING_CMAP,
         vmin=-limit,
         vmax=limit,
-        colorbar_label="cached number",
+        colorbar_label=tr("cached number"),
     )
     title_at_top(
         ax_cache,
-        f"KV cache after t = {t} tokens:\n2 × {t} × {d} = {2 * t * d} numbers "
-        "(grows)",
+        tr(
+            "KV cache after t = {t} tokens:\n2 × {t} × {d} = {n} numbers (grows)",
+            t=t,
+            d=d,
+            n=2 * t * d,
+        ),
     )
     ax_cache.axvline(d - 0.5, color="black", linewidth=1)
     ax_cache.add_patch(
@@ -84,16 +148,21 @@ def draw_cache_and_state(fig: Figure, t: int = 6) -> None:
     heatmap(
         ax_state,
         state[0, 0],
-        xlabel="value channel (column of S)",
-        ylabel="key channel (row of S)",
+        xlabel=tr("value channel (column of S)"),
+        ylabel=tr("key channel (row of S)"),
         cmap=DIVERGING_CMAP,
         vmin=-s_limit,
         vmax=s_limit,
-        colorbar_label="entry of S",
+        colorbar_label=tr("entry of S"),
     )
     title_at_top(
         ax_state,
-        f"state S_{t}, sums i ≤ {t}:\n{d} × {d} = {d * d} numbers (fixed)",
+        tr(
+            "state S_{t}, sums i ≤ {t}:\n{d} × {d} = {n} numbers (fixed)",
+            t=t,
+            d=d,
+            n=d * d,
+        ),
     )
     ax_state.set_xticks([])
     ax_state.set_yticks([])
@@ -131,7 +200,10 @@ def draw_memory_vs_context(
             linestyle="-" if i < 2 else "--",
         )
         ax.plot(
-            contexts, values, **style, label=f"{name}: {format_bytes(chosen)}"
+            contexts,
+            values,
+            **style,
+            label=legend_label(name, format_bytes(chosen)),
         )
         dots.append(chosen / mib)
     # the three dots as one artist: a scatter with one colour per model
@@ -147,12 +219,17 @@ def draw_memory_vs_context(
     ax.set_xlim(_MEMORY_T_MIN, _MEMORY_T_MAX)
     style_axes(
         ax,
-        "context T (tokens in the sequence)",
-        "memory kept, batch 1 (MiB, log scale)",
+        tr("context T (tokens in the sequence)"),
+        tr("memory kept, batch 1 (MiB, log scale)"),
     )
     title_at_top(
         ax,
-        f"Sophia while decoding, T = {context:,} tokens, {dtype} "
-        f"({BYTES_PER_ELEMENT[dtype]} B per number)",
+        tr(
+            "Sophia while decoding, T = {context:,} tokens, {dtype} "
+            "({width} B per number)",
+            context=context,
+            dtype=dtype,
+            width=BYTES_PER_ELEMENT[dtype],
+        ),
     )
     ax.legend(loc="upper left", fontsize=SMALL_TEXT_PT)
