@@ -2,6 +2,9 @@
 
     PYTHONPATH=code python tools/draw_diagrams.py          # rewrites images/*.svg
 
+The diagrams in ``TRANSLATED`` are drawn in Chinese too (``images/<name>.zh_CN.svg``), their
+text through :func:`attnlab.i18n.tr` (messages in ``code/attnlab/locale/zh_CN/diagrams.po``).
+
 Each diagram is a function returning a matplotlib ``Figure`` in the course style (the palette of
 :mod:`attnbook.plotting`), 6.4 inches wide with no text below ``NOTE_PT`` (see there).
 Sophia's numbers come from :data:`attnlab.configs.SOPHIA` and :mod:`attnlab.memory`, never
@@ -16,8 +19,16 @@ from collections.abc import Callable
 from pathlib import Path
 
 import matplotlib
-from attnbook.plotting import GREY, KIND_COLOURS, PALETTE, SMALL_TEXT_PT, new_figure
+from attnbook.plotting import (
+    GREY,
+    KIND_COLOURS,
+    PALETTE,
+    SMALL_TEXT_PT,
+    course_style,
+    new_figure,
+)
 from attnlab.configs import SOPHIA
+from attnlab.i18n import language, tr
 from attnlab.kinds import KINDS
 from attnlab.memory import layer_numbers
 from matplotlib.axes import Axes
@@ -199,13 +210,13 @@ def mla_path() -> Figure:
 
 def transformer_block() -> Figure:
     """Sophia's block (Lesson 16): the mixer is KDA or MLA."""
-    mixer = " or ".join(KINDS[k].label for k in dict.fromkeys(SOPHIA.layer_pattern))
-    return _prenorm_block(f"mixer\n({mixer})", KIND_COLOURS["kda"])
+    mixer = tr(" or ").join(KINDS[k].label for k in dict.fromkeys(SOPHIA.layer_pattern))
+    return _prenorm_block(tr("mixer\n({mixer})", mixer=mixer), KIND_COLOURS["kda"])
 
 
 def attention_block() -> Figure:
     """The transformer block of Lesson 5b: the mixer is softmax attention."""
-    return _prenorm_block("softmax\nattention", KIND_COLOURS["attn"])
+    return _prenorm_block(tr("softmax\nattention"), KIND_COLOURS["attn"])
 
 
 def _prenorm_block(mixer_label: str, mixer_colour: str) -> Figure:
@@ -216,10 +227,11 @@ def _prenorm_block(mixer_label: str, mixer_colour: str) -> Figure:
     ax.plot([0.45, 6.02], [stream_y, stream_y], color="black", linewidth=1.6)
     ax.text(0.3, stream_y, "x", ha="right", va="center", fontsize=TEXT_PT)
     _arrow(ax, (6.02, stream_y), (6.35, stream_y))
-    ax.text(WIDTH_IN / 2, 1.8, "the residual stream x: each step adds to it, none replaces it",
+    ax.text(WIDTH_IN / 2, 1.8,
+            tr("the residual stream x: each step adds to it, none replaces it"),
             ha="center", va="top", fontsize=NOTE_PT)
     for x0, label, colour in ((0.55, mixer_label, mixer_colour),
-                              (3.35, "MLP\n(SwiGLU)", PALETTE[2])):
+                              (3.35, tr("MLP\n(SwiGLU)"), PALETTE[2])):
         ax.plot([x0 + 0.15, x0 + 0.15], [stream_y, mid], color="black", linewidth=1.3)
         _arrow(ax, (x0 + 0.15, mid), (x0 + 0.35, mid))
         _box(ax, x0 + 0.35, branch_y, 0.92, box_h, GREY, "RMSNorm", fill=0.2, size=NOTE_PT)
@@ -233,6 +245,10 @@ def _prenorm_block(mixer_label: str, mixer_colour: str) -> Figure:
         ax.text(plus, stream_y, "+", ha="center", va="center", fontsize=TEXT_PT, zorder=4)
     return fig
 
+
+#: Diagrams drawn in Chinese too, as ``images/<name>.zh_CN.svg``: the Chinese edition shows that
+#: file in place of ``<name>.svg`` (Sphinx's ``figure_language_filename``).
+TRANSLATED = ("attention_block", "transformer_block")
 
 DIAGRAMS: dict[str, Callable[[], Figure]] = {
     "sophia_stack": sophia_stack,
@@ -254,9 +270,11 @@ def main(out_dir: Path = IMAGES) -> list[Path]:
     out_dir.mkdir(exist_ok=True)
     written = []
     for name, draw in DIAGRAMS.items():
-        path = out_dir / f"{name}.svg"
-        write_svg(draw(), path)
-        written.append(path)
+        for lang in ("en", "zh_CN") if name in TRANSLATED else ("en",):
+            path = out_dir / (f"{name}.svg" if lang == "en" else f"{name}.{lang}.svg")
+            with language(lang), course_style():  # the course's fonts, a CJK one included
+                write_svg(draw(), path)
+            written.append(path)
     return written
 
 
