@@ -78,8 +78,10 @@ def notebook_sizes() -> dict[tuple[str, str], tuple[float, float]]:
             source = "".join(cell["source"])
             for m in re.finditer(r"new_figure\(([\d.]+), ([\d.]+)\)\s*\n\s*figs\.(\w+)\(", source):
                 sizes["static", m.group(3)] = (float(m.group(1)), float(m.group(2)))
-            # show_figure(lambda fig: figs.draw_x(fig, …), size=(w, h), …)
-            drawn = r"show_figure\(\s*lambda \w+:\s*figs\.(\w+)\(.*?size=\(([\d.]+),\s*([\d.]+)\)"
+            # show_figure(lambda fig: figs.draw_x(fig, …), size=(w, h), …) or
+            # show_figure(figs.draw_x, size=(w, h), …)
+            drawn = (r"show_figure\(\s*(?:lambda \w+:\s*)?figs\.(\w+)\b.*?"
+                     r"size=\(([\d.]+),\s*([\d.]+)\)")
             for m in re.finditer(drawn, source, re.S):
                 sizes["static", m.group(1)] = (float(m.group(2)), float(m.group(3)))
             panels = (r"slider_panel\(\s*(?:lambda[^:]*:\s*|functools\.partial\()?figs\.(\w+)"
