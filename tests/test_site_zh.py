@@ -25,8 +25,8 @@ sys.path.insert(0, str(ROOT / "tools"))
 from edition import TRANSLATED  # noqa: E402
 
 CJK = re.compile(r"[\u4e00-\u9fff]")
-#: Numbers as the prose writes them: 1,234.5, 0.95, 16b is not a number
-NUMBER = re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)?(?![\w])")
+#: Numbers as the prose writes them: 1,234.5, 0.95, and 18.9 in "18.9M" (not the 16 of bf16)
+NUMBER = re.compile(r"(?<![\w.,])(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?![\d,.]?\d)")
 
 
 class _Page(HTMLParser):

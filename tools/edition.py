@@ -116,16 +116,21 @@ def _patch_glue_lookup(app: Sphinx) -> None:
     def retrieve(document: nodes.document, key: str):
         env = getattr(document.settings, "env", None)
         docname = getattr(env, "docname", None)
+        borrowed = "nb_renderer" not in document and docname in _RENDERERS
         if "nb_renderer" in document:
             _RENDERERS[docname] = document["nb_renderer"]
-        elif docname in _RENDERERS:  # a translated message, parsed on its own
+        elif borrowed:  # a translated message, parsed on its own: lend it the page's notebook
             document.attributes["nb_renderer"] = _RENDERERS[docname]
-        lang = edition_language(app)
-        if lang != "en" and "nb_renderer" in document:
-            glued = document["nb_renderer"].renderer.nb_client.glue_data
-            if f"{key}.{lang}" in glued:
-                key = f"{key}.{lang}"
-        return original(document, key)
+        try:
+            lang = edition_language(app)
+            if lang != "en" and "nb_renderer" in document:
+                glued = document["nb_renderer"].renderer.nb_client.glue_data
+                if f"{key}.{lang}" in glued:
+                    key = f"{key}.{lang}"
+            return original(document, key)
+        finally:
+            if borrowed:  # the message's nodes join the page, which must stay picklable
+                del document.attributes["nb_renderer"]
 
     retrieve._attnlab = True  # type: ignore[attr-defined]
     for module in (utils, roles, directives):

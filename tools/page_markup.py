@@ -13,7 +13,8 @@
 * Search: the book's search language is ``zh`` (``_config.yml``), whose index splits Chinese with
   ``jieba`` and still stems English words like the English index does. jieba does not know the
   course's own terms, so this extension gives it every Chinese term of the glossary as a user
-  dictionary: a search for 键值缓存, 键值 or 缓存 then finds the glossary's 键值缓存.
+  dictionary: a search for 键值缓存, 键值 or 缓存 then finds the glossary's 键值缓存. A query is
+  split where Latin letters meet Chinese ones ("KV缓存" → "KV", "缓存"), as the index is.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from pathlib import Path
 
 from docutils import nodes
 from sphinx.application import Sphinx
+from sphinx.search.zh import SearchChinese
 
 #: CJK ideographs and punctuation (a run may hold the full-width punctuation between words).
 CHINESE_RUN = re.compile(r"[\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\uff00-\uffef]+")
@@ -108,7 +110,24 @@ def fix_body_markup(app: Sphinx, pagename: str, templatename: str, context: dict
         context["body"] = body
 
 
+class ChineseSearch(SearchChinese):
+    """Sphinx's Chinese search, with a query split where Latin letters meet Chinese ones: the
+    pages write "KV 缓存" (a space between scripts, as Chinese technical writing does), the index
+    holds "kv" and "缓存", and a reader types "KV缓存"."""
+
+    js_splitter_code = r"""
+function splitQuery(query) {
+  const boundary = /(?<=[A-Za-z0-9_])(?=\p{Script=Han})|(?<=\p{Script=Han})(?=[A-Za-z0-9_])/u;
+  return query
+    .split(/[^\p{Letter}\p{Number}_\p{Emoji_Presentation}]+/gu)
+    .flatMap((word) => word.split(boundary))
+    .filter((term) => term);
+}
+"""
+
+
 def setup(app: Sphinx) -> dict:
+    app.add_search_language(ChineseSearch)
     app.connect("builder-inited", give_jieba_the_glossary)
     app.connect("html-page-context", fix_body_markup)
     app.connect("doctree-resolved", mark_chinese)
