@@ -34,6 +34,7 @@ HTML = BUILD / "html"
 SHOTS = BUILD / "screenshots"
 CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text())
 sys.path.insert(0, str(ROOT / "tools"))
+from build_edition import DATE_FORMAT  # noqa: E402
 from edition import TRANSLATED  # noqa: E402
 
 
@@ -315,17 +316,20 @@ def test_the_footer_names_the_licences_and_the_date_of_the_last_change(rel):
         return  # index.html only redirects to the root page
     text = re.sub(r"<[^>]+>|\s+", " ", html)
     assert "CC BY-SA 4.0" in text and "LICENSE-CODE" in text and "MIT" in text
-    found = re.search(r"Last updated on (\d{1,2} [A-Z][a-z]+ \d{4})", text)
+    chinese = rel.startswith("zh/")
+    found = re.search(r"最后更新于 (\d{4}-\d\d-\d\d)" if chinese else
+                      r"Last updated on (\d{1,2} [A-Z][a-z]+ \d{4})", text)
     assert found, "no 'Last updated' date"
-    source = next(((ROOT / rel).with_suffix(s) for s in (".ipynb", ".md")
-                  if (ROOT / rel).with_suffix(s).exists()), None)
+    page = rel.removeprefix("zh/")
+    source = next(((ROOT / page).with_suffix(s) for s in (".ipynb", ".md")
+                  if (ROOT / page).with_suffix(s).exists()), None)
     if source is None:  # search, index: pages Sphinx makes, dated by the build
         return
     committed = subprocess.run(["git", "log", "-1", "--format=%cI", "--", str(source)], cwd=ROOT,
                                capture_output=True, text=True).stdout.strip()
     changed = subprocess.run(["git", "diff", "--quiet", "HEAD", "--", str(source)], cwd=ROOT)
     if committed and changed.returncode == 0:  # the page's source is committed as built
-        fmt = CONFIG["sphinx"]["config"]["html_last_updated_fmt"]
+        fmt = DATE_FORMAT if chinese else CONFIG["sphinx"]["config"]["html_last_updated_fmt"]
         assert found.group(1) == datetime.fromisoformat(committed).strftime(fmt)
 
 

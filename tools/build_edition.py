@@ -36,6 +36,8 @@ FOOTER = (
     "（<code>LICENSE</code>）；代码：<a href=\"https://opensource.org/license/mit\">MIT</a>"
     "（<code>LICENSE-CODE</code>），见代码仓库。</p>"
 )
+#: Dates as Chinese pages write them ("最后更新于 2026-12-02")
+DATE_FORMAT = "%Y-%m-%d"
 #: Math, inline code and roles' targets: what a translation copies, not translates.
 NOT_PROSE = re.compile(r"\$\$.*?\$\$|\$[^$]*\$|`[^`]*`|\{[\w:-]+\}|\\\w+", re.S)
 
@@ -121,7 +123,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     return _build("html", SITE / "zh",
                   {"language": LANG, "locale_dirs": [str(LOCALE)], "nitpicky": True,
-                   "html_title": TITLE, "html_theme_options": {
+                   "html_title": TITLE, "html_last_updated_fmt": DATE_FORMAT,
+                   "html_theme_options": {
                        "extra_footer": FOOTER, "search_bar_text": "搜索本书……"}},
                   ROOT / "_build" / ".doctrees-zh", strict=True)
 
