@@ -58,7 +58,7 @@ def draw_score_spread(fig: Figure, dim: int = 96) -> None:
     per query over 64 keys (raw against scaled)."""
     data = score_spread(dim)
     ax_s, ax_w = fixed_axes(
-        fig, 2, left=0.11, right=0.98, bottom=0.17, top=0.9, wspace=0.3
+        fig, 2, left=0.12, right=0.97, bottom=0.17, top=0.9, wspace=0.3
     )
     raw, scaled = PALETTE[5], PALETTE[0]
     # log10 of the counts on a linear axis with fixed ticks: looks like a log axis, draws faster
