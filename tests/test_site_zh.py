@@ -91,7 +91,10 @@ def test_a_translated_page_is_chinese_and_linked_both_ways(page):
     assert chinese.lang == "zh-CN" and english.lang == "en"
     assert (zh.parent / chinese.switch).resolve() == en.resolve()
     assert (en.parent / english.switch).resolve() == zh.resolve()
-    assert "本页尚未译成中文" not in zh.read_text(encoding="utf-8")
+    html = zh.read_text(encoding="utf-8")
+    assert "本页尚未译成中文" not in html
+    captions = re.findall(r'caption-text">([^<]*)', html)
+    assert captions and all(CJK.search(c) for c in captions), f"part captions: {captions}"
     text = " ".join(chinese.text)
     assert len(CJK.findall(text)) > 200, f"{page}: little Chinese on the page"
 

@@ -23,6 +23,7 @@ import re
 from pathlib import Path
 
 from docutils import nodes
+from sphinx import addnodes
 from sphinx.application import Sphinx
 from sphinx.transforms import SphinxTransform
 
@@ -98,6 +99,29 @@ class TranslatableSources(SphinxTransform):
                 copy = nodes.paragraph(node.rawsource, node.rawsource)
                 copy.source, copy.line = node.source, node.line
                 self.document += copy
+
+
+class TranslateTocCaptions(SphinxTransform):
+    """The parts' captions ("Part I · How a transformer attends") come from ``_toc.yml`` through
+    sphinx-external-toc, whose transform (priority 100) adds the toctrees after the i18n
+    transform has run: translate their captions from the page's catalog here."""
+
+    default_priority = 101
+
+    def apply(self, **kwargs) -> None:
+        if edition_language(self.app) == "en":
+            return
+        from attnlab.i18n import read_po
+
+        po = (Path(self.app.srcdir) / "locale" / "zh_CN" / "LC_MESSAGES"
+              / f"{self.env.docname}.po")
+        if not po.exists():
+            return
+        messages = read_po(po)
+        for toctree in self.document.findall(addnodes.toctree):
+            caption = toctree.get("caption")
+            if caption in messages:
+                toctree["caption"] = messages[caption]
 
 
 # --- glue after translation -----------------------------------------------------------------
@@ -190,6 +214,7 @@ def catalogs_exist(app: Sphinx) -> None:
 def setup(app: Sphinx) -> dict:
     _patch_glue_lookup(app)
     app.add_transform(TranslatableSources)
+    app.add_transform(TranslateTocCaptions)
     app.connect("builder-inited", catalogs_exist)
     app.connect("doctree-read", keep_page_language)
     app.connect("html-page-context", add_edition_switch)
