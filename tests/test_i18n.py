@@ -66,3 +66,19 @@ def test_a_panel_is_rendered_in_each_built_language(monkeypatch):
 def test_a_figure_without_a_draw_function_is_refused_by_name():
     with pytest.raises(TypeError, match="fig: expected a Figure or a function"):
         show_figure("not a figure", alt="x")
+
+
+def test_set_language_holds_outside_blocks_and_blocks_win():
+    from attnlab.i18n import set_language
+
+    try:
+        set_language("zh_CN")
+        assert current_language() == "zh_CN"
+        assert tr("Not a valid combination:") == "这组取值无效："
+        with language("en"):
+            assert current_language() == "en"
+        with pytest.raises(ValueError, match="lang: expected one of"):
+            set_language("zh")
+    finally:
+        set_language("en")
+    assert current_language() == "en"

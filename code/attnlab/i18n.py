@@ -32,9 +32,13 @@ LANGUAGES = ("en", "zh_CN")
 HTML_LANG = {"en": "en", "zh_CN": "zh-CN"}
 LOCALE_DIR = Path(__file__).parent / "locale"
 
-_LANGUAGE: contextvars.ContextVar[str] = contextvars.ContextVar(
-    "attnlab_language", default="en"
+#: The language inside a ``with language(...)`` block (None outside any).
+_LANGUAGE: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "attnlab_language", default=None
 )
+#: The language outside such blocks: English, or what :func:`set_language` chose (a plain
+#: global, so that it holds in every later notebook cell, whichever task or thread runs it).
+_default_language = "en"
 
 #: Text a caller may give either as a string or as a function that writes it (called once per
 #: language, inside :func:`language`).
@@ -48,13 +52,16 @@ def _check_language(lang: object, name: str = "lang") -> str:
 
 
 def current_language() -> str:
-    """The language text is written in now: ``"en"`` unless inside :func:`language`."""
-    return _LANGUAGE.get()
+    """The language text is written in now: the innermost :func:`language` block's, else the
+    one :func:`set_language` chose (English at first)."""
+    return _LANGUAGE.get() or _default_language
 
 
 def set_language(lang: str) -> None:
-    """Write figures, labels and messages in ``lang`` from now on (in this thread)."""
-    _LANGUAGE.set(_check_language(lang))
+    """Write figures, labels and messages in ``lang`` from now on, e.g. at the top of a
+    notebook: ``set_language("zh_CN")``."""
+    global _default_language
+    _default_language = _check_language(lang)
 
 
 @contextlib.contextmanager
