@@ -13,6 +13,7 @@ import math
 import torch
 
 from . import attention
+from .i18n import tr
 
 
 def sdpa(
@@ -56,38 +57,38 @@ def attention_mistakes(q, k, v, causal: bool) -> dict:
     mistakes = {
         "scale_dv": (
             lambda: sdpa(q, k, v, scale=v.shape[-1] ** -0.5, causal=causal),
-            "scaled by 1/√D_v, the width of the values: the scale is 1/√d_k, "
-            "the width of the queries and keys (q.shape[-1]).",
+            tr("scaled by 1/√D_v, the width of the values: the scale is 1/√d_k, "
+               "the width of the queries and keys (q.shape[-1])."),
         ),
         "max_wrong_axis": (
             lambda: max_wrong_axis(q, k, v, scale=s, causal=causal),
-            "the maximum you subtract is not each row's own: the softmax is "
-            "unchanged only when one number is taken from a whole row of "
-            "scores. Use scores.amax(dim=-1, keepdim=True).",
+            tr("the maximum you subtract is not each row's own: the softmax is "
+               "unchanged only when one number is taken from a whole row of "
+               "scores. Use scores.amax(dim=-1, keepdim=True)."),
         ),
         "no_scale": (
             lambda: sdpa(q, k, v, scale=1.0, causal=causal),
-            "off by a factor √d_k inside the softmax: is the scale 1/√d_k applied?",
+            tr("off by a factor √d_k inside the softmax: is the scale 1/√d_k applied?"),
         ),
         "scale_1_over_d": (
             lambda: sdpa(q, k, v, scale=1 / d, causal=causal),
-            "scaled by 1/d_k instead of 1/√d_k.",
+            tr("scaled by 1/d_k instead of 1/√d_k."),
         ),
         "softmax_axis": (
             lambda: sdpa(q, k, v, scale=s, causal=causal, axis=-2),
-            "the weights of a query do not sum to 1: did you softmax over the wrong "
-            "axis? Normalise each query's row of scores (dim=-1).",
+            tr("the weights of a query do not sum to 1: did you softmax over the wrong "
+               "axis? Normalise each query's row of scores (dim=-1)."),
         ),
         "no_softmax": (
             lambda: s * q @ k.transpose(-2, -1) @ v,
-            "the output is the raw scores times V: apply the softmax to the scores.",
+            tr("the output is the raw scores times V: apply the softmax to the scores."),
         ),
     }
     if causal:
         mistakes |= {
             "mask_missing": (
                 lambda: sdpa(q, k, v, scale=s, causal=False),
-                "future tokens change the output: the causal mask is missing.",
+                tr("future tokens change the output: the causal mask is missing."),
             ),
             "mask_transposed": (
                 lambda: sdpa(
@@ -97,34 +98,34 @@ def attention_mistakes(q, k, v, causal: bool) -> dict:
                     scale=s,
                     causal=True,
                 ).flip(flip),
-                "future tokens change the output: the mask is transposed (token i must see "
-                "keys j ≤ i, the lower triangle, torch.tril).",
+                tr("future tokens change the output: the mask is transposed (token i must see "
+                   "keys j ≤ i, the lower triangle, torch.tril)."),
             ),
             "mask_after_softmax": (
                 lambda: sdpa(q, k, v, scale=s, causal=True, mask_after=True),
-                "the weights of a query do not sum to 1: mask the scores with -inf before the "
-                "softmax, not the weights after it.",
+                tr("the weights of a query do not sum to 1: mask the scores with -inf before the "
+                   "softmax, not the weights after it."),
             ),
             "mask_after_renormalised": (
                 lambda: mask_after_renormalised(q, k, v, scale=s),
-                "you mask after the softmax and renormalise: right on paper, "
-                "but the softmax ran over the future scores too, and where a "
-                "future score is far larger than every allowed one, the "
-                "allowed weights underflow to 0 and the renormalisation "
-                "divides 0 by 0. Mask the scores with -inf before the "
-                "softmax.",
+                tr("you mask after the softmax and renormalise: right on paper, "
+                   "but the softmax ran over the future scores too, and where a "
+                   "future score is far larger than every allowed one, the "
+                   "allowed weights underflow to 0 and the renormalisation "
+                   "divides 0 by 0. Mask the scores with -inf before the "
+                   "softmax."),
             ),
             "mask_with_zero": (
                 lambda: sdpa(q, k, v, scale=s, causal=True, fill=0.0),
-                "future tokens still get weight: a masked score set to 0 becomes exp(0) = 1; "
-                "fill it with -inf.",
+                tr("future tokens still get weight: a masked score set to 0 becomes exp(0) = 1; "
+                   "fill it with -inf."),
             ),
         }
     else:
         mistakes["masked"] = (
             lambda: sdpa(q, k, v, scale=s, causal=True),
-            "you applied a causal mask; this check wants attention without one "
-            "(check_causal_attention tests the masked kind).",
+            tr("you applied a causal mask; this check wants attention without one "
+               "(check_causal_attention tests the masked kind)."),
         )
     return mistakes
 
@@ -140,25 +141,25 @@ def decode_mistakes(q_t, keys, values) -> dict:
                 scale=values.shape[-1] ** -0.5,
                 causal=False,
             ),
-            "scaled by 1/√D_v, the width of the values: the scale is 1/√d_k, "
-            "the width of the queries and keys (q_t.shape[-1]).",
+            tr("scaled by 1/√D_v, the width of the values: the scale is 1/√d_k, "
+               "the width of the queries and keys (q_t.shape[-1])."),
         ),
         "no_scale": (
             lambda: sdpa(q_t, keys, values, scale=1.0, causal=False),
-            "off by a factor √d_k inside the softmax: is the scale applied?",
+            tr("off by a factor √d_k inside the softmax: is the scale applied?"),
         ),
         "square_mask": (
             lambda: values[:, :, :1],
-            "the step attends only to the first token: a causal mask built for a "
-            "square matrix keeps only key 1 of a 1 × t row. No mask is needed: the "
-            "cache holds only the past and the present.",
+            tr("the step attends only to the first token: a causal mask built for a "
+               "square matrix keeps only key 1 of a 1 × t row. No mask is needed: the "
+               "cache holds only the past and the present."),
         ),
         "attend_before_append": (
             lambda: sdpa(
                 q_t, keys[:, :, :-1], values[:, :, :-1], scale=s, causal=False
             ),
-            "the new token does not see itself: append (k_t, v_t) to the cache before "
-            "computing the scores.",
+            tr("the new token does not see itself: append (k_t, v_t) to the cache before "
+               "computing the scores."),
         ),
     }
 
@@ -300,7 +301,7 @@ def step_mistakes(kind: str, q, k, v, beta, g, state) -> dict:
         )[0]
 
     return {
-        m: (lambda m=m: output(m), STEP_MISTAKES[m])
+        m: (lambda m=m: output(m), tr(STEP_MISTAKES[m]))
         for m in KIND_MISTAKES[kind]
     }
 
@@ -340,40 +341,40 @@ def block_mistakes(x, mixer, mlp, mixer_norm, mlp_norm) -> dict:
     return {
         "post_norm": (
             post_norm,
-            "you normalise after adding (post-norm, the 2017 layout): "
-            "normalise the input of each branch, x + Mixer(RMSNorm(x)), "
-            "and leave the sum itself unnormalised.",
+            tr("you normalise after adding (post-norm, the 2017 layout): "
+               "normalise the input of each branch, x + Mixer(RMSNorm(x)), "
+               "and leave the sum itself unnormalised."),
         ),
         "no_mixer_residual": (
             no_mixer_residual,
-            "the attention branch replaces x instead of adding to "
-            "it: x ← x + Mixer(RMSNorm(x)) keeps the stream.",
+            tr("the attention branch replaces x instead of adding to "
+               "it: x ← x + Mixer(RMSNorm(x)) keeps the stream."),
         ),
         "no_mlp_residual": (
             no_mlp_residual,
-            "the MLP branch replaces the stream instead of adding to "
-            "it: x ← x + MLP(RMSNorm(x)).",
+            tr("the MLP branch replaces the stream instead of adding to "
+               "it: x ← x + MLP(RMSNorm(x))."),
         ),
         "normed_residual": (
             normed_residual,
-            "you add the branch to the normalised x: the residual must "
-            "carry x itself, x + Mixer(RMSNorm(x)).",
+            tr("you add the branch to the normalised x: the residual must "
+               "carry x itself, x + Mixer(RMSNorm(x))."),
         ),
         "parallel": (
             parallel,
-            "the MLP reads the block's input, not the stream after "
-            "attention (that is the parallel block of GPT-J and PaLM): "
-            "add the mixer's output first, then run the MLP on the sum.",
+            tr("the MLP reads the block's input, not the stream after "
+               "attention (that is the parallel block of GPT-J and PaLM): "
+               "add the mixer's output first, then run the MLP on the sum."),
         ),
         "norms_swapped": (
             norms_swapped,
-            "the two norms are swapped: mixer_norm goes before the "
-            "mixer, mlp_norm before the MLP (each has its own gain).",
+            tr("the two norms are swapped: mixer_norm goes before the "
+               "mixer, mlp_norm before the MLP (each has its own gain)."),
         ),
         "mlp_first": (
             mlp_first,
-            "the MLP runs before the mixer: attention comes first in "
-            "the block, then the MLP.",
+            tr("the MLP runs before the mixer: attention comes first in "
+               "the block, then the MLP."),
         ),
     }
 
@@ -392,28 +393,28 @@ def chunk_mistakes(q, k, v, state) -> dict:
     return {
         "no_mask": (
             lambda: out(scores),
-            "a token reads keys later in its own chunk: mask the "
-            "chunk's scores to j ≤ i (torch.tril) before multiplying "
-            "by V.",
+            tr("a token reads keys later in its own chunk: mask the "
+               "chunk's scores to j ≤ i (torch.tril) before multiplying "
+               "by V."),
         ),
         "mask_strict": (
             lambda: out(scores.tril(-1)),
-            "a token does not read its own key: the mask inside the "
-            "chunk keeps the diagonal, j ≤ i (tril(), not tril(-1)).",
+            tr("a token does not read its own key: the mask inside the "
+               "chunk keeps the diagonal, j ≤ i (tril(), not tril(-1))."),
         ),
         "mask_transposed": (
             lambda: out(scores.triu()),
-            "the mask is transposed: a token reads keys j ≥ i. Keep "
-            "the lower triangle, tril().",
+            tr("the mask is transposed: a token reads keys j ≥ i. Keep "
+               "the lower triangle, tril()."),
         ),
         "no_state": (
             lambda: out(scores.tril(), carried=False),
-            "the outputs ignore the state carried in from earlier "
-            "chunks: add s Q S to the part from inside the chunk.",
+            tr("the outputs ignore the state carried in from earlier "
+               "chunks: add s Q S to the part from inside the chunk."),
         ),
         "no_scale": (
             lambda: out(scores.tril(), scale=1.0),
-            "the output is √d_k too large: scale q by 1/√d_k, in both terms.",
+            tr("the output is √d_k too large: scale q by 1/√d_k, in both terms."),
         ),
     }
 
@@ -423,12 +424,12 @@ def chunk_state_mistakes(k, v, state) -> dict:
     return {
         "state_not_carried": (
             lambda: k.transpose(-1, -2) @ v,
-            "the new state forgets the old one: it is the state "
-            "carried in plus this chunk's Kᵀ V.",
+            tr("the new state forgets the old one: it is the state "
+               "carried in plus this chunk's Kᵀ V."),
         ),
         "state_unchanged": (
             lambda: state,
-            "the state is handed on unchanged: add this chunk's Kᵀ V.",
+            tr("the state is handed on unchanged: add this chunk's Kᵀ V."),
         ),
     }
 
@@ -478,43 +479,43 @@ def multi_head_mistakes(x, w_q, w_k, w_v, w_o, n_heads: int) -> dict:
     return {
         "one_head": (
             lambda: mha(heads=1),
-            "your layer behaves as one wide head: cut Q, K and V into "
-            "H heads of d_h = d / H features each and attend in each.",
+            tr("your layer behaves as one wide head: cut Q, K and V into "
+               "H heads of d_h = d / H features each and attend in each."),
         ),
         "scale_d_model": (
             lambda: mha(scale=1 / math.sqrt(d)),
-            "the scores are scaled by 1/√d_model: each head scales "
-            "by 1/√d_h, its own width.",
+            tr("the scores are scaled by 1/√d_model: each head scales "
+               "by 1/√d_h, its own width."),
         ),
         "no_output_projection": (
             lambda: mha(w_out=None),
-            "the heads are concatenated but not mixed: multiply "
-            "the concatenation by W_O.",
+            tr("the heads are concatenated but not mixed: multiply "
+               "the concatenation by W_O."),
         ),
         "interleaved_heads": (
             lambda: mha(cut=interleaved),
-            "the heads take the wrong features: head h is the "
-            "h-th block of d_h consecutive columns, "
-            "x.view(B, T, H, d_h), not every H-th column.",
+            tr("the heads take the wrong features: head h is the "
+               "h-th block of d_h consecutive columns, "
+               "x.view(B, T, H, d_h), not every H-th column."),
         ),
         "merge_without_transpose": (
             lambda: mha(glue_heads=merge_by_reshape),
-            "the heads are merged with a plain reshape of [B, H, T, d_h] "
-            "to [B, T, d], which mixes the rows of different tokens: move "
-            "the head axis back next to d_h first, "
-            "o.transpose(1, 2).reshape(B, T, d) (merge_heads).",
+            tr("the heads are merged with a plain reshape of [B, H, T, d_h] "
+               "to [B, T, d], which mixes the rows of different tokens: move "
+               "the head axis back next to d_h first, "
+               "o.transpose(1, 2).reshape(B, T, d) (merge_heads)."),
         ),
         "split_by_reshape": (
             lambda: mha(cut=by_reshape),
-            "the heads are cut with a plain reshape of [B, T, d] to "
-            "[B, H, T, d_h], which puts the features of different tokens "
-            "into one head: view as [B, T, H, d_h], then "
-            ".transpose(1, 2) (split_heads).",
+            tr("the heads are cut with a plain reshape of [B, T, d] to "
+               "[B, H, T, d_h], which puts the features of different tokens "
+               "into one head: view as [B, T, H, d_h], then "
+               ".transpose(1, 2) (split_heads)."),
         ),
         "not_causal": (
             lambda: mha(causal=False),
-            "future tokens change the output: each head needs the "
-            "causal mask.",
+            tr("future tokens change the output: each head needs the "
+               "causal mask."),
         ),
     }
 
@@ -590,7 +591,7 @@ def delta_chunk_mistakes(q, k, v, beta, state, part: int) -> dict:
     return {
         m: (
             lambda m=m: delta_chunk(q, k, v, beta, state, mistake=m)[part],
-            DELTA_CHUNK_MISTAKES[m],
+            tr(DELTA_CHUNK_MISTAKES[m]),
         )
         for m in names
     }
@@ -677,7 +678,7 @@ def gated_delta_chunk_mistakes(q, k, v, g, beta, state, part: int) -> dict:
             lambda m=m: gated_delta_chunk(q, k, v, g, beta, state, mistake=m)[
                 part
             ],
-            GATED_DELTA_CHUNK_MISTAKES[m],
+            tr(GATED_DELTA_CHUNK_MISTAKES[m]),
         )
         for m in names
     }

@@ -172,6 +172,24 @@ class _Progress:
 _here = threading.local()  # the _Progress of the check running in this thread
 
 
+class _Label(str):
+    """A case's label made of parts ("six steps, token 3"): the English string (the check's
+    logic reads it, e.g. ``"large" in label``), and ``local()``, the label written in the
+    current language."""
+
+    local: Callable[[], str]
+
+    def __new__(cls, english: str, local: Callable[[], str]) -> _Label:
+        label = super().__new__(cls, english)
+        label.local = local
+        return label
+
+
+def _local(label: str) -> str:
+    """A case's label (English) as a diagnosis in the current language writes it."""
+    return label.local() if isinstance(label, _Label) else tr(label)
+
+
 def _call(
     fn: Callable,
     label: str,
@@ -194,45 +212,47 @@ def _call(
         raise
     except NotImplementedError:
         raise _Failed(
-            "not implemented yet: replace `raise NotImplementedError` with your code, "
-            "then run this cell again.",
+            tr("not implemented yet: replace `raise NotImplementedError` with your code, "
+               "then run this cell again."),
             "not_implemented",
         ) from None
     except SystemExit:
         raise _Failed(
-            f"your function called sys.exit() ({label}): it would end the program, so "
-            "the check stopped it. Return the answer instead.",
+            tr("your function called sys.exit() ({label}): it would end the program, so "
+               "the check stopped it. Return the answer instead.", label=_local(label)),
             "exit",
         ) from None
     except BaseException as error:  # noqa: BLE001 - every learner error becomes a diagnosis
         described = _describe(error)  # safe even when str(error) raises
-        raised = f"your function raised {described} ({label})"
+        raised = tr("your function raised {error} ({label})", error=described,
+                    label=_local(label))
         if _uses_dot_t(fn):
             raise _Failed(
-                f"{raised}. Your code uses .T, which reverses *all* the axes of a "
-                "tensor: k.T of k [B, H, T, D] is [D, T, H, B]. To swap the last "
-                "two axes only, write k.transpose(-2, -1) or k.mT.",
+                tr("{raised}. Your code uses .T, which reverses *all* the axes of a "
+                   "tensor: k.T of k [B, H, T, D] is [D, T, H, B]. To swap the last "
+                   "two axes only, write k.transpose(-2, -1) or k.mT.", raised=raised),
                 "dot_T",
             ) from None
         if "must match the size of tensor" in described:
             raise _Failed(
-                f"{raised}: two tensors did not line up. A reduction without "
-                "keepdim=True (scores.amax(dim=-1), .sum(-1), "
-                ".max(dim=-1).values) drops its axis, and the result then lines up "
-                "against the wrong one: keep it with keepdim=True." + hint,
+                tr("{raised}: two tensors did not line up. A reduction without "
+                   "keepdim=True (scores.amax(dim=-1), .sum(-1), "
+                   ".max(dim=-1).values) drops its axis, and the result then lines up "
+                   "against the wrong one: keep it with keepdim=True.", raised=raised) + hint,
                 "broadcast",
             ) from None
         raise _Failed(
-            f"{raised}. Compare the shapes of "
-            "your tensors with the ones in the docstring." + hint,
+            tr("{raised}. Compare the shapes of "
+               "your tensors with the ones in the docstring.", raised=raised) + hint,
             "exception",
         ) from None
     finally:
         progress.in_learner = False
     if unchanged and not torch.equal(kwargs[unchanged], given):
         raise _Failed(
-            f"your function changed the {unchanged} it was given, in place ({label}): "
-            "return a new tensor instead (state = state + …, not +=).",
+            tr("your function changed the {argument} it was given, in place ({label}): "
+               "return a new tensor instead (state = state + …, not +=).",
+               argument=unchanged, label=_local(label)),
             "in_place",
         )
     return out
@@ -259,7 +279,8 @@ def _describe(error: BaseException) -> str:
     except (KeyboardInterrupt, _TimeUp):
         raise
     except BaseException as inner:  # noqa: BLE001 - a broken __str__ is the learner's too
-        text = f"(its message cannot be shown: its __str__ raised {type(inner).__name__})"
+        text = tr("(its message cannot be shown: its __str__ raised {kind})",
+                  kind=type(inner).__name__)
     if len(text) > 300:
         text = text[:300] + " …"
     return f"{kind}: {text}" if text else kind
@@ -272,56 +293,63 @@ def _tensor(
     dtype and shape: a real floating-point CPU tensor, as the inputs."""
     if isinstance(out, tuple | list) and out:
         out = out[0]
+    # what and dims are English (e.g. "the output", "[B, H, Tq, Dv]"), written here in the
+    # current language
+    what, dims = tr(what), tr(dims)
     if not isinstance(out, torch.Tensor):
         raise _Failed(
-            f"{what}: expected a tensor {dims}, got {type(out).__name__}.",
+            tr("{what}: expected a tensor {dims}, got {kind}.",
+               what=what, dims=dims, kind=type(out).__name__),
             "type",
         )
     if type(out) not in (torch.Tensor, torch.nn.Parameter):
         raise _Failed(
-            f"{what} is a {type(out).__name__}, a subclass of torch.Tensor with its "
-            "own rules: return a plain torch.Tensor.",
+            tr("{what} is a {kind}, a subclass of torch.Tensor with its "
+               "own rules: return a plain torch.Tensor.", what=what, kind=type(out).__name__),
             "type",
         )
     if out.is_nested or out.layout != torch.strided:
-        kind = "nested" if out.is_nested else str(out.layout)
+        kind = tr("nested") if out.is_nested else str(out.layout)
         raise _Failed(
-            f"{what} is a {kind} tensor: return an ordinary (dense) tensor {dims}.",
+            tr("{what} is a {kind} tensor: return an ordinary (dense) tensor {dims}.",
+               what=what, kind=kind, dims=dims),
             "layout",
         )
     if out.device.type == "meta":
         raise _Failed(
-            f"{what} is on the meta device: it has a shape but no values. Compute it "
-            "from the inputs (they are on the CPU), without device='meta'.",
+            tr("{what} is on the meta device: it has a shape but no values. Compute it "
+               "from the inputs (they are on the CPU), without device='meta'.", what=what),
             "device",
         )
     if out.device.type != "cpu":
         raise _Failed(
-            f"{what} is on {out.device}, the inputs on the CPU: compute it where the "
-            "inputs are (or move it back with .cpu()).",
+            tr("{what} is on {device}, the inputs on the CPU: compute it where the "
+               "inputs are (or move it back with .cpu()).", what=what, device=out.device),
             "device",
         )
     if out.is_complex():
         raise _Failed(
-            f"{what} is complex ({out.dtype}), the answer is real: look for a complex "
-            "number that got in (a square root of a negative number, torch.fft, "
-            "1j) and keep the computation real.",
+            tr("{what} is complex ({dtype}), the answer is real: look for a complex "
+               "number that got in (a square root of a negative number, torch.fft, "
+               "1j) and keep the computation real.", what=what, dtype=out.dtype),
             "dtype",
         )
     if out.dtype not in _REAL_DTYPES:
         kind = (
-            "half precision, which keeps too few digits"
+            tr("half precision, which keeps too few digits")
             if out.is_floating_point()
-            else "not floating point: the answer has fractions"
+            else tr("not floating point: the answer has fractions")
         )
         raise _Failed(
-            f"{what} has dtype {out.dtype}, {kind}. Keep the inputs' dtype "
-            "(torch.float32): no .long(), .int(), .round() or .half().",
+            tr("{what} has dtype {dtype}, {kind}. Keep the inputs' dtype "
+               "(torch.float32): no .long(), .int(), .round() or .half().",
+               what=what, dtype=out.dtype, kind=kind),
             "dtype",
         )
     if tuple(out.shape) != shape:
         raise _Failed(
-            f"{what} has shape {tuple(out.shape)}, expected {shape} {dims}.",
+            tr("{what} has shape {shape}, expected {expected} {dims}.",
+               what=what, shape=tuple(out.shape), expected=shape, dims=dims),
             "shape",
         )
     return out
@@ -339,7 +367,8 @@ def _output_and_state(
     (the state ``[B, H, *state_shape]`` with B = 1, H = 2, as every case)."""
     if not (isinstance(out, tuple | list) and len(out) == 2):
         raise _Failed(
-            f"expected the pair (o, new_state), got {type(out).__name__} ({label}).",
+            tr("expected the pair (o, new_state), got {kind} ({label}).",
+               kind=type(out).__name__, label=_local(label)),
             "type",
         )
     o = _tensor(out[0], "o", o_shape, o_dims)
@@ -389,26 +418,32 @@ def _diagnose(
         ):  # the mistake cannot be formed for these shapes
             continue
         if _close_or_same_nonfinite(out, wrong):
-            matches.append(_Failed(f"{diagnosis} ({label})", mistake))
+            matches.append(_Failed(
+                tr("{diagnosis} ({label})", diagnosis=diagnosis, label=_local(label)),
+                mistake,
+            ))
     if len(matches) == 1:
         raise matches[0]
     if matches:
         raise _Ambiguous(
-            "one of these: " + " Or: ".join(m.message for m in matches)
+            tr("one of these: {options}",
+               options=tr(" Or: ").join(m.message for m in matches))
         )
     if not torch.isfinite(out).all():
         raise _Failed(
-            f"NaN or inf in your output ({label}); the reference is finite. "
-            + (
-                "Subtract each row's maximum score before exp (exp overflows)."
-                if "large" in label
-                else fallback
-            ),
+            tr("NaN or inf in your output ({label}); the reference is finite. {advice}",
+               label=_local(label),
+               advice=(
+                   tr("Subtract each row's maximum score before exp (exp overflows).")
+                   if "large" in label
+                   else fallback
+               )),
             "nonfinite",
         )
     error = (out.double() - ref.double()).abs().max().item()
     raise _Failed(
-        f"differs from the reference by up to {error:.3g} ({label}). {fallback}"
+        tr("differs from the reference by up to {error:.3g} ({label}). {fallback}",
+           error=error, label=_local(label), fallback=fallback)
     )
 
 
@@ -433,8 +468,9 @@ def _run(
         return CheckResult(
             name,
             False,
-            f"expected your function itself, got {type(fn).__name__}: pass it "
-            "without calling it, e.g. check(my_function), not check(my_function(…)).",
+            tr("expected your function itself, got {kind}: pass it "
+               "without calling it, e.g. check(my_function), not check(my_function(…)).",
+               kind=type(fn).__name__),
             "not_callable",
         )
     progress, outcome = _Progress(), {}
@@ -479,16 +515,18 @@ def _verdict(name: str, body: Callable[[], list[str]]) -> CheckResult:
         return CheckResult(
             name,
             False,
-            f"the check could not read your answer{f' ({where})' if where else ''}: "
-            f"{_describe(error)}. Return what the docstring asks for, computed from "
-            "the inputs: a plain float32 tensor (or the pair (o, new_state)).",
+            tr("the check could not read your answer{where}: "
+               "{error}. Return what the docstring asks for, computed from "
+               "the inputs: a plain float32 tensor (or the pair (o, new_state)).",
+               where=tr(" ({case})", case=_local(where)) if where else "",
+               error=_describe(error)),
             "unreadable",
         )
     return CheckResult(
         name,
         True,
-        f"matches the package's reference in all {len(labels)} "
-        f"cases ({'; '.join(labels)}).",
+        tr("matches the package's reference in all {n} cases ({cases}).",
+           n=len(labels), cases=tr("; ").join(_local(label) for label in labels)),
         cases=tuple(labels),
     )
 
@@ -496,25 +534,26 @@ def _verdict(name: str, body: Callable[[], list[str]]) -> CheckResult:
 def _timed_out(
     name: str, worker: threading.Thread, progress: _Progress, limit: float
 ) -> CheckResult:
-    where = f" ({progress.label})" if progress.label else ""
+    where = tr(" ({case})", case=_local(progress.label)) if progress.label else ""
     what = (
-        f"your function did not return within {limit:g} s{where}"
+        tr("your function did not return within {limit:g} s{where}", limit=limit, where=where)
         if progress.in_learner
-        else f"the check did not finish within {limit:g} s{where}"
+        else tr("the check did not finish within {limit:g} s{where}", limit=limit, where=where)
     )
     if _stop(worker):
-        advice = (
+        advice = tr(
             "it was stopped. Look for a loop that never ends (a while loop whose "
             "condition stays true); the checks use a few tokens, so a correct answer "
             "takes well under a second."
         )
     else:
-        advice = (
+        advice = tr(
             "it is still running in the background, inside a call Python cannot "
             "interrupt (time.sleep, input(), a huge computation). Restart the kernel "
             "(Kernel → Restart) to stop it, then run your cells again."
         )
-    return CheckResult(name, False, f"{what}: {advice}", "timeout")
+    return CheckResult(name, False, tr("{problem}: {advice}", problem=what, advice=advice),
+                       "timeout")
 
 
 def _stop(worker: threading.Thread, grace: float = 1.0) -> bool:
@@ -586,19 +625,21 @@ def _check_attention_fn(fn: Callable, causal: bool) -> list[str]:
         )
         if _close(out, ref):
             continue
-        fallback = "Compare with o = softmax(q kᵀ / √d_k) v."
+        fallback = tr("Compare with o = softmax(q kᵀ / √d_k) v.")
         if causal:
             t = q.shape[2]
             first_bad = not torch.isfinite(out[:, :, 0]).all()
             if t > 1 and first_bad and torch.isfinite(out[:, :, 1:]).all():
                 raise _Failed(
-                    f"NaN in the first token's output only ({label}): it has no "
-                    "allowed key. A token must see itself: keep the diagonal, "
-                    "j ≤ i.",
+                    tr("NaN in the first token's output only ({label}): it has no "
+                       "allowed key. A token must see itself: keep the diagonal, "
+                       "j ≤ i.", label=_local(label)),
                     "mask_strict",
                 )
             if _changes_with_future(fn, q, k, v, label):
-                fallback = "Future tokens change the output: the mask is missing or transposed."
+                fallback = tr(
+                    "Future tokens change the output: the mask is missing or transposed."
+                )
         _diagnose(
             out, ref, label, attention_mistakes(q, k, v, causal), fallback
         )
@@ -666,8 +707,8 @@ def _check_multi_head(fn: Callable) -> list[str]:
                 ref,
                 label,
                 multi_head_mistakes(x, *weights, heads),
-                "Compare with Y = [O_1 … O_H] W_O, "
-                "O_h = softmax(Q_h K_hᵀ / √d_h + log M) V_h.",
+                tr("Compare with Y = [O_1 … O_H] W_O, "
+                   "O_h = softmax(Q_h K_hᵀ / √d_h + log M) V_h."),
             )
     return [case[0] for case in cases]
 
@@ -702,10 +743,13 @@ def _check_decode(fn: Callable) -> list[str]:
         ref, _ = attention.softmax_attention(q, k, v, causal=True)
         cache = KVCache(k[:, :, :prefix].clone(), v[:, :, :prefix].clone())
         for t in range(prefix, prefix + steps):
-            step = f"{label}, token {t + 1}"
+            step = _Label(
+                f"{label}, token {t + 1}",
+                lambda label=label, n=t + 1: tr("{case}, token {n}", case=tr(label), n=n),
+            )
             before = _cached_tokens(cache, step)
             hint = (
-                " The cache was empty before this step: append (k_t, v_t) before attending."
+                tr(" The cache was empty before this step: append (k_t, v_t) before attending.")
                 if before == 0
                 else ""
             )
@@ -727,9 +771,10 @@ def _check_decode(fn: Callable) -> list[str]:
             after = _cached_tokens(cache, step)
             if after != before + 1:
                 raise _Failed(
-                    f"the cache held {before} tokens before the step and {after} "
-                    f"after ({step}): append the new (k_t, v_t) exactly once, with "
-                    "cache.append(k_t, v_t).",
+                    tr("the cache held {before} tokens before the step and {after} "
+                       "after ({label}): append the new (k_t, v_t) exactly once, with "
+                       "cache.append(k_t, v_t).", before=before, after=after,
+                       label=_local(step)),
                     "cache_length",
                 )
             if _close(out, ref[:, :, now]):
@@ -743,7 +788,7 @@ def _check_decode(fn: Callable) -> list[str]:
                 ref[:, :, now],
                 step,
                 mistakes,
-                "Compare with o_t = softmax(K q_t / √d_k)ᵀ V over the whole cache.",
+                tr("Compare with o_t = softmax(K q_t / √d_k)ᵀ V over the whole cache."),
             )
     _raise_pending(pending)
     return [case[0] for case in cases]
@@ -762,10 +807,10 @@ def _cached_tokens(cache: KVCache, step: str) -> int:
         and (k.shape[3], v.shape[3]) == (8, 6)
     ):
         raise _Failed(
-            "your function replaced the cache's tensors: cache.k is "
-            f"{_what(k)} and cache.v is {_what(v)} ({step}). Leave them to the "
-            "cache: add the new token with cache.append(k_t, v_t) and read "
-            "cache.k and cache.v.",
+            tr("your function replaced the cache's tensors: cache.k is "
+               "{k} and cache.v is {v} ({label}). Leave them to the "
+               "cache: add the new token with cache.append(k_t, v_t) and read "
+               "cache.k and cache.v.", k=_what(k), v=_what(v), label=_local(step)),
             "cache_broken",
         )
     return k.shape[2]
@@ -773,8 +818,9 @@ def _cached_tokens(cache: KVCache, step: str) -> int:
 
 def _what(x: object) -> str:
     if type(x) is torch.Tensor:
-        return f"a {x.device.type} tensor of shape {tuple(x.shape)}"
-    return "None" if x is None else f"a {type(x).__name__}"
+        return tr("a {device} tensor of shape {shape}", device=x.device.type,
+                  shape=tuple(x.shape))
+    return "None" if x is None else tr("a {kind}", kind=type(x).__name__)
 
 
 def check_decode_step(
@@ -837,7 +883,7 @@ def _check_block(fn: Callable) -> list[str]:
                 ref,
                 label,
                 block_mistakes(x, *parts),
-                "Compare with h = x + Mixer(RMSNorm₁(x)); y = h + MLP(RMSNorm₂(h)).",
+                tr("Compare with h = x + Mixer(RMSNorm₁(x)); y = h + MLP(RMSNorm₂(h))."),
             )
     return [case[0] for case in cases]
 
@@ -1035,7 +1081,12 @@ def _check_steps(fn: Callable, kind: str) -> list[str]:
         _, _, t, dk = c["q"].shape
         dv = c["v"].shape[-1]
         for i in range(t):
-            label = f"{c['label']}, token {i + 1} of {t}"
+            label = _Label(
+                f"{c['label']}, token {i + 1} of {t}",
+                lambda case=c["label"], i=i + 1, n=t: tr(
+                    "{case}, token {i} of {n}", case=tr(case), i=i, n=n
+                ),
+            )
             q, k, v, beta, g = (
                 c[n][:, :, i] for n in ("q", "k", "v", "beta", "g")
             )
@@ -1052,7 +1103,7 @@ def _check_steps(fn: Callable, kind: str) -> list[str]:
                 q,
                 k,
                 v,
-                hint=_HINTS.get(kind, ""),
+                hint=tr(_HINTS[kind]) if kind in _HINTS else "",
                 unchanged="state",
                 **kwargs,
             )
@@ -1060,14 +1111,14 @@ def _check_steps(fn: Callable, kind: str) -> list[str]:
                 out,
                 label,
                 (1, 2, dv),
-                "[B, H, Dv]: the read is Sᵀ q",
+                "[B, H, Dv]: the read is Sᵀ q",  # written in the reader's language by _tensor
                 (dk, dv),
                 "[B, H, Dk, Dv]: the write is k vᵀ (k a column, v a row)",
             )
             if not _close(o, ref_o[:, :, i]):
                 mistakes = step_mistakes(kind, q, k, v, beta, g, state)
                 where = (
-                    f"matches up to token {i} but diverges at token {i + 1}: "
+                    tr("matches up to token {i} but diverges at token {j}: ", i=i, j=i + 1)
                     if i > 0
                     else ""
                 )
@@ -1077,7 +1128,7 @@ def _check_steps(fn: Callable, kind: str) -> list[str]:
                     ref_o[:, :, i],
                     label,
                     _prefixed(mistakes, where),
-                    "Compare your step with the equations in the docstring.",
+                    tr("Compare your step with the equations in the docstring."),
                 )
             state = (
                 new_state.detach().clone()
