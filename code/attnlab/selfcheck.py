@@ -950,7 +950,7 @@ def _check_chunk(fn: Callable, delta: bool) -> list[str]:
             formulas = ("O = s Q S + (s Q Kᵀ ⊙ M) V", "S + Kᵀ V")
         if not _close(o, ref_o):
             _diagnose(
-                o, ref_o, label, outputs, f"Compare with {formulas[0]}."
+                o, ref_o, label, outputs, tr("Compare with {formula}.", formula=formulas[0])
             )
         if not _close(new_state, ref_state):
             _diagnose(
@@ -958,7 +958,8 @@ def _check_chunk(fn: Callable, delta: bool) -> list[str]:
                 ref_state,
                 label,
                 states,
-                f"The outputs match; compare the new state with {formulas[1]}.",
+                tr("The outputs match; compare the new state with {formula}.",
+                   formula=formulas[1]),
             )
     return [case[0] for case in cases]
 
@@ -1314,7 +1315,7 @@ def _check_gated_chunk(fn: Callable) -> list[str]:
         o, new_state = _output_and_state(
             out, label, (1, 2, c, 4), "[B, H, C, Dv]", (6, 4)
         )
-        fallback = (
+        fallback = tr(
             "Compare with O = (Q ⊙ e^b) S + (Q Kᵀ ⊙ Γ)(U − W S), "
             "Γ_ij = e^(b_i − b_j) formed from the gates between j and i "
             "(never e^(−b_j) alone, which overflows)."
@@ -1333,8 +1334,8 @@ def _check_gated_chunk(fn: Callable) -> list[str]:
                 ref_state,
                 label,
                 gated_delta_chunk_mistakes(q, k, v, g, beta, state, 1),
-                "The outputs match; compare the new state with "
-                "e^(b_C) S + (K ⊙ e^(b_C − b))ᵀ (U − W S).",
+                tr("The outputs match; compare the new state with "
+                   "e^(b_C) S + (K ⊙ e^(b_C − b))ᵀ (U − W S)."),
             )
     return [case[0] for case in cases]
 
