@@ -108,11 +108,11 @@ def test_chinese_text_is_marked_and_has_a_cjk_font(browser, base_url):
             "() => { const out = []; const walk = document.createTreeWalker("
             "document.querySelector('article'), NodeFilter.SHOW_TEXT);"
             " while (walk.nextNode()) { const t = walk.currentNode;"
-            " if (/[\\u4e00-\\u9fff]/.test(t.textContent) && !t.parentElement.closest('[lang=zh]')"
+            " if (/[\\u4e00-\\u9fff]/.test(t.textContent) && !t.parentElement.closest('[lang|=zh]')"
             " && !t.parentElement.closest('mjx-container, pre, code')) out.push(t.textContent); }"
             " return out.slice(0, 5); }")
         fonts = page.evaluate(
-            "() => [...new Set([...document.querySelectorAll('[lang=zh]')]"
+            "() => [...new Set([...document.querySelectorAll('article [lang|=zh]')]"
             ".map(e => getComputedStyle(e).fontFamily))]")
     finally:
         page.close()

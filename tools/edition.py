@@ -44,6 +44,8 @@ TRANSLATED = (
 )
 #: Where the Chinese edition lives, relative to the English site's root.
 ZH_PREFIX = "zh"
+#: A link to a file both editions share, kept once at the English root: the course PDF.
+SHARED_FILE = re.compile(r'href="([^":/#?]+\.pdf)"')
 LANG_BLOCK = re.compile(r"<!--attnlab-lang:(\w+)-->(.*?)<!--/attnlab-lang-->", re.S)
 
 
@@ -194,8 +196,10 @@ def add_edition_switch(app: Sphinx, pagename: str, templatename: str, context: d
     if lang != "en" and doctree is not None and pagename not in TRANSLATED:
         banner = UNTRANSLATED
     if "body" in context:
-        context["body"] = f'<div class="attnlab-edition-bar">{switch}</div>{banner}' \
-            + context["body"]
+        body = context["body"]
+        if lang != "en":  # the course PDF (tools/make_pdf.py) is at the English site's root
+            body = SHARED_FILE.sub(r'href="../\1"', body)
+        context["body"] = f'<div class="attnlab-edition-bar">{switch}</div>{banner}' + body
     other = "zh-CN" if lang == "en" else "en"
     context["metatags"] = context.get("metatags", "") + \
         f'\n<link rel="alternate" hreflang="{other}" href="{href}">'
