@@ -30,6 +30,7 @@ from attnlab.i18n import (
     LocalText,
     current_language,
     language,
+    read_po,
     rendered_languages,
     text_of,
     tr,
@@ -288,14 +289,7 @@ def _page_translations(notebook: Path, lang: str) -> dict[str, str] | None:
     for folder in (notebook.resolve().parent, *notebook.resolve().parents):
         path = folder / "locale" / lang / "LC_MESSAGES" / "chapters" / f"{notebook.stem}.po"
         if path.exists():
-            from babel.messages.pofile import read_po
-
-            with path.open("rb") as f:
-                return {
-                    " ".join(str(m.id).split()): str(m.string)
-                    for m in read_po(f)
-                    if m.id and m.string and not m.fuzzy
-                }
+            return {" ".join(en.split()): zh for en, zh in read_po(path).items()}
     return None
 
 
