@@ -29,7 +29,7 @@ pdf: $(STAMP) _offline/.lock-hash chromium
 lab: $(STAMP)
 	$(BIN)/jupyter lab chapters/
 
-## check: lint, the standalone cells, and the package and environment tests (about 2.5 minutes on
+## check: lint, the standalone cells, and the package and environment tests (about 3.5 minutes on
 ## 2 cores): what a contributor runs before committing. The website calculator's parity test
 ## runs _static/calculator.js in headless Chromium (no build needed), hence chromium.
 check: $(STAMP) chromium

@@ -82,3 +82,17 @@ def test_set_language_holds_outside_blocks_and_blocks_win():
     finally:
         set_language("en")
     assert current_language() == "en"
+
+
+def test_a_figure_with_nothing_translated_is_rendered_once_for_both_editions(monkeypatch):
+    monkeypatch.setenv("ATTNLAB_LANGUAGES", "en,zh_CN")
+
+    def untranslated(fig):
+        fig.subplots().set_title(tr("A title no catalog has"))
+
+    html = show_figure(untranslated, alt="plain", size=(3, 2))._repr_html_()
+    assert html.count("<img") == 1 and "attnlab-lang" not in html
+    panel = slider_panel(lambda fig, n: untranslated(fig), {"n": [1, 2]}, alt="plain",
+                         mode="static", width=3, height=2)
+    assert "attnlab-lang" not in panel.page_html
+    assert keep_language(panel.page_html, "zh_CN") == panel.page_html

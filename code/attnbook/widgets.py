@@ -379,7 +379,9 @@ def slider_panel(
     )
     panel.default_index = tuple(c.values.index(c.default) for c in parsed)
     if mode == "static":
-        panel.page_html = language_blocks(panel.static_html)
+        panel.page_html = language_blocks(
+            panel.static_html, probe=lambda: panel.render(panel.default_index)
+        )
         return panel
     _OPEN_PANELS[panel.number] = panel
     panel.sliders = [_make_control(c, panel.option_labels(c)) for c in parsed]

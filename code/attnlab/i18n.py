@@ -130,10 +130,20 @@ def catalog(lang: str) -> dict[str, str]:
     return messages
 
 
+#: How many messages ``tr`` has found in a catalog so far (``language_blocks`` compares it
+#: before and after a rendering: none found means the rendering is the English one).
+_translations_found = 0
+
+
 def tr(message: str, /, **values: object) -> str:
     """``message`` in the current language, with ``{name}`` placeholders filled from ``values``
     (``str.format`` syntax, so ``{mb:,.1f}`` works). Untranslated messages stay English."""
-    text = catalog(current_language()).get(message, message)
+    global _translations_found
+    text = catalog(current_language()).get(message)
+    if text is None:
+        text = message
+    else:
+        _translations_found += 1
     return text.format(**values) if values else text
 
 
@@ -142,16 +152,33 @@ def text_of(text: LocalText) -> str:
     return text() if callable(text) else text
 
 
-def language_blocks(render: Callable[[], str]) -> str:
+def language_blocks(
+    render: Callable[[], str], probe: Callable[[], object] | None = None
+) -> str:
     """HTML that holds ``render()`` once per rendered language, each between markers the book
     keeps or drops by the page's language (``<!--attnlab-lang:zh_CN-->…<!--/attnlab-lang-->``).
-    With one language, just that language's HTML and no markers."""
+    With one language, just that language's HTML and no markers.
+
+    A language in which nothing rendered is translated (``tr`` found no message: a lesson not
+    yet translated) gets no block of its own: both editions show the first language's, so an
+    untranslated figure costs nothing twice. ``probe`` (e.g. one frame of a panel) is tried
+    first in such a language, so that a costly ``render`` runs only when it would differ."""
     langs = rendered_languages()
     if len(langs) == 1:
         with language(langs[0]):
             return render()
     parts = []
-    for lang in langs:
+    for k, lang in enumerate(langs):
         with language(lang):
-            parts.append(f"<!--attnlab-lang:{lang}-->{render()}<!--/attnlab-lang-->")
-    return "".join(parts)
+            before = _translations_found
+            if k and probe is not None:
+                probe()
+                if _translations_found == before:
+                    continue
+            html = render()
+            if k and _translations_found == before:
+                continue
+        parts.append((lang, html))
+    if len(parts) == 1:
+        return parts[0][1]
+    return "".join(f"<!--attnlab-lang:{lang}-->{html}<!--/attnlab-lang-->" for lang, html in parts)
