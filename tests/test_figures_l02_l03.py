@@ -221,49 +221,6 @@ def test_score_spread_and_temperature_keep_their_keys_and_token_names():
 # ------------------------------------------------------------------ Lesson 2 in Chinese
 
 
-def _tr_messages(source: str) -> list[str]:
-    """The literal first arguments of every ``tr(...)`` call in ``source``."""
-    import ast
-
-    return [
-        node.args[0].value
-        for node in ast.walk(ast.parse(source))
-        if isinstance(node, ast.Call)
-        and getattr(node.func, "id", None) == "tr"
-        and node.args
-        and isinstance(node.args[0], ast.Constant)
-    ]
-
-
-def test_lesson_2_messages_are_translated_with_their_placeholders():
-    import json
-    import re
-    from pathlib import Path
-
-    from attnlab.i18n import catalog
-
-    root = Path(__file__).resolve().parent.parent
-    sources = [Path(l02.__file__).read_text(encoding="utf-8")]
-    notebook = json.loads(
-        (root / "chapters" / "02_self_attention.ipynb").read_text(encoding="utf-8")
-    )
-    sources += [
-        "".join(cell["source"])
-        for cell in notebook["cells"]
-        if cell["cell_type"] == "code" and "tr(" in "".join(cell["source"])
-    ]
-    messages = {m for source in sources for m in _tr_messages(source)}
-    assert len(messages) >= 25
-    chinese = catalog("zh_CN")
-    # "feature" and the word groups' names are Lesson 1's messages (its figures draw them
-    # first); the feature "eats" is the word itself and stays as it is
-    missing = messages - set(chinese) - {"feature", *toy.FEATURES}
-    assert not missing
-    for message in messages & set(chinese):
-        fields = sorted(re.findall(r"\{[^}]*\}", message))
-        assert sorted(re.findall(r"\{[^}]*\}", chinese[message])) == fields, message
-
-
 def test_lesson_2_figures_draw_in_chinese():
     import warnings
 

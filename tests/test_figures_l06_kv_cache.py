@@ -259,21 +259,3 @@ def test_figures_and_alt_text_speak_chinese_with_the_same_numbers():
     fig = new_figure(6.4, 3.6)  # outside the block: English again
     l06.draw_recompute(fig, n_steps=8)
     assert fig.axes[0].get_title() == "without a cache:\n36 K/V rows computed"
-
-
-def test_lesson_catalog_keeps_every_placeholder():
-    import string
-    from pathlib import Path
-
-    from attnlab.i18n import LOCALE_DIR
-    from babel.messages.pofile import read_po
-
-    def fields(text):
-        return sorted(f for _, f, _, _ in string.Formatter().parse(text) if f is not None)
-
-    with Path(LOCALE_DIR, "zh_CN", "l06.po").open("rb") as f:
-        messages = [m for m in read_po(f) if m.id]
-    assert messages
-    for message in messages:
-        assert message.string and not message.fuzzy, message.id
-        assert fields(message.string) == fields(message.id), message.id

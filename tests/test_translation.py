@@ -198,7 +198,7 @@ def test_the_glossary_uses_the_term_table():
 PLACEHOLDER = re.compile(r"\{[^{}]*\}")
 
 
-def test_the_package_catalogs_keep_placeholders_and_define_each_message_once():
+def test_the_package_catalogs_are_complete_keep_placeholders_and_define_each_message_once():
     seen: dict[str, str] = {}
     problems = []
     for path in sorted(PACKAGE.glob("*.po")):
@@ -206,11 +206,42 @@ def test_the_package_catalogs_keep_placeholders_and_define_each_message_once():
             if m.id in seen:
                 problems.append(f"{m.id!r} in {path.name} and {seen[m.id]}")
             seen[str(m.id)] = path.name
-            if m.string and Counter(PLACEHOLDER.findall(str(m.id))) != Counter(
+            if not m.string or m.fuzzy:
+                problems.append(f"{path.name}: {m.id!r} untranslated or fuzzy")
+            elif Counter(PLACEHOLDER.findall(str(m.id))) != Counter(
                 PLACEHOLDER.findall(str(m.string))
             ):
                 problems.append(f"{path.name}: {m.id!r} → {m.string!r}")
     assert not problems, problems[:5]
+
+
+def test_every_message_a_translated_lessons_code_writes_is_translated():
+    """Each lesson with a package catalog (``lNN.po``): every ``tr("…")`` of its figure module
+    and of its notebook's code has a translation (in any of the package's catalogs)."""
+    import ast
+    import json
+
+    from attnlab.i18n import catalog
+
+    chinese = catalog("zh_CN")
+
+    def messages(source: str) -> set[str]:
+        return {node.args[0].value for node in ast.walk(ast.parse(source))
+                if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "tr"
+                and node.args and isinstance(node.args[0], ast.Constant)}
+
+    lessons = sorted(p.stem[1:] for p in PACKAGE.glob("l[0-9]*.po"))
+    assert lessons
+    for lesson in lessons:
+        sources = [p.read_text(encoding="utf-8") for p in
+                   (ROOT / "code" / "attnbook" / "figures").glob(f"l{lesson}_*.py")]
+        for path in (ROOT / "chapters").glob(f"{lesson}_*.ipynb"):
+            cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+            sources += ["".join(c["source"]) for c in cells if c["cell_type"] == "code"]
+        written = set().union(*map(messages, sources))
+        assert written, f"Lesson {lesson} has a catalog but its code calls no tr()"
+        missing = sorted(written - set(chinese))
+        assert not missing, f"Lesson {lesson}: {len(missing)} untranslated, e.g. {missing[:3]}"
 
 
 def test_a_message_in_chinese_reads_from_the_catalog_and_falls_back_to_english():
