@@ -92,6 +92,13 @@ def loop_ms(repeats: int = 5) -> float:
     return best_seconds(loop, repeats=repeats, warmup=False) * 1000
 
 
+def measured_line(machine: dict) -> str:
+    """"Measured <when> on <arch>, <cores> CPU cores, torch <version>": the facts of ``machine``
+    (each kept on its own in the JSON too, for pages that word them in another language)."""
+    return (f"Measured {machine['when']} on {machine['arch']}, {machine['cores']} CPU cores, "
+            f"torch {machine['torch']}")
+
+
 def render(report: dict) -> str:
     """The Markdown of the "Speed and memory" page's tables, from one run's ``report``."""
     calib = report["calibration_loop_ms"]
@@ -136,9 +143,11 @@ def main() -> None:
         k_rows = kernels.main()
         calib_after = loop_ms()
         when = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+        machine = {"when": when, "arch": platform.machine(), "cores": os.cpu_count(),
+                   "torch": torch.__version__}
         report = {
-            "measured": f"Measured {when} on {platform.machine()}, {os.cpu_count()} CPU "
-                        f"cores, torch {torch.__version__}",
+            "machine": machine,
+            "measured": measured_line(machine),
             "calibration_loop_ms": {"before": calib_before, "after": calib_after},
             "notebooks": nb_rows,
             "total_seconds": sum(r["seconds"] for r in nb_rows),
