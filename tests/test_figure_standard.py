@@ -386,9 +386,10 @@ def frames(entry: Entry):
 
 def check(name: str) -> list[str]:
     found = []
-    for values, fig in frames(REGISTRY[name]):
-        found += [f"{values}: {p}" for p in problems(fig)]
-    return found
+    with plotting.missing_glyphs() as tofu:
+        for values, fig in frames(REGISTRY[name]):
+            found += [f"{values}: {p}" for p in problems(fig)]
+    return found + [f"no glyph (an empty box): {c!r}" for c in dict.fromkeys(tofu)]
 
 
 def translated(name: str) -> bool:

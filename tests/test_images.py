@@ -64,11 +64,13 @@ DRAWN = [(name, lang) for name in sorted(_draw_diagrams().DIAGRAMS) for lang in 
 def test_diagrams_meet_the_figure_standard(name, lang):
     """Text at least SMALL_TEXT_PT in a figure at most 6.4 inches wide, inside the figure, and no
     two texts overlapping, in each language the diagram is drawn in."""
-    from attnbook.plotting import course_style
+    from attnbook.plotting import course_style, missing_glyphs
     from attnlab.i18n import language
 
-    with language(lang), course_style():
+    with language(lang), course_style(), missing_glyphs() as tofu:
         fig = _draw_diagrams().DIAGRAMS[name]()
+        fig.canvas.draw()
+    assert not tofu, f"characters drawn as empty boxes: {tofu}"
     assert fig.get_figwidth() <= 6.4
     renderer = fig.canvas.get_renderer()
     texts = [t for t in fig.findobj(lambda a: hasattr(a, "get_text") and hasattr(a, "get_fontsize"))

@@ -95,20 +95,21 @@ def sophia_stack() -> Figure:
         ax.text(x + col_w / 2, base - 0.1, f"{first}–{first + group - 1}", ha="center",
                 va="top", fontsize=NOTE_PT)
     ax.text(WIDTH_IN / 2, base + group * (box_h + 0.06) + 0.05,
-            f"{len(pattern)} layers = [{', '.join(KINDS[k].label for k in pattern[:group])}]"
-            f" × {n_groups}\n(each column runs bottom to top, then the next one)",
+            tr("{n} layers = [{group}] × {groups}\n(each column runs bottom to top, then the "
+               "next one)", n=len(pattern), groups=n_groups,
+               group=", ".join(KINDS[k].label for k in pattern[:group])),
             ha="center", va="bottom", fontsize=TEXT_PT, linespacing=1.4)
     # what a KDA layer keeps: a fixed state
     panel_y, panel_h, panel_w = 0.1, 1.6, 3.05
     c_kda, c_mla = KIND_COLOURS["kda"], KIND_COLOURS["mla"]
     _box(ax, 0.1, panel_y, panel_w, panel_h, c_kda, fill=0.08)
     ax.text(0.25, panel_y + panel_h - 0.12,
-            f"{pattern.count('kda')} KDA layers, each keeps\na fixed state",
+            tr("{n} KDA layers, each keeps\na fixed state", n=pattern.count("kda")),
             va="top", fontsize=TEXT_PT, weight="bold")
     ax.text(0.25, panel_y + 0.15,
-            f"{SOPHIA.n_heads} heads × {SOPHIA.head_dim} × {SOPHIA.head_dim}\n"
-            f"= {kda.state:,} numbers\n+ {kda.conv:,} conv inputs,\n"
-            "the same after 10 or 10⁶ tokens", va="bottom", fontsize=NOTE_PT)
+            tr("{heads} heads × {d} × {d}\n= {state:,} numbers\n+ {conv:,} conv inputs,\n"
+               "the same after 10 or 10⁶ tokens", heads=SOPHIA.n_heads, d=SOPHIA.head_dim,
+               state=kda.state, conv=kda.conv), va="bottom", fontsize=NOTE_PT)
     for i in range(4):  # a few stacked squares: the heads' matrices
         off = 0.06 * i
         ax.add_patch(Rectangle((2.4 + off, 0.65 + off), 0.45, 0.45, facecolor="white",
@@ -117,11 +118,11 @@ def sophia_stack() -> Figure:
     x0 = WIDTH_IN - 0.1 - panel_w
     _box(ax, x0, panel_y, panel_w, panel_h, c_mla, fill=0.08)
     ax.text(x0 + 0.15, panel_y + panel_h - 0.12,
-            f"{pattern.count('mla')} MLA layers, each keeps\na latent cache that grows",
+            tr("{n} MLA layers, each keeps\na latent cache that grows", n=pattern.count("mla")),
             va="top", fontsize=TEXT_PT, weight="bold")
     ax.text(x0 + 0.15, panel_y + 0.15,
-            f"{SOPHIA.mla.kv_lora_rank} + {SOPHIA.mla.qk_rope_head_dim} = {mla_per_token:,}"
-            " numbers\nper token: one more\nrow for every token",
+            tr("{latent} + {rope} = {n:,} numbers\nper token: one more\nrow for every token",
+               latent=SOPHIA.mla.kv_lora_rank, rope=SOPHIA.mla.qk_rope_head_dim, n=mla_per_token),
             va="bottom", fontsize=NOTE_PT)
     for i in range(6):  # rows of the cache, one per token
         ax.add_patch(Rectangle((x0 + 2.5, 0.3 + 0.12 * i), 0.45, 0.09, facecolor=c_mla,
@@ -146,7 +147,7 @@ def chunk_split(n_chunks: int = 4, chunk: int = 4) -> Figure:
         cx = x + state_w
         for t in range(chunk):  # the chunk's tokens
             _box(ax, cx + t * tok, y_tok, tok, tok, colour, fill=0.25)
-        ax.text(cx + chunk_w / 2, y_tok + tok + 0.08, f"chunk {c + 1}", ha="center",
+        ax.text(cx + chunk_w / 2, y_tok + tok + 0.08, tr("chunk {n}", n=c + 1), ha="center",
                 va="bottom", fontsize=NOTE_PT)
         # the causal mask inside the chunk: a lower triangle, all of it computed at once
         top, bottom = y_tok - 0.1, y_tok - 0.55
@@ -156,12 +157,14 @@ def chunk_split(n_chunks: int = 4, chunk: int = 4) -> Figure:
         _arrow(ax, (cx, y_state + 0.21), (cx + chunk_w, y_state + 0.21), state_c)
         _arrow(ax, (cx + chunk_w / 2, bottom - 0.02), (cx + chunk_w / 2, y_state + 0.23), colour)
         x += state_w + chunk_w
-    ax.text(WIDTH_IN / 2, 2.75, f"T = {n_chunks * chunk} tokens in {n_chunks} chunks of "
-            f"C = {chunk}", ha="center", va="center", fontsize=TEXT_PT, weight="bold")
+    ax.text(WIDTH_IN / 2, 2.75, tr("T = {t} tokens in {n} chunks of C = {c}",
+                                   t=n_chunks * chunk, n=n_chunks, c=chunk),
+            ha="center", va="center", fontsize=TEXT_PT, weight="bold")
     ax.text(0.15, 0.62,
-            "triangle: the chunk's C outputs at once, by matrix products over its\n"
-            "tokens and the state carried in (parallel work); blue arrow: the chunk's\n"
-            f"one state update; orange: the state carried on, T / C = {n_chunks} sequential steps",
+            tr("triangle: the chunk's C outputs at once, by matrix products over its\n"
+               "tokens and the state carried in (parallel work); blue arrow: the chunk's\n"
+               "one state update; orange: the state carried on, T / C = {n} sequential steps",
+               n=n_chunks),
             va="top", fontsize=NOTE_PT)
     return fig
 
@@ -176,34 +179,39 @@ def mla_path() -> Figure:
     # the cache: latent c and the shared decoupled key part
     ax.add_patch(Rectangle((1.7, 0.55), 1.5, 2.35, facecolor="none", edgecolor=orange,
                            linewidth=1.6, linestyle=(0, (4, 3))))
-    ax.text(2.45, 3.0, f"cached: {mla.cache_dim} a token", ha="center", va="bottom",
+    ax.text(2.45, 3.0, tr("cached: {n} a token", n=mla.cache_dim), ha="center", va="bottom",
             fontsize=TEXT_PT, weight="bold")
-    _box(ax, 1.85, 1.75, 1.2, 0.85, orange, f"latent $c^{{KV}}_t$\n{mla.kv_lora_rank}",
-         fill=0.5)
-    _box(ax, 1.85, 0.75, 1.2, 0.7, orange, f"shared $k^R_t$\n{mla.qk_rope_head_dim}",
-         fill=0.5)
+    _box(ax, 1.85, 1.75, 1.2, 0.85, orange,
+         tr("latent {c}\n{n}", c="$c^{KV}_t$", n=mla.kv_lora_rank), fill=0.5)
+    _box(ax, 1.85, 0.75, 1.2, 0.7, orange,
+         tr("shared {k}\n{n}", k="$k^R_t$", n=mla.qk_rope_head_dim), fill=0.5)
     _arrow(ax, (1.0, 1.85), (1.85, 2.17))
     _arrow(ax, (1.0, 1.55), (1.85, 1.1))
     ax.text(1.3, 2.2, "$W^{DKV}$", ha="center", va="bottom", fontsize=NOTE_PT)
     ax.text(1.25, 1.1, "$W^{KR}$", ha="center", va="top", fontsize=NOTE_PT)
     # per-head keys and values, rebuilt from c when attending
     _box(ax, 3.85, 2.1, 1.4, 0.8, blue,
-         f"keys $k^C_{{t,i}}$\n{mla.n_heads} heads × {mla.qk_nope_head_dim}", size=NOTE_PT)
+         tr("keys {k}\n{heads} heads × {d}", k="$k^C_{t,i}$", heads=mla.n_heads,
+            d=mla.qk_nope_head_dim), size=NOTE_PT)
     _box(ax, 3.85, 1.0, 1.4, 0.8, green,
-         f"values $v^C_{{t,i}}$\n{mla.n_heads} heads × {mla.v_head_dim}", size=NOTE_PT)
+         tr("values {v}\n{heads} heads × {d}", v="$v^C_{t,i}$", heads=mla.n_heads,
+            d=mla.v_head_dim), size=NOTE_PT)
     _arrow(ax, (3.05, 2.4), (3.85, 2.5))
     _arrow(ax, (3.05, 1.95), (3.85, 1.4))
     ax.text(3.45, 2.5, "$W^{UK}_i$", ha="center", va="bottom", fontsize=NOTE_PT)
     ax.text(3.6, 1.72, "$W^{UV}_i$", ha="left", va="bottom", fontsize=NOTE_PT)
-    _box(ax, 5.45, 1.9, 0.85, 0.8, blue, "head key\n$[k^C_{t,i}; k^R_t]$", size=NOTE_PT)
+    _box(ax, 5.45, 1.9, 0.85, 0.8, blue, tr("head key\n{k}", k="$[k^C_{t,i}; k^R_t]$"),
+         size=NOTE_PT)
     _arrow(ax, (5.25, 2.5), (5.45, 2.4))
     # under the values box, then up into the head key: the arrow crosses no text
     _arrow(ax, (3.05, 0.9), (6.1, 1.9), connectionstyle="angle,angleA=0,angleB=90,rad=0")
-    ax.text(3.85, 3.0, "rebuilt per head, never cached", ha="left", va="bottom",
+    ax.text(3.85, 3.0, tr("rebuilt per head, never cached"), ha="left", va="bottom",
             fontsize=NOTE_PT)
-    sophia_rope = "rotated too" if mla.rope else "left unrotated, NoPE"
-    ax.text(0.1, 0.05, "$k^R_t$: one key part shared by all heads,\n"
-            f"rotated by RoPE in DeepSeek-V3; Sophia's is {sophia_rope}",
+    shared_key = (tr("{k}: one key part shared by all heads,\nrotated by RoPE in DeepSeek-V3; "
+                     "Sophia's is rotated too", k="$k^R_t$") if mla.rope else
+                  tr("{k}: one key part shared by all heads,\nrotated by RoPE in DeepSeek-V3; "
+                     "Sophia's is left unrotated, NoPE", k="$k^R_t$"))
+    ax.text(0.1, 0.05, shared_key,
             fontsize=NOTE_PT, va="bottom")
     return fig
 
@@ -248,7 +256,7 @@ def _prenorm_block(mixer_label: str, mixer_colour: str) -> Figure:
 
 #: Diagrams drawn in Chinese too, as ``images/<name>.zh_CN.svg``: the Chinese edition shows that
 #: file in place of ``<name>.svg`` (Sphinx's ``figure_language_filename``).
-TRANSLATED = ("attention_block", "transformer_block")
+TRANSLATED = ("sophia_stack", "chunk_split", "mla_path", "attention_block", "transformer_block")
 
 DIAGRAMS: dict[str, Callable[[], Figure]] = {
     "sophia_stack": sophia_stack,

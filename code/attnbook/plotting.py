@@ -13,8 +13,11 @@ import contextlib
 import functools
 import html
 import io
+import logging
 import math
-from collections.abc import Callable, Sequence
+import re
+import warnings
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -645,6 +648,39 @@ def _recording_drawn_texts(found: list):
         yield found
     finally:
         Text.draw = original
+
+
+_MISSING_GLYPH = re.compile(r"Glyph \d+ \((.+?)\) missing from|does not have a glyph for '(.+?)'")
+
+
+class _GlyphLog(logging.Handler):
+    def __init__(self, found: list[str]):
+        super().__init__(logging.WARNING)
+        self.found = found
+
+    def emit(self, record: logging.LogRecord) -> None:
+        match = _MISSING_GLYPH.search(record.getMessage())
+        if match:
+            self.found.append(match.group(1) or match.group(2))
+
+
+@contextlib.contextmanager
+def missing_glyphs() -> Iterator[list[str]]:
+    """Collect the characters that text laid out inside the block has no glyph for (drawn as
+    empty boxes, "tofu"): matplotlib warns of plain text, and logs of mathtext, whose fonts
+    have no CJK glyphs (so a line mixing Chinese and ``$math$`` shows boxes)."""
+    found: list[str] = []
+    handler = _GlyphLog(found)
+    mathtext_log = logging.getLogger("matplotlib.mathtext")
+    mathtext_log.addHandler(handler)
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            yield found
+        found += [m.group(1) or m.group(2) for w in caught
+                  if (m := _MISSING_GLYPH.search(str(w.message)))]
+    finally:
+        mathtext_log.removeHandler(handler)
 
 
 def drawn_texts(fig: Figure) -> list[tuple[Text, Bbox]]:
