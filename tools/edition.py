@@ -103,6 +103,46 @@ class TranslatableSources(SphinxTransform):
                 self.document += copy
 
 
+#: Pages translated except for parts kept in English, with the note the Chinese page shows: the
+#: changelog's entries (a record of the project) and the benchmark's tables (machine output that
+#: ``make bench`` rewrites each run) are not prose for a translator.
+ENGLISH_PARTS = {
+    "CHANGELOG": "更新日志的标题已译成中文；各条记录保留英文原文。",
+    "benchmarks_page": ("下面的测量结果由 <code>make bench</code> 生成，每次运行都会重写，"
+                        "保留英文原文。"),
+}
+
+
+def _kept_in_english(docname: str, node: nodes.Element) -> bool:
+    if docname == "CHANGELOG":
+        return any(isinstance(a, nodes.list_item) for a in _ancestors(node))
+    if docname == "benchmarks_page":
+        return "benchmarks/results/" in (node.source or "") or any(
+            isinstance(a, nodes.table) for a in _ancestors(node))
+    return False
+
+
+def _ancestors(node: nodes.Node):
+    while node is not None:
+        yield node
+        node = node.parent
+
+
+class EnglishParts(SphinxTransform):
+    """Mark the parts of ``ENGLISH_PARTS`` pages that stay English as not translatable, so that
+    gettext does not extract them and the Chinese page shows them as they are."""
+
+    default_priority = 5
+
+    def apply(self, **kwargs) -> None:
+        docname = self.env.docname
+        if docname not in ENGLISH_PARTS:
+            return
+        for node in self.document.findall(nodes.TextElement):
+            if _kept_in_english(docname, node):
+                node["translatable"] = False
+
+
 class TranslateTocCaptions(SphinxTransform):
     """The parts' captions ("Part I · How a transformer attends") come from ``_toc.yml`` through
     sphinx-external-toc, whose transform (priority 100) adds the toctrees after the i18n
@@ -195,6 +235,9 @@ def add_edition_switch(app: Sphinx, pagename: str, templatename: str, context: d
     banner = ""
     if lang != "en" and doctree is not None and pagename not in TRANSLATED:
         banner = UNTRANSLATED
+    elif lang != "en" and pagename in ENGLISH_PARTS:
+        banner = ('<div class="admonition note attnlab-english-parts" lang="zh-CN"><p>'
+                  f"{ENGLISH_PARTS[pagename]}</p></div>")
     if "body" in context:
         body = context["body"]
         if lang != "en":  # the course PDF (tools/make_pdf.py) is at the English site's root
@@ -217,6 +260,7 @@ def catalogs_exist(app: Sphinx) -> None:
 
 def setup(app: Sphinx) -> dict:
     _patch_glue_lookup(app)
+    app.add_transform(EnglishParts)
     app.add_transform(TranslatableSources)
     app.add_transform(TranslateTocCaptions)
     app.connect("builder-inited", catalogs_exist)
