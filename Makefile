@@ -20,10 +20,12 @@ book: $(STAMP) _offline/.lock-hash chromium
 	@echo "Open file://$(CURDIR)/_build/html/index.html"
 
 ## pdf: the whole course as one PDF, _build/pdf/from-kv-cache-to-kda.pdf (the single-page HTML
-## build printed by headless Chromium), also copied into _build/html for the site's download link
+## build printed by headless Chromium), also copied into _build/html for the site's download link;
+## and in Chinese, from-kv-cache-to-kda.zh_CN.pdf, copied into _build/html/zh
 pdf: $(STAMP) _offline/.lock-hash chromium
 	ATTNLAB_WIDGETS=static ATTNLAB_LANGUAGES=en,zh_CN $(BIN)/jupyter-book build . --builder singlehtml --keep-going
 	$(BIN)/python tools/make_pdf.py _build/singlehtml _build/pdf/from-kv-cache-to-kda.pdf
+	$(BIN)/python tools/build_edition.py pdf
 
 ## lab: open the lessons in JupyterLab
 lab: $(STAMP)

@@ -10,6 +10,9 @@ nothing runs twice and nothing can drift.
                                             # paragraph's translation turns fuzzy)
     python tools/build_edition.py html      # the Chinese site → _build/html/zh (after the
                                             # English build, whose cache it reads)
+    python tools/build_edition.py pdf       # the Chinese PDF → _build/pdf, linked from the
+                                            # Chinese site (the same cache, one HTML page
+                                            # printed by headless Chromium as make_pdf.py does)
 
 Both run Jupyter Book's own Sphinx configuration with a few settings changed: gettext's
 ``compact`` off (one catalog per page; on, translations are silently not found), and, for the
@@ -21,6 +24,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shutil
 import sys
 from pathlib import Path
 
@@ -107,7 +111,7 @@ def update_catalogs(pot_dir: Path = POT_DIR, locale: Path = LOCALE, lang: str = 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("step", choices=["extract", "templates", "html"])
+    parser.add_argument("step", choices=["extract", "templates", "html", "pdf"])
     parser.add_argument("--out", type=Path, default=POT_DIR,
                         help="where the templates go (extract, templates)")
     args = parser.parse_args(argv)
@@ -121,12 +125,33 @@ def main(argv: list[str] | None = None) -> int:
         pages = update_catalogs(args.out)
         print(f"{len(pages)} catalogs up to date under {LOCALE / LANG}")
         return 0
-    return _build("html", SITE / "zh",
-                  {"language": LANG, "locale_dirs": [str(LOCALE)], "nitpicky": True,
-                   "html_title": TITLE, "html_last_updated_fmt": DATE_FORMAT,
-                   "html_theme_options": {
-                       "extra_footer": FOOTER, "search_bar_text": "搜索本书……"}},
+    chinese = {"language": LANG, "locale_dirs": [str(LOCALE)], "html_title": TITLE,
+               "html_last_updated_fmt": DATE_FORMAT,
+               "html_theme_options": {"extra_footer": FOOTER, "search_bar_text": "搜索本书……"}}
+    if args.step == "pdf":
+        return chinese_pdf(chinese)
+    return _build("html", SITE / "zh", {**chinese, "nitpicky": True},
                   ROOT / "_build" / ".doctrees-zh", strict=True)
+
+
+def chinese_pdf(overrides: dict) -> int:
+    """The Chinese single-page build printed as ``_build/pdf/<name>.zh_CN.pdf``, copied into the
+    Chinese site (whose "Run it yourself" page links it)."""
+    import make_pdf
+    from edition import chinese_pdf_name
+
+    name = chinese_pdf_name(Path(make_pdf.PDF_NAME).stem)
+    folder = ROOT / "_build" / "singlehtml-zh"
+    status = _build("singlehtml", folder, overrides, ROOT / "_build" / ".doctrees-zh-single",
+                    strict=False)
+    if status:
+        return status
+    out = ROOT / "_build" / "pdf" / name
+    make_pdf.print_pdf(folder, out)
+    if (SITE / "zh").is_dir():
+        shutil.copy(out, SITE / "zh" / name)
+    print(f"wrote {out} ({out.stat().st_size / 2**20:.1f} MiB)")
+    return 0
 
 
 if __name__ == "__main__":

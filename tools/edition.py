@@ -44,8 +44,12 @@ TRANSLATED = (
 )
 #: Where the Chinese edition lives, relative to the English site's root.
 ZH_PREFIX = "zh"
-#: A link to a file both editions share, kept once at the English root: the course PDF.
-SHARED_FILE = re.compile(r'href="([^":/#?]+\.pdf)"')
+#: A link to the course PDF; the Chinese pages link the Chinese PDF, ``<name>.zh_CN.pdf``.
+SHARED_FILE = re.compile(r'href="([^":/#?]+)\.pdf"')
+
+
+def chinese_pdf_name(stem: str) -> str:
+    return f"{stem}.zh_CN.pdf"
 LANG_BLOCK = re.compile(r"<!--attnlab-lang:(\w+)-->(.*?)<!--/attnlab-lang-->", re.S)
 
 
@@ -240,8 +244,8 @@ def add_edition_switch(app: Sphinx, pagename: str, templatename: str, context: d
                   f"{ENGLISH_PARTS[pagename]}</p></div>")
     if "body" in context:
         body = context["body"]
-        if lang != "en":  # the course PDF (tools/make_pdf.py) is at the English site's root
-            body = SHARED_FILE.sub(r'href="../\1"', body)
+        if lang != "en":  # the Chinese PDF (build_edition.py pdf) is beside the Chinese pages
+            body = SHARED_FILE.sub(lambda m: f'href="{chinese_pdf_name(m.group(1))}"', body)
         context["body"] = f'<div class="attnlab-edition-bar">{switch}</div>{banner}' + body
     other = "zh-CN" if lang == "en" else "en"
     context["metatags"] = context.get("metatags", "") + \
