@@ -96,3 +96,24 @@ def test_a_figure_with_nothing_translated_is_rendered_once_for_both_editions(mon
                          mode="static", width=3, height=2)
     assert "attnlab-lang" not in panel.page_html
     assert keep_language(panel.page_html, "zh_CN") == panel.page_html
+
+
+def test_the_environment_chooses_the_language_until_the_notebook_does(monkeypatch):
+    """ATTNLAB_LANGUAGE=zh_CN writes Chinese where no set_language() or language() block chose;
+    a value it does not know is refused by its name."""
+    from attnlab import i18n
+
+    monkeypatch.setattr(i18n, "_default_language", None)  # a fresh kernel: nothing chosen yet
+    monkeypatch.setenv("ATTNLAB_LANGUAGE", "zh_CN")
+    assert current_language() == "zh_CN"
+    assert tr("Not a valid combination:") == "这组取值无效："
+    with language("en"):
+        assert tr("Not a valid combination:") == "Not a valid combination:"
+    i18n.set_language("en")
+    assert current_language() == "en"
+    monkeypatch.setattr(i18n, "_default_language", None)
+    monkeypatch.setenv("ATTNLAB_LANGUAGE", "chinese")
+    with pytest.raises(ValueError, match="ATTNLAB_LANGUAGE: expected one of .*got 'chinese'"):
+        current_language()
+    monkeypatch.delenv("ATTNLAB_LANGUAGE")
+    assert current_language() == "en"

@@ -184,6 +184,17 @@ def test_a_pass_names_its_cases_in_chinese_and_keeps_them_english_for_the_page()
     assert result.cases[0] == "one step from an empty cache"
 
 
+def test_a_result_shown_in_chinese_names_the_check_and_its_cases_in_chinese():
+    """A notebook set to Chinese shows the verdict, the check's name and the cases in Chinese,
+    in Jupyter's Markdown view as on the page."""
+    result = sc.check_linear_attention_step(sc.reference_linear_attention_step)
+    with language("zh_CN"):
+        markdown, page = result._repr_markdown_(), result._repr_html_()
+    for shown in (markdown, page):
+        assert "✓ 通过" in shown and "线性注意力的一步" in shown, shown
+        assert "从空状态开始的 1 个 Token" in shown and "empty state" not in shown, shown
+
+
 def test_the_code_patterns_find_what_a_diagnosis_must_keep():
     message = ("your function raised RuntimeError: x (T = 1). Your code uses .T: k.T of k "
                "[B, H, T, D] is [D, T, H, B]; write k.transpose(-2, -1), keepdim=True, "

@@ -29,6 +29,7 @@ import bootstrap_cell  # noqa: E402
 
 # The fastest lesson in benchmarks/results/latest.md
 LESSON = "07_linear_attention.ipynb"
+CHINESE = re.compile(r"[\u4e00-\u9fff]")
 
 
 def test_every_lesson_starts_with_the_current_standalone_cell():
@@ -326,3 +327,22 @@ def test_a_downloaded_lesson_runs_in_a_fresh_environment(tmp_path):
     where = subprocess.run([python, "-c", "import attnlab; print(attnlab.__file__)"], env=env,
                            capture_output=True, text=True, check=True).stdout
     assert Path(where.strip()).is_relative_to(venv), where
+
+    # the same lesson as the Chinese edition offers it: Chinese figures and messages
+    from build_edition import chinese_notebook
+
+    chinese, _ = chinese_notebook(ROOT / "chapters" / LESSON)
+    (work / "zh.ipynb").write_text(json.dumps(chinese, ensure_ascii=False), encoding="utf-8")
+    times["lesson in Chinese"] = run(
+        [python, "-c", script, str(work / "zh.ipynb"), str(work / "zh-executed.ipynb"), str(work)],
+        env=env, cwd=work)
+    print("with the Chinese run (s):", {k: round(v, 1) for k, v in times.items()})
+    outputs = [o for c in json.loads((work / "zh-executed.ipynb").read_text())["cells"]
+               if c["cell_type"] == "code" for o in c.get("outputs", [])]
+    assert not [o for o in outputs if o.get("output_type") == "error"]
+    shown = ["".join(o.get("data", {}).get(kind, "")) for o in outputs
+             for kind in ("text/html", "text/markdown")]
+    alts = [a for text in shown for a in re.findall(r'alt="([^"]*)"', text)]
+    assert alts and all(CHINESE.search(a) for a in alts), alts[:3]
+    verdicts = [text for text in shown if text.startswith("**✗") or text.startswith("**✓")]
+    assert verdicts and all(CHINESE.search(v) for v in verdicts), verdicts

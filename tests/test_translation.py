@@ -251,3 +251,22 @@ def test_a_message_in_chinese_reads_from_the_catalog_and_falls_back_to_english()
         assert tr("This frame could not be drawn:") == "这一帧无法绘制："
         assert tr("No such message, {n}", n=3) == "No such message, 3"
     assert tr("This frame could not be drawn:") == "This frame could not be drawn:"
+
+
+LESSON_PAGES = [p for p in TRANSLATED
+                if p.startswith("chapters/") and (ROOT / f"{p}.ipynb").exists()]
+
+
+@pytest.mark.parametrize("page", LESSON_PAGES)
+def test_the_chinese_download_of_a_lesson_is_written_in_chinese(page):
+    """The Chinese site's download of a lesson: every translated message of the page in its
+    Markdown, and its language cell set to Chinese (``tools/build_edition.py``)."""
+    import bootstrap_cell
+    from build_edition import chinese_notebook
+
+    nb, unplaced = chinese_notebook(ROOT / f"{page}.ipynb")
+    assert not unplaced, f"{page}: {len(unplaced)} messages not placed, e.g. {unplaced[:2]}"
+    language_cell = next(c for c in nb["cells"] if c.get("id") == bootstrap_cell.LANGUAGE_CELL_ID)
+    assert 'set_language("zh_CN")' in "".join(language_cell["source"])
+    title = "".join(nb["cells"][0]["source"]).splitlines()[0]
+    assert re.match(r"# 第 \d+\w? 课 · ", title), title

@@ -16,8 +16,13 @@ manages (PEP 668), a read-only environment, git where it is needed, the network 
 — and after it, that ``import attnlab, attnbook`` works and gives the pinned version. Each problem
 stops the notebook with one sentence that says what to do (in Jupyter without a traceback).
 
-    python tools/bootstrap_cell.py          # write the cell into every chapters/NN_*.ipynb
-    python tools/bootstrap_cell.py --check  # exit 1 if a notebook's cell is missing or stale
+After it comes the **language cell**, visible in Jupyter (removed on the website, where each
+edition shows its own language): ``set_language("en")``, which the reader changes to ``"zh_CN"``
+for Chinese figures, slider labels and messages. The Chinese edition's download of a lesson has
+it set to ``"zh_CN"`` (``tools/build_edition.py``).
+
+    python tools/bootstrap_cell.py          # write both cells into every chapters/NN_*.ipynb
+    python tools/bootstrap_cell.py --check  # exit 1 if a notebook's cells are missing or stale
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 CELL_ID = "attnlab-standalone-setup"
+LANGUAGE_CELL_ID = "attnlab-language"
 TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 #: Seconds of network silence before the cell gives up (pip's own timeout too).
 NETWORK_TIMEOUT = 20
@@ -298,19 +304,33 @@ def new_cell() -> dict:
             "metadata": metadata, "outputs": [], "source": lines}
 
 
+def language_cell_source(lang: str = "en") -> str:
+    """The language cell's code, choosing ``lang``."""
+    return ('# The language of the figures, slider labels and messages: "en" (English) or "zh_CN"\n'
+            '# (中文：改成 "zh_CN"，图、滑块标签和提示就会用中文).\n'
+            "from attnlab.i18n import set_language\n"
+            "\n"
+            f'set_language("{lang}")\n')
+
+
+def new_language_cell(lang: str = "en") -> dict:
+    """The language cell: shown in Jupyter, removed on the website (remove-cell)."""
+    return {"cell_type": "code", "execution_count": None, "id": LANGUAGE_CELL_ID,
+            "metadata": {"tags": ["remove-cell"]}, "outputs": [],
+            "source": language_cell_source(lang).splitlines(keepends=True)}
+
+
 def lessons() -> list[Path]:
     return sorted((ROOT / "chapters").glob("[0-9][0-9]*.ipynb"))  # 16b too
 
 
-def first_code_cell(nb: dict) -> dict | None:
-    return next((c for c in nb["cells"] if c["cell_type"] == "code"), None)
-
-
 def is_current(nb: dict) -> bool:
-    cell = first_code_cell(nb)
-    return (cell is not None and cell.get("id") == CELL_ID
-            and "".join(cell["source"]) == cell_source()
-            and cell.get("metadata") == new_cell()["metadata"])
+    """Whether the notebook's first two code cells are the current set-up and language cells."""
+    code = [c for c in nb["cells"] if c["cell_type"] == "code"][:2]
+    wanted = [new_cell(), new_language_cell()]
+    return len(code) == 2 and all(
+        c.get("id") == w["id"] and "".join(c["source"]) == "".join(w["source"])
+        and c.get("metadata") == w["metadata"] for c, w in zip(code, wanted, strict=True))
 
 
 def write(path: Path) -> bool:
@@ -318,9 +338,9 @@ def write(path: Path) -> bool:
     nb = json.loads(path.read_text(encoding="utf-8"))
     if is_current(nb):
         return False
-    nb["cells"] = [c for c in nb["cells"] if c.get("id") != CELL_ID]
+    nb["cells"] = [c for c in nb["cells"] if c.get("id") not in (CELL_ID, LANGUAGE_CELL_ID)]
     at = next(i for i, c in enumerate(nb["cells"]) if c["cell_type"] == "code")
-    nb["cells"].insert(at, new_cell())
+    nb["cells"][at:at] = [new_cell(), new_language_cell()]
     path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     return True
 
@@ -330,7 +350,7 @@ def main(argv: list[str]) -> int:
         stale = [p.name for p in lessons()
                  if not is_current(json.loads(p.read_text(encoding="utf-8")))]
         if stale:
-            print("stale standalone set-up cell (run tools/bootstrap_cell.py):", *stale)
+            print("stale set-up or language cell (run tools/bootstrap_cell.py):", *stale)
         return 1 if stale else 0
     changed = [p.name for p in lessons() if write(p)]
     print(f"updated {len(changed)} notebooks", *changed)

@@ -10,6 +10,9 @@ nothing runs twice and nothing can drift.
                                             # paragraph's translation turns fuzzy)
     python tools/build_edition.py html      # the Chinese site → _build/html/zh (after the
                                             # English build, whose cache it reads)
+                                            # and its downloads: each translated lesson
+                                            # as a Chinese notebook (prose from the
+                                            # catalogs, set_language("zh_CN"))
     python tools/build_edition.py pdf       # the Chinese PDF → _build/pdf, linked from the
                                             # Chinese site (the same cache, one HTML page
                                             # printed by headless Chromium as make_pdf.py does)
@@ -22,6 +25,7 @@ site, ``language = zh_CN`` with the catalogs under ``locale``.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import shutil
@@ -130,8 +134,74 @@ def main(argv: list[str] | None = None) -> int:
                "html_theme_options": {"extra_footer": FOOTER, "search_bar_text": "搜索本书……"}}
     if args.step == "pdf":
         return chinese_pdf(chinese)
-    return _build("html", SITE / "zh", {**chinese, "nitpicky": True},
-                  ROOT / "_build" / ".doctrees-zh", strict=True)
+    status = _build("html", SITE / "zh", {**chinese, "nitpicky": True},
+                    ROOT / "_build" / ".doctrees-zh", strict=True)
+    if not status:
+        write_chinese_notebooks(SITE / "zh" / "_sources")
+    return status
+
+
+#: A message's place in a Markdown cell: at a line's start (after its indentation and any
+#: heading, list or quote marker, directive fence with its name, or option name) or after a
+#: table's "|"; it ends at the line's end or the next "|". Its spaces stand for any whitespace
+#: (the catalog joins a paragraph's lines).
+_LEAD = (r"(?P<lead>(?:^|(?<=\n)|(?<=\|))[ \t]*"
+         r"(?:(?:#{1,6}|[-*+]|\d+\.|>|[`:~]{3,}\{[\w:-]+\}|:[\w-]+:)[ \t]+)*)")
+_END = r"(?=[ \t]*(?:\||\n|$))"
+
+
+def translate_markdown(text: str, messages: dict[str, str]) -> tuple[str, set[str]]:
+    """``text`` (a Markdown cell) with each of ``messages`` (msgid → msgstr) that stands as a
+    whole heading, paragraph, list item, title or table cell replaced by its translation,
+    longest first; and the msgids replaced."""
+    found = set()
+    for msgid in sorted(messages, key=len, reverse=True):
+        body = r"\s+".join(re.escape(word) for word in msgid.split())
+        text, n = re.subn(_LEAD + body + _END,
+                          lambda m, new=messages[msgid]: m.group("lead") + new, text)
+        if n:
+            found.add(msgid)
+    return text, found
+
+
+def chinese_notebook(path: Path) -> tuple[dict, list[str]]:
+    """The lesson notebook at ``path`` as the Chinese edition offers it for download: Markdown
+    from the page's catalog, the language cell set to ``zh_CN``; and the translated messages
+    that could not be placed (none, for a notebook the catalog was made from)."""
+    import bootstrap_cell
+    from attnlab.i18n import read_po
+
+    page = path.relative_to(ROOT).with_suffix("").as_posix()
+    translated = read_po(LOCALE / LANG / "LC_MESSAGES" / f"{page}.po")
+    messages = {k: v for k, v in translated.items() if v != k}
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    placed: set[str] = set()
+    for cell in nb["cells"]:
+        if cell["cell_type"] == "markdown":
+            text, found = translate_markdown("".join(cell["source"]), messages)
+            cell["source"] = text.splitlines(keepends=True)
+            placed |= found
+        elif cell.get("id") == bootstrap_cell.LANGUAGE_CELL_ID:
+            cell["source"] = bootstrap_cell.language_cell_source(LANG).splitlines(keepends=True)
+    return nb, sorted(set(messages) - placed)
+
+
+def write_chinese_notebooks(sources: Path) -> list[Path]:
+    """Each translated lesson's Chinese notebook in place of its English copy under
+    ``sources`` (the site's ``_sources``, which the page's download button offers)."""
+    from edition import TRANSLATED
+
+    written = []
+    for page in TRANSLATED:
+        path = ROOT / f"{page}.ipynb"
+        if not path.exists():
+            continue
+        nb, _ = chinese_notebook(path)
+        out = sources / f"{page}.ipynb"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        written.append(out)
+    return written
 
 
 def chinese_pdf(overrides: dict) -> int:

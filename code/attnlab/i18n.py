@@ -12,8 +12,10 @@ translation is under way; the book's drift tests count such messages.
 
 The language is a context variable: ``with language("zh_CN"): ...`` draws in Chinese, and the
 website's build renders each figure and panel once per language in :func:`rendered_languages`
-(the environment variable ``ATTNLAB_LANGUAGES``, e.g. ``en,zh_CN``). In JupyterLab a reader may
-call ``set_language("zh_CN")`` once, at the top of a notebook.
+(the environment variable ``ATTNLAB_LANGUAGES``, e.g. ``en,zh_CN``). In a notebook the reader
+chooses with ``set_language("zh_CN")`` (each lesson's language cell, near its top); outside any
+such choice, the environment variable ``ATTNLAB_LANGUAGE`` (``zh_CN``) gives the language, else
+English.
 """
 
 from __future__ import annotations
@@ -36,9 +38,10 @@ LOCALE_DIR = Path(__file__).parent / "locale"
 _LANGUAGE: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "attnlab_language", default=None
 )
-#: The language outside such blocks: English, or what :func:`set_language` chose (a plain
-#: global, so that it holds in every later notebook cell, whichever task or thread runs it).
-_default_language = "en"
+#: The language outside such blocks: what :func:`set_language` chose (a plain global, so that it
+#: holds in every later notebook cell, whichever task or thread runs it), else None: then
+#: ``ATTNLAB_LANGUAGE``, else English.
+_default_language: str | None = None
 
 #: Text a caller may give either as a string or as a function that writes it (called once per
 #: language, inside :func:`language`).
@@ -53,8 +56,15 @@ def _check_language(lang: object, name: str = "lang") -> str:
 
 def current_language() -> str:
     """The language text is written in now: the innermost :func:`language` block's, else the
-    one :func:`set_language` chose (English at first)."""
-    return _LANGUAGE.get() or _default_language
+    one :func:`set_language` chose, else the environment variable ``ATTNLAB_LANGUAGE``'s, else
+    English."""
+    return _LANGUAGE.get() or _default_language or environment_language()
+
+
+def environment_language() -> str:
+    """The environment variable ``ATTNLAB_LANGUAGE`` (``en`` or ``zh_CN``), English if unset."""
+    raw = os.environ.get("ATTNLAB_LANGUAGE", "").strip()
+    return _check_language(raw, "ATTNLAB_LANGUAGE") if raw else "en"
 
 
 def set_language(lang: str) -> None:

@@ -122,26 +122,30 @@ class CheckResult:
     def __repr__(self) -> str:
         return f"{'✓' if self.ok else '✗'} {self.name}: {self.message}"
 
+    def written(self) -> tuple[str, str, str]:
+        """(verdict, name, message) in the current language (``attnlab.i18n``); a diagnosis
+        not yet in the language's catalog stays English."""
+        verdict = tr("✓ passed") if self.ok else tr("✗ not yet")
+        message = (
+            tr("matches the package's reference in all {n} cases ({cases}).",
+               n=len(self.cases), cases="; ".join(tr(case) for case in self.cases))
+            if self.ok and self.cases
+            else tr(self.message)
+        )
+        return verdict, tr(self.name), message
+
     def _repr_markdown_(self) -> str:
-        verdict = "✓ passed" if self.ok else "✗ not yet"
-        return f"**{verdict}** · *{self.name}* · {self.message}"
+        verdict, name, message = self.written()
+        return f"**{verdict}** · *{name}* · {message}"
 
     def _repr_html_(self) -> str:
-        """The verdict in every language the book is built in (``attnlab.i18n``); a diagnosis
-        not yet in a language's catalog stays English."""
+        """The verdict in every language the book is built in."""
 
-        def written() -> str:
-            verdict = tr("✓ passed") if self.ok else tr("✗ not yet")
-            message = (
-                tr("matches the package's reference in all {n} cases ({cases}).",
-                   n=len(self.cases), cases="; ".join(self.cases))
-                if self.ok and self.cases
-                else tr(self.message)
-            )
-            return (f"<p><strong>{html.escape(verdict)}</strong> · <em>{html.escape(self.name)}"
-                    f"</em> · {html.escape(message)}</p>")
+        def html_written() -> str:
+            verdict, name, message = (html.escape(part) for part in self.written())
+            return f"<p><strong>{verdict}</strong> · <em>{name}</em> · {message}</p>"
 
-        return language_blocks(written)
+        return language_blocks(html_written)
 
 
 class _Failed(Exception):
