@@ -41,6 +41,8 @@ TRANSLATED = (
     "chapters/05b_transformer_block",
     "chapters/06_kv_cache",
     "chapters/07_linear_attention",
+    "chapters/19_sophia_nano",
+    "notation",
 )
 #: Where the Chinese edition lives, relative to the English site's root.
 ZH_PREFIX = "zh"

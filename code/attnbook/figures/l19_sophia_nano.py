@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
+from attnlab.i18n import tr
 from attnlab.kinds import KINDS
 
 from ..plotting import KIND_COLOURS, PALETTE, SMALL_TEXT_PT, style_axes
@@ -43,6 +44,33 @@ def _colour(kind: str) -> str:
     return KIND_COLOURS.get(kind, PALETTE[2])
 
 
+def training_loss_alt() -> str:
+    """The alt text of the training-loss figure (as the lesson's run draws it)."""
+    return tr(
+        "Training loss of Sophia-nano per step, falling from about 4 to about 1 nat per token "
+        "in 70 steps, with the corpus's entropy floor as a dashed line just below."
+    )
+
+
+def cache_growth_alt() -> str:
+    """The alt text of the cache-growth figure (as the lesson's run draws it)."""
+    return tr(
+        "Bytes per layer against tokens in the cache: the six KDA layers form one flat line "
+        "at about 10 KiB, the two MLA layers one straight line rising from zero and crossing "
+        "it near 55 tokens."
+    )
+
+
+def cache_at_step_alt(tokens: int) -> str:
+    """The alt text of a frame of the cache-at-step panel after ``tokens`` tokens."""
+    return tr(
+        "Bar chart of the cache bytes of each of Sophia-nano's 8 layers after {tokens} "
+        "tokens: six equal KDA bars and two MLA bars whose height grows with the number of "
+        "tokens.",
+        tokens=tokens,
+    )
+
+
 def draw_training_loss(
     fig: Figure, losses: Sequence[float], floor: float | None = None
 ) -> None:
@@ -56,7 +84,7 @@ def draw_training_loss(
         losses,
         color=PALETTE[0],
         lw=1.6,
-        label="training loss (one batch per step)",
+        label=tr("training loss (one batch per step)"),
     )
     if floor is not None:
         ax.axhline(
@@ -64,15 +92,19 @@ def draw_training_loss(
             color=PALETTE[5],
             ls="--",
             lw=1.2,
-            label=f"lowest possible loss on this corpus: {floor:.2f}",
+            label=tr("lowest possible loss on this corpus: {floor:.2f}", floor=floor),
         )
     ax.set_ylim(0, max(max(losses), floor or 0) * 1.05)
     ax.legend(loc="upper right", fontsize=SMALL_TEXT_PT)
     style_axes(
         ax,
-        "training step",
-        "cross-entropy (nats per token)",
-        f"Sophia-nano learning the toy corpus: {losses[0]:.2f} → {losses[-1]:.2f}",
+        tr("training step"),
+        tr("cross-entropy (nats per token)"),
+        tr(
+            "Sophia-nano learning the toy corpus: {first:.2f} → {last:.2f}",
+            first=losses[0],
+            last=losses[-1],
+        ),
     )
 
 
@@ -92,7 +124,9 @@ def draw_cache_growth(
     seen = set()
     for layer, kind in enumerate(kinds):
         series = [row[layer] / _KIB for row in layer_bytes]
-        label = f"{KINDS[kind].label} layers ({list(kinds).count(kind)})"
+        label = tr(
+            "{kind} layers ({n})", kind=KINDS[kind].label, n=list(kinds).count(kind)
+        )
         ax.plot(
             tokens,
             series,
@@ -106,9 +140,9 @@ def draw_cache_growth(
     ax.legend(loc="upper left", fontsize=SMALL_TEXT_PT)
     style_axes(
         ax,
-        "tokens in the cache (prompt + generated)",
-        "bytes per layer (KiB)",
-        "Each layer's cache while Sophia-nano generates",
+        tr("tokens in the cache (prompt + generated)"),
+        tr("bytes per layer (KiB)"),
+        tr("Each layer's cache while Sophia-nano generates"),
     )
 
 
@@ -151,7 +185,11 @@ def draw_cache_at_step(
     )
     style_axes(
         ax,
-        "layer",
-        "cache bytes (KiB)",
-        f"After {tokens} tokens: {sum(row) / _KIB:,.1f} KiB in all layers",
+        tr("layer"),
+        tr("cache bytes (KiB)"),
+        tr(
+            "After {tokens} tokens: {kib:,.1f} KiB in all layers",
+            tokens=tokens,
+            kib=sum(row) / _KIB,
+        ),
     )
