@@ -41,6 +41,8 @@ TRANSLATED = (
     "chapters/05b_transformer_block",
     "chapters/06_kv_cache",
     "chapters/07_linear_attention",
+    "chapters/12_gated_deltanet",
+    "chapters/15_mla",
     "chapters/19_sophia_nano",
     "notation",
 )

@@ -5,8 +5,45 @@ from __future__ import annotations
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
+from attnlab.i18n import tr
+
 from ..demos.delta_rule import SWITCH_NAMES, SWITCH_SETUP, switch_errors
 from ..plotting import GREY, PALETTE, SMALL_TEXT_PT, style_axes
+
+
+def mixer_label(mixer: str) -> str:
+    """The name of a mixer of the switch experiment (a key of ``SWITCH_NAMES``), in the
+    reader's language."""
+    if mixer == "gla":
+        return tr("scalar-gated linear attention")
+    return SWITCH_NAMES[mixer]
+
+
+def switch_stream_alt() -> str:
+    """The alt text of the stream's strip."""
+    setup = SWITCH_SETUP
+    return tr(
+        "A strip of four blocks in time order: an old document of {n_old} key-value pairs "
+        "with random keys; a boundary where a gate alpha_b can close; a new document of "
+        "{n_new} pairs with orthonormal keys; {n_over} of those keys written again with new "
+        "values; then the latest value of all {n_new} new keys is read.",
+        n_old=setup["n_old"],
+        n_new=setup["n_new"],
+        n_over=setup["n_overwrite"],
+    )
+
+
+def switch_errors_alt(alpha_boundary: float, beta: float, query_noise: float) -> str:
+    """The alt text of a frame of the error panel."""
+    return tr(
+        "Bar chart of mean relative read errors for scalar-gated linear attention, DeltaNet "
+        "and Gated DeltaNet on the overwritten and the unchanged keys, with gate "
+        "{alpha_boundary:g} at the boundary, beta {beta:g} and query noise {query_noise:g}; "
+        "a dashed line marks a perfect memory of the new document.",
+        alpha_boundary=alpha_boundary,
+        beta=beta,
+        query_noise=query_noise,
+    )
 
 
 def draw_switch_stream(fig: Figure) -> None:
@@ -26,20 +63,28 @@ def draw_switch_stream(fig: Figure) -> None:
         (
             old_w,
             GREY,
-            f"old document\n{n_old} pairs, random keys\n({n_old // setup['dim']}× the "
-            f"{setup['dim']} pairs a {setup['dim']}×{setup['dim']} state\n"
-            f"can hold exactly)",
+            tr(
+                "old document\n{n_old} pairs, random keys\n({ratio}× the {dim} pairs a "
+                "{dim}×{dim} state\ncan hold exactly)",
+                n_old=n_old,
+                ratio=n_old // setup["dim"],
+                dim=setup["dim"],
+            ),
         ),
         (
             new_w,
             PALETTE[0],
-            f"new document\n{n_new} pairs\n(orthonormal keys)",
+            tr("new document\n{n_new} pairs\n(orthonormal keys)", n_new=n_new),
         ),
-        (over_w, PALETTE[1], f"{n_over} of those\nkeys get\nnew values"),
+        (
+            over_w,
+            PALETTE[1],
+            tr("{n_over} of those\nkeys get\nnew values", n_over=n_over),
+        ),
         (
             read_w,
             PALETTE[2],
-            f"read the latest\nvalue of all {n_new}\nnew keys",
+            tr("read the latest\nvalue of all {n_new}\nnew keys", n_new=n_new),
         ),
     ]
     for width, colour, text in parts:
@@ -63,7 +108,7 @@ def draw_switch_stream(fig: Figure) -> None:
         )
         x += width
     ax.annotate(
-        "gate α_b at the\ndocument boundary",
+        tr("gate α_b at the\ndocument boundary"),
         xy=(old_w, 1.0),
         xytext=(old_w, 1.45),
         ha="center",
@@ -75,7 +120,7 @@ def draw_switch_stream(fig: Figure) -> None:
     ax.set_xlim(-0.1, x + 0.1)
     ax.set_ylim(-0.15, 1.9)
     ax.axis("off")
-    ax.set_title("The constructed stream (time runs left to right)")
+    ax.set_title(tr("The constructed stream (time runs left to right)"))
 
 
 def draw_switch_errors(
@@ -92,7 +137,7 @@ def draw_switch_errors(
     width = 0.36
     for i, mixer in enumerate(SWITCH_NAMES):
         for j, (label, colour) in enumerate(
-            (("overwritten keys", PALETTE[1]), ("unchanged keys", PALETTE[0]))
+            ((tr("overwritten keys"), PALETTE[1]), (tr("unchanged keys"), PALETTE[0]))
         ):
             value = errors[mixer][j]
             xpos = i + (j - 0.5) * width
@@ -117,15 +162,20 @@ def draw_switch_errors(
         color="black",
         linestyle="--",
         linewidth=1,
-        label=f"perfect memory of the new document: {floor:.2f}",
+        label=tr("perfect memory of the new document: {floor:.2f}", floor=floor),
     )
-    ax.set_xticks(range(len(SWITCH_NAMES)), list(SWITCH_NAMES.values()))
+    ax.set_xticks(range(len(SWITCH_NAMES)), [mixer_label(m) for m in SWITCH_NAMES])
     ax.set_ylim(0, top + 0.15)
     style_axes(
         ax,
         "",
-        "relative error of the read ‖Sᵀq − v‖ / ‖v‖",
-        f"α_b = {alpha_boundary:g}, β = {beta:g}, query noise {query_noise:g}",
+        tr("relative error of the read ‖Sᵀq − v‖ / ‖v‖"),
+        tr(
+            "α_b = {alpha_boundary:g}, β = {beta:g}, query noise {query_noise:g}",
+            alpha_boundary=alpha_boundary,
+            beta=beta,
+            query_noise=query_noise,
+        ),
     )
     ax.grid(axis="x", visible=False)
     ax.legend(loc="upper right", fontsize=SMALL_TEXT_PT)

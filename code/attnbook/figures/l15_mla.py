@@ -11,6 +11,7 @@ from matplotlib.transforms import ScaledTranslation
 
 from attnlab.checks import check_choice, check_int_in
 from attnlab.configs import DEEPSEEK_V3, SOPHIA, ModelConfig
+from attnlab.i18n import tr
 from attnlab.memory import BYTES_PER_ELEMENT
 from attnlab.mla import mla_cache_elements_per_token
 
@@ -22,6 +23,43 @@ from ..plotting import (
     text_legend,
     title_at_top,
 )
+
+
+def cache_entry_alt() -> str:
+    """The alt text of the cache-entry figure (DeepSeek-V3 and Sophia)."""
+    values = {}
+    for key, config in (("ds", DEEPSEEK_V3), ("sm", SOPHIA)):
+        m = config.mla
+        mha = 2 * m.n_heads * m.qk_nope_head_dim
+        mla = mla_cache_elements_per_token(m.kv_lora_rank, m.qk_rope_head_dim)
+        values |= {
+            f"{key}_mha": mha,
+            f"{key}_dc": m.kv_lora_rank,
+            f"{key}_dr": m.qk_rope_head_dim,
+            f"{key}_mla": mla,
+            f"{key}_share": mla / mha,
+        }
+    return tr(
+        "Two horizontal bar charts of numbers cached per token per layer. DeepSeek-V3: "
+        "multi-head keys and values, {ds_mha:,} numbers, against MLA's latent of {ds_dc} "
+        "plus a {ds_dr}-number rope key, {ds_mla} ({ds_share:.1%}). Sophia: {sm_mha:,} "
+        "against {sm_dc} plus {sm_dr}, {sm_mla} ({sm_share:.1%}).",
+        **values,
+    )
+
+
+def mla_bytes_alt(kv_lora_rank: int, rope_dim: int) -> str:
+    """The alt text of a frame of the MLA-bytes panel (Sophia's heads, bf16)."""
+    width = BYTES_PER_ELEMENT["bf16"]
+    return tr(
+        "Line of MLA cache bytes per token per layer against latent size, with a dot at "
+        "d_c = {kv_lora_rank}, d_R = {rope_dim}: {chosen:,} bytes in bf16, below the "
+        "multi-head line at {mha:,} bytes and compared with GQA and MQA lines.",
+        kv_lora_rank=kv_lora_rank,
+        rope_dim=rope_dim,
+        chosen=(kv_lora_rank + rope_dim) * width,
+        mha=2 * SOPHIA.n_heads * SOPHIA.head_dim * width,
+    )
 
 
 def draw_cache_entry(
@@ -63,7 +101,11 @@ def draw_cache_entry(
         ax.set_yticks(
             [1, 0],
             [
-                f"multi-head\n{m.n_heads} heads × {m.qk_nope_head_dim}",
+                tr(
+                    "multi-head\n{n_heads} heads × {head_dim}",
+                    n_heads=m.n_heads,
+                    head_dim=m.qk_nope_head_dim,
+                ),
                 f"MLA\nd_c = {m.kv_lora_rank}, d_R = {m.qk_rope_head_dim}",
             ],
         )
@@ -71,16 +113,22 @@ def draw_cache_entry(
         ax.grid(axis="y", visible=False)
         style_axes(
             ax,
-            "numbers cached per token per layer",
+            tr("numbers cached per token per layer"),
             "",
-            f"{config.name}: {mha:,} → {mla:,} numbers ({mha / mla:.1f}× fewer)",
+            tr(
+                "{name}: {mha:,} → {mla:,} numbers ({ratio:.1f}× fewer)",
+                name=config.name,
+                mha=mha,
+                mla=mla,
+                ratio=mha / mla,
+            ),
         )
     fig.legend(
         handles=[
-            Patch(color=PALETTE[4], label="keys, all heads"),
-            Patch(color=PALETTE[0], label="values, all heads"),
-            Patch(color=PALETTE[1], label="latent c^KV"),
-            Patch(color=PALETTE[5], label="rope key k^R (shared)"),
+            Patch(color=PALETTE[4], label=tr("keys, all heads")),
+            Patch(color=PALETTE[0], label=tr("values, all heads")),
+            Patch(color=PALETTE[1], label=tr("latent c^KV")),
+            Patch(color=PALETTE[5], label=tr("rope key k^R (shared)")),
         ],
         loc="outside lower center",
         ncols=2,
@@ -149,7 +197,11 @@ def draw_mla_bytes(
         ax.text(
             d_max,
             level,
-            f"{name}, {h} K/V head{'s' if h > 1 else ''}: {level:,} B",
+            (
+                tr("{name}, {h} K/V heads: {level:,} B", name=name, h=h, level=level)
+                if h > 1
+                else tr("{name}, {h} K/V head: {level:,} B", name=name, h=h, level=level)
+            ),
             transform=above_left,
             ha="right",
             va="bottom",
@@ -163,14 +215,23 @@ def draw_mla_bytes(
     ax.yaxis.set_major_locator(MaxNLocator(nbins=4))
     style_axes(
         ax,
-        "latent size d_c (numbers)",
-        f"cache per token per layer ({dtype}, bytes)",
+        tr("latent size d_c (numbers)"),
+        tr("cache per token per layer ({dtype}, bytes)", dtype=dtype),
     )
     title_at_top(
         ax,
-        f"MLA with d_c = {kv_lora_rank}, d_R = {rope_dim}: {chosen:,} B per token "
-        f"per layer\n= {chosen / mha:.1%} of MHA ({n_heads} × {head_dim}), as much "
-        f"as GQA with {groups:.2f} K/V heads",
+        tr(
+            "MLA with d_c = {kv_lora_rank}, d_R = {rope_dim}: {chosen:,} B per token per "
+            "layer\n= {share:.1%} of MHA ({n_heads} × {head_dim}), as much as GQA with "
+            "{groups:.2f} K/V heads",
+            kv_lora_rank=kv_lora_rank,
+            rope_dim=rope_dim,
+            chosen=chosen,
+            share=chosen / mha,
+            n_heads=n_heads,
+            head_dim=head_dim,
+            groups=groups,
+        ),
     )
     text_legend(
         ax,
