@@ -45,6 +45,10 @@ TRANSLATED = (
     "chapters/15_mla",
     "chapters/19_sophia_nano",
     "notation",
+    "calculator",
+    "references",
+    "benchmarks_page",
+    "CHANGELOG",
 )
 #: Where the Chinese edition lives, relative to the English site's root.
 ZH_PREFIX = "zh"
