@@ -163,3 +163,31 @@ def test_lesson_numbers():
         20 / 27)
     # Sophia's MLA cache passes its bf16 KDA state at exactly 1,024 tokens.
     assert cache_breakdown(SOPHIA, 1024).cache_bytes == cache_breakdown(SOPHIA, 1024).state_bytes
+
+
+# ---------------------------------------------------------------- Lesson 16: the Chinese edition
+
+
+def test_lesson16_figures_and_alt_text_speak_chinese_with_the_same_numbers():
+    from attnlab.i18n import language
+
+    with language("zh_CN"):
+        fig = new_figure()
+        l16.draw_memory_calculator(fig, preset="Sophia", context=4096, number_format="bf16")
+        title = fig.axes[0].get_title()
+        assert title.startswith("Sophia，T = 4k：31.5 MB") and "是其 22.3 倍" in title
+        fig = new_figure(7, 4.2)
+        l16.draw_bytes_vs_context(fig)
+        labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+        assert labels[1] == "全注意力 Sophia"
+        assert l16.number_format_label("bf16, fp32 state") == "bf16，状态用 fp32"
+        assert "4,096 个 Token" in l16.memory_calculator_alt("Sophia", 4096, "bf16")
+    # outside the block: English again, word for word what the notebook used to write
+    assert l16.memory_calculator_alt("Sophia", 4096, "bf16, fp32 state") == (
+        "Stacked bar of the bytes Sophia keeps for one sequence of 4,096 tokens in bf16, fp32 "
+        "state: the growing KV or latent cache, the fixed recurrent state and the fixed "
+        "convolution inputs, with the all-attention total in the title."
+    )
+    fig = new_figure(7, 4.2)
+    l16.draw_bytes_vs_context(fig)
+    assert fig.axes[0].get_legend().get_texts()[1].get_text() == "Sophia (all attention)"

@@ -62,3 +62,26 @@ def test_bars_and_sweep_draw_one_series_per_model_and_context():
 def test_bad_input_is_refused(call):
     with pytest.raises(ValueError):
         call(new_figure())
+
+
+def test_lesson16b_labels_and_alt_text_speak_chinese_with_the_same_numbers():
+    from attnlab.i18n import language
+
+    node = Deployment(H200, gpus=8, tp=8)
+    with language("zh_CN"):
+        assert figs.size_label(KIMI_LINEAR_48B_A3B) == "48B，激活 3B"
+        assert figs.placement_label("TP 8 + DP attention") == "TP 8 + 数据并行注意力"
+        fig = new_figure(7, 3.6)
+        figs.draw_calculator(fig, KIMI_LINEAR_48B_A3B.name, 2**20, node)
+        fit = capacity(KIMI_LINEAR_48B_A3B, 2**20, dataclasses.replace(node, cache_dtype="bf16"))
+        texts = [t.get_text() for t in fig.axes[0].texts]
+        assert f"每块 GPU 容纳 {fit.per_gpu:,} 条，整个节点服务 {fit.per_node:,} 条" in texts
+        assert "131,072 个 Token" in figs.calculator_alt("Qwen3-Next 80B-A3B", 131072, "TP 8")
+    # outside the block: English again, word for word what the notebook used to write
+    assert figs.placement_label("TP 8 + DP attention") == "TP 8 + DP attention"
+    assert figs.calculator_alt("Qwen3-Next 80B-A3B", 131072, "TP 8 + DP attention") == (
+        "Three stacked bars for one GPU serving Qwen3-Next 80B-A3B at 131,072 tokens (TP 8 + DP "
+        "attention), one per cache format (bf16, fp8, 4-bit): its share of the weights, caches "
+        "and states at the largest batch that fits, with that batch per GPU and per node "
+        "written above each bar and the usable memory dashed."
+    )

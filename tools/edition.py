@@ -43,6 +43,8 @@ TRANSLATED = (
     "chapters/07_linear_attention",
     "chapters/12_gated_deltanet",
     "chapters/15_mla",
+    "chapters/16_hybrid_stack",
+    "chapters/16b_real_hybrids",
     "chapters/19_sophia_nano",
     "notation",
     "calculator",
@@ -56,9 +58,12 @@ ZH_PREFIX = "zh"
 SHARED_FILE = re.compile(r'href="([^":/#?]+)\.pdf"')
 
 
-def chinese_pdf_name(stem: str) -> str:
-    return f"{stem}.zh_CN.pdf"
 LANG_BLOCK = re.compile(r"<!--attnlab-lang:(\w+)-->(.*?)<!--/attnlab-lang-->", re.S)
+
+
+def chinese_pdf_name(stem: str) -> str:
+    """The Chinese PDF's file name, from the English one's stem."""
+    return f"{stem}.zh_CN.pdf"
 
 
 def edition_language(app: Sphinx) -> str:

@@ -15,6 +15,7 @@ from attnlab.configs import (
     SOPHIA,
     ModelConfig,
 )
+from attnlab.i18n import tr
 from attnlab.kinds import KINDS
 from attnlab.memory import (
     BYTES_PER_ELEMENT,
@@ -48,6 +49,38 @@ NUMBER_FORMATS: dict[str, tuple[str, str]] = {
     "bf16": ("bf16", "bf16"),
     "bf16, fp32 state": ("bf16", "fp32"),
 }
+
+
+def model_name(config: ModelConfig) -> str:
+    """A model's name in a legend, in the reader's language: the all-attention baseline that
+    ``memory.as_all_attention`` names "X (all attention)" is named by ``tr``."""
+    base, sep, tail = config.name.rpartition(" (all attention)")
+    if sep and not tail:
+        return tr("{name} (all attention)", name=base)
+    return config.name
+
+
+def number_format_label(number_format: str) -> str:
+    """What the calculator's format control shows for ``number_format`` (a key of
+    ``NUMBER_FORMATS``), in the reader's language."""
+    check_choice("number_format", number_format, list(NUMBER_FORMATS))
+    if number_format == "bf16, fp32 state":
+        return tr("bf16, fp32 state")
+    return number_format
+
+
+def memory_calculator_alt(
+    preset: str, context: int, number_format: str
+) -> str:
+    """The alt text of a frame of the memory calculator."""
+    return tr(
+        "Stacked bar of the bytes {model} keeps for one sequence of {context:,} tokens in "
+        "{number_format}: the growing KV or latent cache, the fixed recurrent state and the "
+        "fixed convolution inputs, with the all-attention total in the title.",
+        model=preset,
+        context=context,
+        number_format=number_format_label(number_format),
+    )
 
 
 def _scaled(n_bytes: float) -> tuple[float, str]:
@@ -111,17 +144,16 @@ def draw_layer_pattern(
     ax.grid(False)
     for side in ("left", "bottom"):
         ax.spines[side].set_visible(False)
-    ax.set_xlabel("layer (1 = first, next to the embeddings)")
+    ax.set_xlabel(tr("layer (1 = first, next to the embeddings)"))
     kinds = dict.fromkeys(k for c in configs for k in c.layer_pattern)
     fig.legend(
         handles=[
             Patch(
                 color=KIND_COLOURS.get(k, "#999999"),
-                label=KINDS[k].label
-                + (
-                    ": cache grows with T"
+                label=(
+                    tr("{kind}: cache grows with T", kind=KINDS[k].label)
                     if KINDS[k].grows
-                    else ": fixed-size state"
+                    else tr("{kind}: fixed-size state", kind=KINDS[k].label)
                 ),
             )
             for k in kinds
@@ -167,14 +199,30 @@ def draw_memory_calculator(
         (
             "cache",
             real.cache_bytes,
-            f"KV / latent cache ({dtype}, grows with T)",
+            tr(
+                "KV / latent cache ({dtype}, grows with T):\n{size}",
+                dtype=dtype,
+                size=format_bytes(real.cache_bytes),
+            ),
         ),
         (
             "state",
             real.state_bytes,
-            f"recurrent state ({state_dtype}, fixed)",
+            tr(
+                "recurrent state ({dtype}, fixed):\n{size}",
+                dtype=state_dtype,
+                size=format_bytes(real.state_bytes),
+            ),
         ),
-        ("conv", real.conv_bytes, f"conv inputs ({dtype}, fixed)"),
+        (
+            "conv",
+            real.conv_bytes,
+            tr(
+                "conv inputs ({dtype}, fixed):\n{size}",
+                dtype=dtype,
+                size=format_bytes(real.conv_bytes),
+            ),
+        ),
     )
     for key, value, label in parts:
         ax.bar(
@@ -183,10 +231,13 @@ def draw_memory_calculator(
             bottom=bottom,
             color=PART_COLOURS[key],
             width=0.8,
-            label=f"{label}:\n{format_bytes(value)}",
+            label=label,
         )
         bottom += value / scale
-    ax.set_xticks([0], [f"{preset}\n{context:,} tokens"])
+    ax.set_xticks(
+        [0],
+        [tr("{model}\n{context:,} tokens", model=preset, context=context)],
+    )
     ax.set_xlim(-0.6, 2.6)
     ax.set_ylim(0, bottom * 1.08 if bottom else 1)
     ax.grid(axis="x", visible=False)
@@ -194,10 +245,18 @@ def draw_memory_calculator(
     style_axes(
         ax,
         "",
-        f"bytes kept ({unit})",
-        f"{preset}, T = {context_label(context)}: {format_bytes(real.total_bytes)}\n"
-        f"every layer multi-head ({config.n_heads} × {config.head_dim}): "
-        f"{format_bytes(base.total_bytes)}, {ratio:,.1f}× more",
+        tr("bytes kept ({unit})", unit=unit),
+        tr(
+            "{model}, T = {context}: {total}\n"
+            "every layer multi-head ({heads} × {dim}): {base}, {ratio:,.1f}× more",
+            model=preset,
+            context=context_label(context),
+            total=format_bytes(real.total_bytes),
+            heads=config.n_heads,
+            dim=config.head_dim,
+            base=format_bytes(base.total_bytes),
+            ratio=ratio,
+        ),
     )
     ax.legend(loc="upper right", fontsize=SMALL_TEXT_PT, labelspacing=1.0)
 
@@ -236,7 +295,7 @@ def draw_bytes_vs_context(
             linestyle=styles[i % len(styles)],
             linewidth=2,
             color=PALETTE[i % len(PALETTE)],
-            label=config.name,
+            label=model_name(config),
         )
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
@@ -245,8 +304,8 @@ def draw_bytes_vs_context(
     ax.minorticks_off()
     style_axes(
         ax,
-        "context T (tokens, log scale)",
-        f"bytes kept per sequence ({dtype}, MiB, log scale)",
-        "Cache + recurrent state + conv inputs, batch 1",
+        tr("context T (tokens, log scale)"),
+        tr("bytes kept per sequence ({dtype}, MiB, log scale)", dtype=dtype),
+        tr("Cache + recurrent state + conv inputs, batch 1"),
     )
     ax.legend(loc="upper left")

@@ -16,6 +16,7 @@ from matplotlib.figure import Figure
 from matplotlib.transforms import blended_transform_factory
 
 from attnlab.configs import PUBLISHED, ModelConfig
+from attnlab.i18n import tr
 from attnlab.serving import (
     Deployment,
     capacity,
@@ -44,7 +45,11 @@ def size_label(arch: ModelConfig) -> str:
     total = f"{arch.params_total / 1e9:.0f}B"
     if arch.params_active == arch.params_total:
         return total
-    return f"{total}, {arch.params_active / 1e9:.3g}B active"
+    return tr(
+        "{total}, {active:.3g}B active",
+        total=total,
+        active=arch.params_active / 1e9,
+    )
 
 
 def context_label(tokens: int) -> str:
@@ -54,6 +59,28 @@ def context_label(tokens: int) -> str:
     if tokens % 1024 == 0:
         return f"{tokens // 1024}k"
     return f"{tokens:,}"
+
+
+def placement_label(placement: str) -> str:
+    """What the calculator's placement control shows, in the reader's language: ``"TP 8"`` as
+    it is, ``"TP 8 + DP attention"`` with its last words translated."""
+    tp, sep, tail = placement.rpartition(" + DP attention")
+    if sep and not tail:
+        return tr("{tp} + DP attention", tp=tp)
+    return placement
+
+
+def calculator_alt(model: str, context: int, placement: str) -> str:
+    """The alt text of a frame of the what-if calculator (``placement``: the control's value)."""
+    return tr(
+        "Three stacked bars for one GPU serving {model} at {context:,} tokens ({placement}), "
+        "one per cache format (bf16, fp8, 4-bit): its share of the weights, caches and states "
+        "at the largest batch that fits, with that batch per GPU and per node written above "
+        "each bar and the usable memory dashed.",
+        model=model,
+        context=context,
+        placement=placement_label(placement),
+    )
 
 
 def _check_names(names: Sequence[str]) -> None:
@@ -89,7 +116,7 @@ def draw_memory_per_sequence(
             values,
             height=height * 0.92,
             color=CONTEXT_COLOURS[j % 3],
-            label=f"{context_label(tokens)} tokens",
+            label=tr("{context} tokens", context=context_label(tokens)),
         )
     ax.set_yticks(
         range(len(names)),
@@ -98,7 +125,7 @@ def draw_memory_per_sequence(
     )
     ax.invert_yaxis()
     ax.set_xscale("log")
-    style_axes(ax, "memory of one sequence (GiB, log scale)", "")
+    style_axes(ax, tr("memory of one sequence (GiB, log scale)"), "")
     ax.xaxis.label.set_size(FONT)
     ax.tick_params(axis="x", labelsize=FONT)
     ax.legend(
@@ -157,25 +184,39 @@ def draw_calculator(
     )
     for i, (_, fit, _) in enumerate(rows):
         text = (
-            f"{fit.per_gpu:,} held by each GPU, {fit.per_node:,} served by the node"
+            tr(
+                "{per_gpu:,} held by each GPU, {per_node:,} served by the node",
+                per_gpu=fit.per_gpu,
+                per_node=fit.per_node,
+            )
             if fit.per_gpu
-            else "no sequence fits"
+            else tr("no sequence fits")
         )
         ax.text(usable_gb * 0.02, i - 0.36, text, fontsize=FONT, va="bottom")
     ax.axvline(usable_gb, color=PALETTE[5], linestyle="--", linewidth=1.5)
-    ax.set_yticks(list(ys), [f"{d} cache" for d, _, _ in rows], fontsize=FONT)
+    ax.set_yticks(
+        list(ys),
+        [tr("{dtype} cache", dtype=d) for d, _, _ in rows],
+        fontsize=FONT,
+    )
     ax.set_ylim(len(rows) - 0.5, -1.6)
     ax.set_xlim(0, usable_gb * 1.08)
-    style_axes(ax, f"GB on one GPU (dashed: {usable_gb:.1f} GB usable)", "")
+    style_axes(
+        ax,
+        tr(
+            "GB on one GPU (dashed: {usable:.1f} GB usable)", usable=usable_gb
+        ),
+        "",
+    )
     ax.xaxis.label.set_size(FONT)
     ax.tick_params(axis="x", labelsize=FONT)
     key = blended_transform_factory(ax.transAxes, ax.transData)
     for x, (label, part) in zip(
         (0.0, 0.28, 0.66),
         (
-            ("■ weights", "weights"),
-            ("■ cache + conv", "cache"),
-            ("■ states", "state"),
+            (tr("■ weights"), "weights"),
+            (tr("■ cache + conv"), "cache"),
+            (tr("■ states"), "state"),
         ),
         strict=True,
     ):
@@ -190,8 +231,13 @@ def draw_calculator(
         )
     title_at_top(
         ax,
-        f"{model}, {context_label(context)} tokens, per GPU of "
-        f"{deployment.gpus} × {deployment.hardware.name}",
+        tr(
+            "{model}, {context} tokens, per GPU of {gpus} × {gpu}",
+            model=model,
+            context=context_label(context),
+            gpus=deployment.gpus,
+            gpu=deployment.hardware.name,
+        ),
     )
     ax.title.set_size(FONT)
 
@@ -228,13 +274,13 @@ def draw_batch_sweep(
             linewidth=2,
             linestyle=styles[i % len(styles)],
             marker="o" if len(fitting) == 1 else None,
-            label=name if fitting else f"{name} (none fits)",
+            label=name if fitting else tr("{model} (none fits)", model=name),
         )
     ax.axhline(50, color="0.4", linewidth=1)
     ax.text(
         batches[-1],
         52,
-        "cache-bound above",
+        tr("cache-bound above"),
         fontsize=FONT,
         color="0.3",
         va="bottom",
@@ -247,8 +293,8 @@ def draw_batch_sweep(
     ax.set_ylim(0, 100)
     style_axes(
         ax,
-        "sequences on each GPU (only batches that fit)",
-        "cache share of bytes read (%)",
+        tr("sequences on each GPU (only batches that fit)"),
+        tr("cache share of bytes read (%)"),
     )
     for axis_label in (ax.xaxis.label, ax.yaxis.label):
         axis_label.set_size(FONT)
@@ -263,6 +309,9 @@ def draw_batch_sweep(
     )
     title_at_top(
         ax,
-        f"one GPU's decode step, {context_label(context)} tokens a sequence",
+        tr(
+            "one GPU's decode step, {context} tokens a sequence",
+            context=context_label(context),
+        ),
     )
     ax.title.set_size(FONT)
