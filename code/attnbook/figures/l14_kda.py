@@ -37,6 +37,15 @@ from ..plotting import (
     title_at_top,
 )
 
+
+def _with_state(template: str) -> str:
+    """``template`` with ``{state}`` as S_{t−1}: in mathtext if the template is in Latin
+    letters, in Unicode otherwise (matplotlib's mathtext has no CJK glyphs, so a Chinese
+    title cannot hold a formula)."""
+    plain = template.isascii()
+    return template.format(state=r"$S_{t-1}$" if plain else "Sₜ₋₁")
+
+
 #: The toy step's decays, one per key channel, evenly from the first to the last row.
 _DECAY_RANGE = (0.2, 1.0)
 
@@ -65,8 +74,8 @@ def draw_decay_then_correct(
     limit = max(state.abs().max().item(), new.abs().max().item())
     axes = fig.subplots(1, 3)
     titles = (
-        tr(r"before: $S_{t-1}$"),
-        tr(r"decay: Diag($\alpha_t$) $S_{t-1}$"),
+        _with_state(tr("before: {state}")),
+        _with_state(tr(r"decay: Diag($\alpha_t$) {state}")),
         tr(r"correct: $S_t$ ($\beta_t = 1$)"),
     )
     ylabels = (tr("key channel"), tr(r"key channel ($\alpha_t$)"), "")
