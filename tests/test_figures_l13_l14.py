@@ -375,3 +375,36 @@ def test_a_bf16_solve_loses_more_than_storing_in_bf16_and_fp32_almost_nothing():
         stored = gpu.stored_error(16, 32, seed)
         assert gpu.solve_error(torch.bfloat16, 16, 32, seed) > stored > 1e-4
         assert gpu.solve_error(torch.float32, 16, 32, seed) < 1e-5
+
+
+# ---------------------------------------------------------------- Lesson 14: the Chinese edition
+def test_lesson14_figures_and_alt_text_speak_chinese_with_the_same_numbers():
+    from attnlab.i18n import language
+
+    with language("zh_CN"):
+        fig = new_figure(6.4, 6)
+        l14.draw_channel_retention(fig, spread=2.0, write_strength=0.1)
+        ax_map, ax_recall = fig.axes
+        assert ax_map.get_title() == "半衰期跨度 ±2 个倍频程，之后写入的 β = 0.1"
+        assert ax_recall.get_title().startswith("32 个 Token 后：")
+        fig = new_figure(6.4, 3)
+        l14.draw_decay_then_correct(fig)
+        assert "$" not in " ".join(ax.get_title() for ax in fig.axes)  # mathtext has no CJK
+        assert l14.decay_then_correct_alt().startswith("一个玩具状态的三张 8×8 热力图")
+        assert "向两侧各跨 3 个倍频程" in l14.channel_retention_alt(3.0, 0.3)
+    # outside the block: English again, word for word what the notebook used to write
+    assert l14.decay_then_correct_alt() == (
+        "Three 8-by-8 heat maps of a toy state. Left: the state before the step. "
+        "Middle: after the per-channel decay; each row is scaled by its own alpha, from 0.20 "
+        "at the top to 1.00 at the bottom, so the top rows fade most. Right: after the "
+        "delta-rule write with beta 1, a rank-one change that spreads over all rows."
+    )
+    assert l14.channel_retention_alt(3.0, 0.3) == (
+        "Top: heat map of 16 key channels against 64 tokens showing the "
+        "share of an old association left in each channel, with half-lives "
+        "spread plus or minus 3 octaves around 16 tokens and later "
+        "writes of strength 0.3; slow channels keep it "
+        "longer. Bottom: recall of the old value by its key over time, with "
+        "per-channel gates and with one shared gate of the same mean "
+        "log-decay."
+    )

@@ -42,6 +42,7 @@ TRANSLATED = (
     "chapters/06_kv_cache",
     "chapters/07_linear_attention",
     "chapters/12_gated_deltanet",
+    "chapters/14_kda",
     "chapters/15_mla",
     "chapters/16_hybrid_stack",
     "chapters/16b_real_hybrids",

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from attnlab.i18n import tr
 from attnlab.layers import KDALayer
 from attnlab.model import HybridLM
 
@@ -44,6 +45,23 @@ VARIANTS = {
     "no_norm": "no output norm",
 }
 """The variants, in table order, and how a reader sees them named."""
+
+
+def variant_name(variant: str) -> str:
+    """``VARIANTS[variant]`` in the reader's language."""
+    names = {
+        "full": tr("full KDA"),
+        "no_conv": tr("no short convolution"),
+        "no_norm": tr("no output norm"),
+    }
+    return names[variant]
+
+
+def _part_removed(variant: str) -> str:
+    """The part an ablated variant removes, in the reader's language (after "the")."""
+    parts = {"no_conv": tr("short convolution"), "no_norm": tr("output norm")}
+    return parts[variant]
+
 
 CLEAR_POINTS = 2.0
 """A seed counts as moved when its accuracy changes by more than this many percentage points;
@@ -174,29 +192,50 @@ def verdict(summary: dict[str, VariantSummary], variant: str) -> str:
             f"summary: no full model to compare with, only {sorted(summary)}"
         )
     gaps = drops(summary["full"], summary[variant])
-    what = VARIANTS[variant].removeprefix("no ")
+    what = _part_removed(variant)
     n = len(gaps)
     lower = sum(gap > CLEAR_POINTS for gap in gaps)
     higher = sum(gap < -CLEAR_POINTS for gap in gaps)
     median, low, high = statistics.median(gaps), min(gaps), max(gaps)
     # ints: never "-0"; a drop is a loss of accuracy
-    span = (
-        f"drops of {round(low)} to {round(high)} points over the seeds, "
-        f"median {round(median)}"
+    span = tr(
+        "drops of {low} to {high} points over the seeds, median {median}",
+        low=round(low),
+        high=round(high),
+        median=round(median),
     )
     if lower == n:
-        return f"Removing the {what} lowers recall accuracy on all {n} seeds ({span})."
-    if higher == n:
-        return f"Removing the {what} raises recall accuracy on all {n} seeds ({span})."
-    if lower == higher == 0:
-        return (
-            f"Removing the {what} makes no clear difference on this toy: no seed "
-            f"moves by more than {CLEAR_POINTS:.0f} points ({span})."
+        return tr(
+            "Removing the {what} lowers recall accuracy on all {n} seeds ({span}).",
+            what=what,
+            n=n,
+            span=span,
         )
-    return (
-        f"Removing the {what} does not move recall accuracy the same way on "
-        f"every seed: it is lower on {lower} and higher on {higher} of the "
-        f"{n} seeds by more than {CLEAR_POINTS:.0f} points ({span})."
+    if higher == n:
+        return tr(
+            "Removing the {what} raises recall accuracy on all {n} seeds ({span}).",
+            what=what,
+            n=n,
+            span=span,
+        )
+    if lower == higher == 0:
+        return tr(
+            "Removing the {what} makes no clear difference on this toy: no seed "
+            "moves by more than {clear:.0f} points ({span}).",
+            what=what,
+            clear=CLEAR_POINTS,
+            span=span,
+        )
+    return tr(
+        "Removing the {what} does not move recall accuracy the same way on "
+        "every seed: it is lower on {lower} and higher on {higher} of the "
+        "{n} seeds by more than {clear:.0f} points ({span}).",
+        what=what,
+        lower=lower,
+        higher=higher,
+        n=n,
+        clear=CLEAR_POINTS,
+        span=span,
     )
 
 
@@ -214,22 +253,25 @@ def guessing_text(results: dict, variant: str) -> str:
     )
     if not (near_chance and in_context >= 0.9):
         return ""
-    what = VARIANTS[variant].removeprefix("no ")
-    return (
-        f"Without the {what}, every seed answers with one of the context's "
-        f"values ({100 * in_context:.0f} % of the answers or more) but picks "
-        f"the right one about as often as a blind pick among the {n} "
-        f"({100 / n:.0f} %)."
+    return tr(
+        "Without the {what}, every seed answers with one of the context's "
+        "values ({share:.0f} % of the answers or more) but picks the right one "
+        "about as often as a blind pick among the {n} ({chance:.0f} %).",
+        what=_part_removed(variant),
+        share=100 * in_context,
+        n=n,
+        chance=100 / n,
     )
 
 
 def markdown_table(summary: dict[str, VariantSummary]) -> str:
     """A Markdown table: each variant's median test accuracy and its seed range (in %)."""
+    header = (tr("variant"), tr("median accuracy"), tr("seed range"))
     lines = [
-        "| variant | median accuracy | seed range |",
+        "| " + " | ".join(header) + " |",
         "|---|---|---|",
         *(
-            f"| {VARIANTS[v]} | {100 * s.median:.1f} % "
+            f"| {variant_name(v)} | {100 * s.median:.1f} % "
             f"| {100 * s.low:.1f}–{100 * s.high:.1f} % |"
             for v, s in summary.items()
         ),

@@ -14,9 +14,15 @@ from matplotlib.colors import Normalize
 from matplotlib.figure import Figure
 
 from attnlab.checks import check_int_in
+from attnlab.i18n import tr
 from attnlab.kda import kda_step
 
-from ..demos.chunk_kda import retention_demo
+from ..demos.chunk_kda import (
+    RETENTION_CHANNELS,
+    RETENTION_HALF_LIFE,
+    RETENTION_STEPS,
+    retention_demo,
+)
 from ..plotting import (
     DIVERGING_CMAP,
     PALETTE,
@@ -30,6 +36,18 @@ from ..plotting import (
     text_legend,
     title_at_top,
 )
+
+
+def _with_state(template: str) -> str:
+    """``template`` with ``{state}`` as S_{t−1}: in mathtext if the template is in Latin
+    letters, in Unicode otherwise (matplotlib's mathtext has no CJK glyphs, so a Chinese
+    title cannot hold a formula)."""
+    plain = template.isascii()
+    return template.format(state=r"$S_{t-1}$" if plain else "Sₜ₋₁")
+
+
+#: The toy step's decays, one per key channel, evenly from the first to the last row.
+_DECAY_RANGE = (0.2, 1.0)
 
 
 def draw_decay_then_correct(
@@ -47,7 +65,7 @@ def draw_decay_then_correct(
         torch.randn(1, 1, 1, d, generator=gen, dtype=torch.float64), dim=-1
     )[:, :, 0]
     v = torch.randn(1, 1, 1, d, generator=gen, dtype=torch.float64)[:, :, 0]
-    alpha = torch.linspace(0.2, 1.0, d, dtype=torch.float64)
+    alpha = torch.linspace(*_DECAY_RANGE, d, dtype=torch.float64)
     g = alpha.log().view(1, 1, d)
     beta = torch.ones(1, 1, dtype=torch.float64)
     decayed = alpha[:, None] * state[0, 0]
@@ -56,24 +74,24 @@ def draw_decay_then_correct(
     limit = max(state.abs().max().item(), new.abs().max().item())
     axes = fig.subplots(1, 3)
     titles = (
-        r"before: $S_{t-1}$",
-        r"decay: Diag($\alpha_t$) $S_{t-1}$",
-        r"correct: $S_t$ ($\beta_t = 1$)",
+        _with_state(tr("before: {state}")),
+        _with_state(tr(r"decay: Diag($\alpha_t$) {state}")),
+        tr(r"correct: $S_t$ ($\beta_t = 1$)"),
     )
-    ylabels = ("key channel", r"key channel ($\alpha_t$)", "")
+    ylabels = (tr("key channel"), tr(r"key channel ($\alpha_t$)"), "")
     for i, (ax, matrix, title) in enumerate(
         zip(axes, (state[0, 0], decayed, new), titles, strict=True)
     ):
         heatmap(
             ax,
             matrix,
-            xlabel="value channel",
+            xlabel=tr("value channel"),
             ylabel=ylabels[i],
             title=title,
             cmap=DIVERGING_CMAP,
             vmin=-limit,
             vmax=limit,
-            colorbar_label="entry" if i == 2 else None,
+            colorbar_label=tr("entry") if i == 2 else None,
         )
         ax.set_xticks([0, d - 1], ["1", str(d)])
         ax.set_aspect("equal")
@@ -122,14 +140,22 @@ def draw_channel_retention(
         interpolation="nearest",
     )
     ax_map.grid(False)
-    ax_map.set_xlabel("tokens since the association was written")
-    ax_map.set_ylabel("channel half-life")
+    ax_map.set_xlabel(tr("tokens since the association was written"))
+    ax_map.set_ylabel(tr("channel half-life"))
     title_at_top(
         ax_map,
-        f"spread ±{spread:g} octaves, later writes β = {write_strength:g}",
+        tr(
+            "spread ±{spread:g} octaves, later writes β = {beta:g}",
+            spread=spread,
+            beta=write_strength,
+        ),
     )
     fast_colour_bar(
-        ax_map, cmap, norm, [0, 0.5, 1], "share of k₀v₀ᵀ left in the channel"
+        ax_map,
+        cmap,
+        norm,
+        [0, 0.5, 1],
+        tr("share of k₀v₀ᵀ left in the channel"),
     )
     rows = np.linspace(0, len(half_lives) - 1, 4).round().astype(int).tolist()
     ax_map.set_yticks(
@@ -164,19 +190,23 @@ def draw_channel_retention(
     late = t // 2
     style_axes(
         ax_recall,
-        "tokens since the association was written",
-        "recall of v₀ by k₀",
+        tr("tokens since the association was written"),
+        tr("recall of v₀ by k₀"),
     )
     title_at_top(
         ax_recall,
-        f"after {late} tokens: {demo['recall'][late]:.2f} against "
-        f"{demo['recall_shared'][late]:.2f} shared",
+        tr(
+            "after {t} tokens: {kda:.2f} against {shared:.2f} shared",
+            t=late,
+            kda=float(demo["recall"][late]),
+            shared=float(demo["recall_shared"][late]),
+        ),
     )
     text_legend(
         ax_recall,
         [
-            ("—— KDA: one gate per channel", PALETTE[0]),
-            ("– – one shared gate, same mean log α", PALETTE[5]),
+            ("—— " + tr("KDA: one gate per channel"), PALETTE[0]),
+            ("– – " + tr("one shared gate, same mean log α"), PALETTE[5]),
         ],
         x=0.97,
         ha="right",
@@ -205,20 +235,20 @@ def draw_channel_lifetimes(fig: Figure, result: dict) -> None:
         curves.mean(0),
         marker="o",
         color=PALETTE[0],
-        label="one decay per head, at each value",
+        label=tr("one decay per head, at each value"),
     )
     ax.axhspan(channel.min(), channel.max(), color=PALETTE[1], alpha=0.25)
     ax.axhline(
         channel.mean(),
         color=PALETTE[1],
         linestyle="--",
-        label="best per-channel decays (one for each group)",
+        label=tr("best per-channel decays (one for each group)"),
     )
     ax.set_xticks(x, [f"{a:g}" for a in grid])
     style_axes(
         ax,
-        "the decay α of one decay per head",
-        "read error (mean of the two groups)",
+        tr("the decay α of one decay per head"),
+        tr("read error (mean of the two groups)"),
     )
     ax.legend(
         loc="lower left", bbox_to_anchor=(0.0, 0.18), fontsize=SMALL_TEXT_PT
@@ -230,11 +260,56 @@ def channel_lifetimes_alt(result: dict) -> str:
     rows, grid = result["rows"], result["grid"]
     curve = torch.stack([row["head_curve"] for row in rows]).mean(0)
     channel = sum(row["channel_score"] for row in rows) / len(rows)
-    where = "below" if channel < curve.min() else "not below"
-    return (
-        "Line chart of the read error against the value of one constant "
-        f"decay per head, from {grid[0]:g} to {grid[-1]:g}, with a shaded "
-        f"range over {len(rows)} seeds; its lowest point is at "
-        f"{grid[int(curve.argmin())]:g}. A dashed line with its own shaded "
-        f"range marks the best per-channel decays, {where} the whole curve."
+    values = dict(
+        lo=grid[0],
+        hi=grid[-1],
+        seeds=len(rows),
+        best=grid[int(curve.argmin())],
+    )
+    if channel < curve.min():
+        return tr(
+            "Line chart of the read error against the value of one constant decay "
+            "per head, from {lo:g} to {hi:g}, with a shaded range over {seeds} seeds; "
+            "its lowest point is at {best:g}. A dashed line with its own shaded range "
+            "marks the best per-channel decays, below the whole curve.",
+            **values,
+        )
+    return tr(
+        "Line chart of the read error against the value of one constant decay "
+        "per head, from {lo:g} to {hi:g}, with a shaded range over {seeds} seeds; "
+        "its lowest point is at {best:g}. A dashed line with its own shaded range "
+        "marks the best per-channel decays, not below the whole curve.",
+        **values,
+    )
+
+
+def decay_then_correct_alt(head_dim: int = 8) -> str:
+    """The alt text of :func:`draw_decay_then_correct`."""
+    d = check_int_in("head_dim", head_dim, 2, 16)
+    return tr(
+        "Three {d}-by-{d} heat maps of a toy state. Left: the state before the step. "
+        "Middle: after the per-channel decay; each row is scaled by its own alpha, from "
+        "{lo:.2f} at the top to {hi:.2f} at the bottom, so the top rows fade most. Right: "
+        "after the delta-rule write with beta 1, a rank-one change that spreads over all "
+        "rows.",
+        d=d,
+        lo=_DECAY_RANGE[0],
+        hi=_DECAY_RANGE[1],
+    )
+
+
+def channel_retention_alt(spread: float, write_strength: float) -> str:
+    """The alt text of a frame of :func:`draw_channel_retention`."""
+    return tr(
+        "Top: heat map of {channels} key channels against {steps} tokens showing the "
+        "share of an old association left in each channel, with half-lives spread plus "
+        "or minus {spread:g} octaves around {half_life:g} tokens and later writes of "
+        "strength {beta:g}; slow channels keep it longer. Bottom: recall of the old value "
+        "by its key over time, with per-channel gates and with one shared gate of the "
+        "same mean log-decay.",
+        channels=RETENTION_CHANNELS,
+        steps=RETENTION_STEPS,
+        spread=spread,
+        half_life=RETENTION_HALF_LIFE,
+        beta=write_strength,
     )
