@@ -762,6 +762,49 @@
   }
 
   // ------------------------------------------------------------------ the page
+  // The result's words in the page's language: English, or Chinese on the Chinese edition
+  // (<html lang="zh-CN">). A refusal's own message stays the package's, in English.
+  var ZH = {
+    "{n} bytes": "{n} 字节",
+    "{n} layer": "{n} 层",
+    "{n} layers": "{n} 层",
+    "Paste a config.json above or choose a preset.": "在上方粘贴一个 config.json，或选一个预设。",
+    "Context: expected a whole number of tokens >= 0, got {got}":
+      "上下文：应为不小于 0 的整数（Token 数），收到的是 {got}",
+    "Refused ({error}): {message}": "已拒绝（{error}）：{message}",
+    "{name}: {layers} layers, {layout}.": "{name}：{layers} 层，{layout}。",
+    "Kept for one sequence of {tokens} tokens, by layer kind":
+      "一条 {tokens} 个 Token 的序列所保存的内容，按层的种类列出",
+    "Kind": "种类",
+    "Cache (grows)": "缓存（增长）",
+    "State": "状态",
+    "Conv inputs": "卷积输入",
+    "Total": "合计",
+    "all": "全部",
+    "Each new token adds {bytes} of cache ({exact} B).":
+      "每个新 Token 增加 {bytes} 缓存（{exact} 字节）。",
+    "{kind} states in {dtype}": "{kind} 状态以 {dtype} 保存",
+    "convolution inputs in {dtype}": "卷积输入以 {dtype} 保存",
+    ", ": "，",
+    "Stored: {list}.": "保存方式：{list}。",
+    "Some cache grows with every token: no context at which it stops.":
+      "有缓存随每个 Token 增长：不存在让它停止增长的上下文长度。",
+    "Nothing grows with the context: only fixed states.":
+      "没有随上下文增长的部分：只有固定大小的状态。",
+    "Nothing grows after {tokens} tokens (the longest window).":
+      "{tokens} 个 Token 之后不再增长（最长的窗口）。",
+    "In {memory}: no cache limit (every cache stops growing before the memory is full).":
+      "在 {memory} 内：没有上限（内存占满之前，所有缓存都已停止增长）。",
+    "In {memory}: not even the fixed states fit.": "在 {memory} 内：连固定大小的状态都放不下。",
+    "In {memory}: at most {tokens} tokens.": "在 {memory} 内：最多 {tokens} 个 Token。",
+    "Memory: expected a number such as 8 or 0.5.": "内存：应为一个数，例如 8 或 0.5。"
+  };
+  function say(text, values) {
+    var lang = (root.document && root.document.documentElement.lang) || "";
+    var out = lang.indexOf("zh") === 0 && ZH[text] !== undefined ? ZH[text] : text;
+    Object.keys(values || {}).forEach(function (k) { out = out.split("{" + k + "}").join(values[k]); });
+    return out;
+  }
   function el(tag, attrs, text) {
     var node = document.createElement(tag);
     Object.keys(attrs || {}).forEach(function (k) { node.setAttribute(k, attrs[k]); });
@@ -769,7 +812,7 @@
     return node;
   }
   function bytesCell(tag, n) { // "704.6 MB" over "(672.0 MiB)", the exact count in data-bytes
-    var cell = el(tag, { "data-bytes": String(n), title: grouped(n) + " bytes" });
+    var cell = el(tag, { "data-bytes": String(n), title: say("{n} bytes", { n: grouped(n) }) });
     var parts = /^(.*?)( \(.*\))?$/.exec(formatBytes(n));
     cell.appendChild(el("span", { class: "calc-unit" }, parts[1]));
     if (parts[2]) cell.appendChild(el("span", { class: "calc-unit calc-binary" }, parts[2].trim()));
@@ -778,8 +821,8 @@
   function kindCell(label, layers) { // "Mamba" over "28 layers"
     var cell = el("th", { scope: "row" });
     cell.appendChild(el("span", { class: "calc-kind" }, label));
-    cell.appendChild(el("span", { class: "calc-count" }, layers + (layers === 1 ? " layer" :
-      " layers")));
+    cell.appendChild(el("span", { class: "calc-count" },
+      say(layers === 1 ? "{n} layer" : "{n} layers", { n: layers })));
     return cell;
   }
   var UNITS = { GB: 1000n ** 3n, GiB: 1024n ** 3n, MB: 1000n ** 2n, MiB: 1024n ** 2n };
@@ -796,13 +839,14 @@
     out.textContent = "";
     var text = q("calc-config").value;
     if (!text.trim()) {
-      out.appendChild(el("p", {}, "Paste a config.json above or choose a preset."));
+      out.appendChild(el("p", {}, say("Paste a config.json above or choose a preset.")));
       return;
     }
     var contextText = q("calc-context").value.trim();
     if (!/^[0-9]+$/.test(contextText)) {
       out.appendChild(el("p", { class: "calc-error", role: "alert" },
-        "Context: expected a whole number of tokens >= 0, got " + repr(contextText)));
+        say("Context: expected a whole number of tokens >= 0, got {got}",
+          { got: repr(contextText) })));
       return;
     }
     var memory = memoryBytes(q("calc-memory").value, q("calc-memory-unit").value);
@@ -810,19 +854,19 @@
       stateDtype: q("calc-state").value, memory: memory });
     if (!r.ok) {
       out.appendChild(el("p", { class: "calc-error", role: "alert" },
-        "Refused (" + r.error + "): " + r.message));
+        say("Refused ({error}): {message}", { error: r.error, message: r.message })));
       return;
     }
-    out.appendChild(el("p", { class: "calc-summary" }, r.name +
-      (r.name === String(r.modelType) ? "" : " (" + r.modelType + ")") + ": " + r.layers +
-      " layers, " + r.layout + "."));
+    out.appendChild(el("p", { class: "calc-summary" }, say("{name}: {layers} layers, {layout}.", {
+      name: r.name + (r.name === String(r.modelType) ? "" : " (" + r.modelType + ")"),
+      layers: r.layers, layout: r.layout })));
     var wrap = el("div", { class: "calc-table-wrap" });
     var table = el("table", { class: "calc-table" });
-    table.appendChild(el("caption", {}, "Kept for one sequence of " + grouped(contextText) +
-      " tokens, by layer kind"));
+    table.appendChild(el("caption", {}, say("Kept for one sequence of {tokens} tokens, by layer kind",
+      { tokens: grouped(contextText) })));
     var head = el("tr");
     ["Kind", "Cache (grows)", "State", "Conv inputs", "Total"].forEach(function (h) {
-      head.appendChild(el("th", { scope: "col" }, h));
+      head.appendChild(el("th", { scope: "col" }, say(h)));
     });
     table.appendChild(el("thead")).appendChild(head);
     var body = table.appendChild(el("tbody"));
@@ -834,33 +878,37 @@
       body.appendChild(row);
     });
     var foot = el("tr", { class: "calc-total" });
-    foot.appendChild(kindCell("all", r.layers));
+    foot.appendChild(kindCell(say("all"), r.layers));
     [r.cache, r.state, r.conv, r.total].forEach(function (n) { foot.appendChild(bytesCell("td", n)); });
     table.appendChild(el("tfoot")).appendChild(foot);
     wrap.appendChild(table);
     out.appendChild(wrap);
     var notes = el("ul", { class: "calc-notes" });
-    notes.appendChild(el("li", {}, "Each new token adds " + formatBytes(r.perToken) +
-      " of cache (" + grouped(r.perToken) + " B)."));
+    notes.appendChild(el("li", {}, say("Each new token adds {bytes} of cache ({exact} B).",
+      { bytes: formatBytes(r.perToken), exact: grouped(r.perToken) })));
     var stored = r.kinds.filter(function (k) { return k.state !== "0"; }).map(function (k) {
-      return k.label + " states in " + k.stateDtype;
+      return say("{kind} states in {dtype}", { kind: k.label, dtype: k.stateDtype });
     });
-    if (r.conv !== "0") stored.push("convolution inputs in " + r.convDtype);
-    if (stored.length) notes.appendChild(el("li", {}, "Stored: " + stored.join(", ") + "."));
+    if (r.conv !== "0") stored.push(say("convolution inputs in {dtype}", { dtype: r.convDtype }));
+    if (stored.length) {
+      notes.appendChild(el("li", {}, say("Stored: {list}.", { list: stored.join(say(", ")) })));
+    }
     notes.appendChild(el("li", {}, r.contextLimit === null ?
-      "Some cache grows with every token: no context at which it stops." :
-      r.contextLimit === "0" ? "Nothing grows with the context: only fixed states." :
-      "Nothing grows after " + grouped(r.contextLimit) + " tokens (the longest window)."));
+      say("Some cache grows with every token: no context at which it stops.") :
+      r.contextLimit === "0" ? say("Nothing grows with the context: only fixed states.") :
+      say("Nothing grows after {tokens} tokens (the longest window).",
+        { tokens: grouped(r.contextLimit) })));
     if (r.largestContext !== undefined) {
       var memoryText = q("calc-memory").value.trim() + " " + q("calc-memory-unit").value;
       notes.appendChild(el("li", { class: "calc-longest" }, r.largestContext === "-1" ?
-        "In " + memoryText + ": no cache limit (every cache stops growing before the memory " +
-        "is full)." : r.largestContext === "0" ?
-        "In " + memoryText + ": not even the fixed states fit." :
-        "In " + memoryText + ": at most " + grouped(r.largestContext) + " tokens."));
+        say("In {memory}: no cache limit (every cache stops growing before the memory is full).",
+          { memory: memoryText }) : r.largestContext === "0" ?
+        say("In {memory}: not even the fixed states fit.", { memory: memoryText }) :
+        say("In {memory}: at most {tokens} tokens.",
+          { memory: memoryText, tokens: grouped(r.largestContext) })));
     } else {
       notes.appendChild(el("li", { class: "calc-error" },
-        "Memory: expected a number such as 8 or 0.5."));
+        say("Memory: expected a number such as 8 or 0.5.")));
     }
     out.appendChild(notes);
   }
