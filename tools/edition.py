@@ -42,6 +42,7 @@ TRANSLATED = (
     "chapters/06_kv_cache",
     "chapters/07_linear_attention",
     "chapters/08_three_forms",
+    "chapters/09_fixed_state_memory",
 )
 #: Where the Chinese edition lives, relative to the English site's root.
 ZH_PREFIX = "zh"

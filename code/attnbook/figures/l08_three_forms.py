@@ -119,7 +119,9 @@ def form_label(form: str) -> str:
         return tr("recurrent")
     if form == "chunk":
         return tr("chunkwise")
-    raise ValueError(f"form: expected one of {list(LINEAR_FORMS)}, got {form!r}")
+    raise ValueError(
+        f"form: expected one of {list(LINEAR_FORMS)}, got {form!r}"
+    )
 
 
 def three_forms_alt() -> str:
@@ -327,7 +329,9 @@ def draw_chunk_size(
             max_ticks=5,
         )
     chosen = cost[chunk_size]
-    style_axes(ax_flops, tr("chunk size C (tokens)"), tr("work (MFLOP, model)"))
+    style_axes(
+        ax_flops, tr("chunk size C (tokens)"), tr("work (MFLOP, model)")
+    )
     title_at_top(
         ax_flops,
         tr(
@@ -344,7 +348,8 @@ def draw_chunk_size(
     style_axes(ax_time, tr("chunk size C (tokens)"), tr("measured time (ms)"))
     # T and C head the left panel's title: one line here
     title_at_top(
-        ax_time, tr("{ms:.3g} ms (fastest: C = {best})", ms=ms[chunk_size], best=best)
+        ax_time,
+        tr("{ms:.3g} ms (fastest: C = {best})", ms=ms[chunk_size], best=best),
     )
     text_legend(
         ax_flops,
