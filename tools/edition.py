@@ -41,6 +41,8 @@ TRANSLATED = (
     "chapters/05b_transformer_block",
     "chapters/06_kv_cache",
     "chapters/07_linear_attention",
+    "chapters/08_three_forms",
+    "chapters/09_fixed_state_memory",
     "chapters/12_gated_deltanet",
     "chapters/14_kda",
     "chapters/15_mla",

@@ -11,6 +11,7 @@ from matplotlib.patches import Patch
 from matplotlib.ticker import NullLocator
 
 from attnlab.checks import check_int_in
+from attnlab.i18n import tr
 
 from ..costs import LINEAR_FORMS, linear_attention_cost
 from ..plotting import (
@@ -37,9 +38,9 @@ def draw_three_forms(
     c = check_int_in("chunk_size", chunk_size, 1, t)
     axes = fig.subplots(1, 3, sharey=True)
     titles = (
-        "parallel:\none T × T product",
-        f"recurrent:\n{t} steps via S_t",
-        f"chunkwise, C = {c}:\n{-(-t // c)} steps, blocks + S",
+        tr("parallel:\none T × T product"),
+        tr("recurrent:\n{t} steps via S_t", t=t),
+        tr("chunkwise, C = {c}:\n{n} steps, blocks + S", c=c, n=-(-t // c)),
     )
     for form, ax, title in zip(LINEAR_FORMS, axes, titles, strict=True):
         grid = [[0] * t for _ in range(t)]
@@ -53,7 +54,7 @@ def draw_three_forms(
                     grid[i][j] = 1 if i // c == j // c else 2
         ax.imshow(grid, cmap=_CELL_COLOURS, vmin=0, vmax=2, aspect="equal")
         ax.set_title(title, fontsize=SMALL_TEXT_PT)
-        ax.set_xlabel("key position j")
+        ax.set_xlabel(tr("key position j"))
         ax.set_xticks([0, t - 1], ["1", str(t)])
         ax.set_yticks([0, t - 1], ["1", str(t)])
         ax.grid(False)
@@ -61,18 +62,18 @@ def draw_three_forms(
             for b in range(c, t, c):
                 ax.axhline(b - 0.5, color="#555555", linewidth=0.8)
                 ax.axvline(b - 0.5, color="#555555", linewidth=0.8)
-    axes[0].set_ylabel("query position i")
+    axes[0].set_ylabel(tr("query position i"))
     fig.legend(
         handles=[
             Patch(
                 facecolor=PALETTE[1],
-                label="explicit score q_iᵀk_j in a matrix",
+                label=tr("explicit score q_iᵀk_j in a matrix"),
             ),
-            Patch(facecolor=PALETTE[4], label="folded into the state S"),
+            Patch(facecolor=PALETTE[4], label=tr("folded into the state S")),
             Patch(
                 facecolor="#FFFFFF",
                 edgecolor="#BBBBBB",
-                label="masked (j > i)",
+                label=tr("masked (j > i)"),
             ),
         ],
         loc="outside lower center",
@@ -110,11 +111,50 @@ _FORM_STYLE = {
 }
 
 
-_FORM_LABEL = {
-    "parallel": "parallel",
-    "recurrent": "recurrent",
-    "chunk": "chunkwise",
-}
+def form_label(form: str) -> str:
+    """The legend name of ``form`` (one of ``LINEAR_FORMS``), in the reader's language."""
+    if form == "parallel":
+        return tr("parallel")
+    if form == "recurrent":
+        return tr("recurrent")
+    if form == "chunk":
+        return tr("chunkwise")
+    raise ValueError(
+        f"form: expected one of {list(LINEAR_FORMS)}, got {form!r}"
+    )
+
+
+def three_forms_alt() -> str:
+    """The alt text of the three-forms figure as the lesson draws it (T = 12, C = 4)."""
+    return tr(
+        "Three 12-by-12 lower-triangular grids of query position against key position. "
+        "Parallel: the whole triangle is orange, explicit scores. Recurrent: the whole "
+        "triangle is blue, folded into the state. Chunkwise with chunks of 4: the three "
+        "triangles on the diagonal blocks are orange, the blocks below them blue."
+    )
+
+
+def form_times_alt() -> str:
+    """The alt text of the measured-times figure (lengths 256 to 8,192)."""
+    return tr(
+        "Log-log plot of measured milliseconds against sequence length from 256 to 8,192 "
+        "tokens for the three forms, each point the median of its runs with a bar from the "
+        "fastest to the slowest run. The parallel form rises steeply, the recurrent form "
+        "starts high and rises slowly, and the chunkwise form lies far below the recurrent "
+        "one at every length."
+    )
+
+
+def chunk_size_alt(chunk_size: int, length: int) -> str:
+    """The alt text of a frame of the chunk-size panel."""
+    return tr(
+        "Two log-log plots against chunk size from 1 to 1,024 for T = {length:,}: left, "
+        "the FLOPs of the chunkwise form rising with C between the recurrent and parallel "
+        "levels; right, its measured time, high at C = 1 and at large C; C = {chunk_size} "
+        "is marked.",
+        length=length,
+        chunk_size=chunk_size,
+    )
 
 
 def draw_form_times(
@@ -135,8 +175,10 @@ def draw_form_times(
     ax = fig.subplots()
     for form in LINEAR_FORMS:
         colour, marker = _FORM_STYLE[form]
-        label = _FORM_LABEL[form] + (
-            f" (C = {chunk_size})" if form == "chunk" else ""
+        label = (
+            tr("chunkwise (C = {c})", c=chunk_size)
+            if form == "chunk"
+            else form_label(form)
         )
         ms = [s * 1e3 for s in seconds[form]]
         ax.plot(lengths, ms, marker=marker, color=colour, label=label)
@@ -157,7 +199,7 @@ def draw_form_times(
     if crossing is not None and lengths[0] <= crossing <= lengths[-1]:
         ax.axvline(crossing, color="#777777", linestyle=":", linewidth=1)
         ax.annotate(
-            f"trends cross\nnear T ≈ {float(f'{crossing:.2g}'):,.0f}",
+            tr("trends cross\nnear T ≈ {t:,.0f}", t=float(f"{crossing:.2g}")),
             (crossing, ax.get_ylim()[0]),
             textcoords="offset points",
             xytext=(-6, 8),
@@ -171,19 +213,36 @@ def draw_form_times(
     ax.minorticks_off()
     last = lengths[-1]
     speed = seconds["recurrent"][-1] / seconds["chunk"][-1]
-    summary = "medians" if spread else "measured"
+    values = {
+        "threads": threads,
+        "last": last,
+        "rec": speed,
+        "par": seconds["parallel"][-1] / seconds["chunk"][-1],
+    }
+    title = (
+        tr(
+            "One head, d = 64, float32, {threads} CPU thread, medians. At T = {last:,}\n"
+            "chunkwise is {rec:,.0f}× faster than recurrent, {par:,.0f}× faster than "
+            "parallel",
+            **values,
+        )
+        if spread
+        else tr(
+            "One head, d = 64, float32, {threads} CPU thread, measured. At T = {last:,}\n"
+            "chunkwise is {rec:,.0f}× faster than recurrent, {par:,.0f}× faster than "
+            "parallel",
+            **values,
+        )
+    )
     style_axes(
         ax,
-        "sequence length T (tokens)",
-        "time for the whole sequence (ms)",
-        f"One head, d = 64, float32, {threads} CPU thread, {summary}. "
-        f"At T = {last:,}\nchunkwise is {speed:,.0f}× faster than recurrent, "
-        f"{seconds['parallel'][-1] / seconds['chunk'][-1]:,.0f}× faster than "
-        "parallel",
+        tr("sequence length T (tokens)"),
+        tr("time for the whole sequence (ms)"),
+        title,
     )
     ax.legend(
         loc="upper left",
-        title="bars: fastest to slowest run" if spread else None,
+        title=tr("bars: fastest to slowest run") if spread else None,
         title_fontsize=SMALL_TEXT_PT,
     )
 
@@ -270,21 +329,33 @@ def draw_chunk_size(
             max_ticks=5,
         )
     chosen = cost[chunk_size]
-    style_axes(ax_flops, "chunk size C (tokens)", "work (MFLOP, model)")
+    style_axes(
+        ax_flops, tr("chunk size C (tokens)"), tr("work (MFLOP, model)")
+    )
     title_at_top(
         ax_flops,
-        f"T = {length:,}, C = {chunk_size}: {chosen.flops / 1e6:,.0f} MFLOP,\n"
-        f"{chosen.sequential_steps:,} sequential steps (one head, d = {d})",
+        tr(
+            "T = {length:,}, C = {c}: {mflop:,.0f} MFLOP,\n"
+            "{steps:,} sequential steps (one head, d = {d})",
+            length=length,
+            c=chunk_size,
+            mflop=chosen.flops / 1e6,
+            steps=chosen.sequential_steps,
+            d=d,
+        ),
     )
     best = min(sizes, key=lambda c: ms[c])
-    style_axes(ax_time, "chunk size C (tokens)", "measured time (ms)")
+    style_axes(ax_time, tr("chunk size C (tokens)"), tr("measured time (ms)"))
     # T and C head the left panel's title: one line here
-    title_at_top(ax_time, f"{ms[chunk_size]:.3g} ms (fastest: C = {best})")
+    title_at_top(
+        ax_time,
+        tr("{ms:.3g} ms (fastest: C = {best})", ms=ms[chunk_size], best=best),
+    )
     text_legend(
         ax_flops,
         [
-            (f"—▲— {_FORM_LABEL['chunk']}", PALETTE[2]),
-            *((f"– – {_FORM_LABEL[f]}", _FORM_STYLE[f][0]) for f in forms),
+            (f"—▲— {form_label('chunk')}", PALETTE[2]),
+            *((f"– – {form_label(f)}", _FORM_STYLE[f][0]) for f in forms),
         ],
         y=0.62,
     )

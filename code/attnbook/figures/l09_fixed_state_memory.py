@@ -7,6 +7,7 @@ import torch
 from matplotlib.figure import Figure
 
 from attnlab.checks import check_int_in
+from attnlab.i18n import tr
 
 from ..demos.associative_memory import (
     associative_pairs,
@@ -26,6 +27,41 @@ from ..plotting import (
     fixed_axes,
     style_axes,
 )
+
+
+def readout_alt() -> str:
+    """The alt text of the read-out figure as the lesson draws it (8 pairs, d = 16, seed 0)."""
+    return tr(
+        "Two bar charts of the 16 coordinates of a stored value vector, with dots for what "
+        "the state returns. Left, orthonormal keys: every dot sits on top of its bar. Right, "
+        "random unit keys: the dots miss the bars, some by more than the bar's height; the "
+        "relative error is 0.69."
+    )
+
+
+def gram_alt() -> str:
+    """The alt text of the Gram-matrix figure as the lesson draws it (32 keys, d = 32 and 96)."""
+    return tr(
+        "Three 32-by-32 heat maps of key dot products on a purple-orange scale from -1 to 1. "
+        "Orthonormal keys in 32 dimensions: a dark diagonal on a blank background. Random "
+        "unit keys in 32 dimensions: the same diagonal over a clearly visible speckle. Random "
+        "unit keys in 96 dimensions: a fainter speckle."
+    )
+
+
+def capacity_alt(n_pairs: int, dim: int) -> str:
+    """The alt text of a frame of the capacity panel (``draw_capacity``)."""
+    at = dict(capacity_curve(dim, False))
+    return tr(
+        "Mean relative recall error against N from 4 to 256 on a log axis for key dimension "
+        "d = {dim}: the measured random-key curve follows the dashed prediction and reaches "
+        "{at_d:.2f} at the dotted line N = d = {dim}; orthonormal keys stay at zero up to "
+        "N = d; a circle marks N = {n_pairs}, error {error:.2f}.",
+        dim=dim,
+        at_d=at[dim],
+        n_pairs=n_pairs,
+        error=at[n_pairs],
+    )
 
 
 def draw_readout(
@@ -57,7 +93,7 @@ def draw_readout(
             values[0].tolist(),
             color=PALETTE[4],
             width=0.75,
-            label="stored value $v_1$",
+            label=tr("stored value $v_1$"),
         )
         ax.plot(
             x,
@@ -65,20 +101,27 @@ def draw_readout(
             "o",
             color=PALETTE[5],
             markersize=5,
-            label="read-out $S^\\top k_1$",
+            label=tr("read-out $S^\\top k_1$"),
         )
         ax.axhline(0, color="#555555", linewidth=0.8)
-        kind = "orthonormal keys" if orthogonal else "random unit keys"
         style_axes(
             ax,
-            "coordinate of the value",
-            "value (dimensionless)" if orthogonal else "",
-            f"{kind}:\nrelative error {error:.2f}",
+            tr("coordinate of the value"),
+            tr("value (dimensionless)") if orthogonal else "",
+            tr("orthonormal keys:\nrelative error {error:.2f}", error=error)
+            if orthogonal
+            else tr(
+                "random unit keys:\nrelative error {error:.2f}", error=error
+            ),
         )
         ax.set_xticks(range(0, d, max(1, d // 8)))
     axes[0].legend(loc="lower left", ncols=2)
     fig.suptitle(
-        f"{n} pairs written into one {d} × {d} state, pair 1 read back",
+        tr(
+            "{n} pairs written into one {d} × {d} state, pair 1 read back",
+            n=n,
+            d=d,
+        ),
         fontsize=11,
     )
 
@@ -116,16 +159,18 @@ def draw_gram(
             interpolation="nearest",
         )
         ax.grid(False)
-        kind = "orthonormal" if orthogonal else "random unit"
-        ax.set_title(
-            f"{kind},\nd = {d}: rms {rms:.2f}", fontsize=SMALL_TEXT_PT
+        title = (
+            tr("orthonormal,\nd = {d}: rms {rms:.2f}", d=d, rms=rms)
+            if orthogonal
+            else tr("random unit,\nd = {d}: rms {rms:.2f}", d=d, rms=rms)
         )
-        ax.set_xlabel("key i (pair index)")
-    axes[0].set_ylabel("key j (pair index)")
+        ax.set_title(title, fontsize=SMALL_TEXT_PT)
+        ax.set_xlabel(tr("key i (pair index)"))
+    axes[0].set_ylabel(tr("key j (pair index)"))
     fig.colorbar(
         image,
         ax=list(axes),
-        label="$k_i \\cdot k_j$ (cosine, no unit)",
+        label=tr("$k_i \\cdot k_j$ (cosine, no unit)"),
         shrink=0.9,
     )
 
@@ -152,7 +197,7 @@ def draw_capacity(fig: Figure, n_pairs: int = 48, dim: int = 96) -> None:
         markersize=4,
         color=PALETTE[0],
         linewidth=2,
-        label=f"random keys, d = {dim} (measured)",
+        label=tr("random keys, d = {dim} (measured)", dim=dim),
     )
     ns = range(1, CAPACITY_PAIRS[-1] + 1)
     ax.plot(
@@ -161,7 +206,7 @@ def draw_capacity(fig: Figure, n_pairs: int = 48, dim: int = 96) -> None:
         linestyle="--",
         color="#444444",
         linewidth=1,
-        label=f"prediction √((N−1)/d), d = {dim}",
+        label=tr("prediction √((N−1)/d), d = {dim}", dim=dim),
     )
     orth = capacity_curve(dim, True)
     ax.plot(
@@ -171,7 +216,7 @@ def draw_capacity(fig: Figure, n_pairs: int = 48, dim: int = 96) -> None:
         markersize=4,
         color=PALETTE[7],
         linewidth=1.5,
-        label=f"orthonormal keys, d = {dim} (only N ≤ d)",
+        label=tr("orthonormal keys, d = {dim} (only N ≤ d)", dim=dim),
     )
     ax.axvline(dim, color="#888888", linestyle=":", linewidth=1)
     ax.text(
@@ -199,8 +244,13 @@ def draw_capacity(fig: Figure, n_pairs: int = 48, dim: int = 96) -> None:
     ax.set_ylim(-0.1, 4.4)
     style_axes(
         ax,
-        "N: stored pairs (log scale)",
-        "mean relative error ‖Sᵀk − v‖ / ‖v‖",
-        f"N = {n_pairs} pairs in d = {dim}: error {error:.2f} with random keys",
+        tr("N: stored pairs (log scale)"),
+        tr("mean relative error ‖Sᵀk − v‖ / ‖v‖"),
+        tr(
+            "N = {n_pairs} pairs in d = {dim}: error {error:.2f} with random keys",
+            n_pairs=n_pairs,
+            dim=dim,
+            error=error,
+        ),
     )
     ax.legend(loc="upper left", fontsize=SMALL_TEXT_PT)
