@@ -207,3 +207,32 @@ def test_the_gate_heat_maps_label_whole_channels_only():
     low, high = sorted(fig.axes[0].get_ylim())
     shown = [t for t in fig.axes[0].get_yticks() if low <= t <= high]
     assert shown and all(float(t).is_integer() for t in shown)
+
+
+# ---------------------------------------------------------------- Lesson 10: the Chinese edition
+
+
+def test_lesson10_figures_and_alt_text_speak_chinese_with_the_same_numbers():
+    from attnlab.i18n import language
+
+    english = l10.forgetting_alt(0.9375, 384)
+    assert english == (
+        "Relative recall error of each of 384 pairs against recency on a log axis, for decay "
+        "0.9375 (horizon 16), with the fading-only curve and the no-decay curve in grey near "
+        f"{expected_crosstalk(384, mem.FORGET_DIM):.1f}; "
+        f"{mem.recalled_pairs(0.9375, 384)} pairs stay below 0.5."
+    )
+    with language("zh_CN"):
+        assert l10.alpha_label(1.0) == "1（不衰减）"
+        assert l10.alpha_label(0.9375) == "0.9375（记忆跨度 16）"
+        fig = new_figure(6.4, 3.8)
+        l10.draw_forgetting(fig, alpha=0.9375, length=384)
+        title = fig.axes[0].get_title()
+        assert title.startswith("384 对写入一个 96 × 96 的状态：")
+        assert title.endswith(f"{mem.recalled_pairs(0.9375, 384)} 对读回误差 < 0.5")
+        fig = new_figure(6.4, 3)
+        l10.draw_gate_kinds(fig)
+        assert fig.axes[0].get_title() == "RetNet：\n每个头固定"
+        alt = l10.forgetting_alt(0.9375, 384)
+        assert "384 个键值对" in alt and "0.9375（记忆跨度 16）" in alt
+        assert "48 个时间步" in l10.gate_kinds_alt()

@@ -132,3 +132,29 @@ def test_the_recall_legend_hides_no_point_of_the_curves():
     for line in left.get_lines():
         for x, y in left.transData.transform(line.get_xydata()):
             assert not box.contains(x, y), line.get_label()
+
+
+# ---------------------------------------------------------------- Lesson 11: the Chinese edition
+
+
+def test_lesson11_figures_and_alt_text_speak_chinese_with_the_same_numbers():
+    from attnlab.i18n import language
+
+    assert l11.key_norm_alt(2.0, 1.0) == (
+        "Output size over 48 tokens on a log scale for keys of length 2 and beta 1; the "
+        "eigenvalue along k is -3.00, so the outputs grow geometrically; a grey dashed line "
+        "shows unit keys."
+    )
+    assert l11.overwrite_alt(0.25).endswith("which equals 0.75 times old plus 0.25 times new.")
+    with language("zh_CN"):
+        fig = new_figure(6.4, 3.6)
+        l11.draw_overwrite(fig, beta=0.25)
+        assert fig.axes[0].get_title() == (
+            "k₁ 换了新值后按 k₁ 读取：Delta 规则 = 0.75·旧 + 0.25·新"
+        )
+        fig = new_figure(6.4, 3.6)
+        l11.draw_key_norm_stability(fig, key_norm=1.0, beta=1.0)
+        assert fig.axes[0].get_title().endswith("= 0.00  →  稳定")
+        assert "输出保持有界" in l11.key_norm_alt(1.0, 1.0)
+        assert "按几何级数增长" in l11.key_norm_alt(4.0, 1.0)
+        assert "0.75 倍旧值加 0.25 倍新值" in l11.overwrite_alt(0.25)

@@ -43,6 +43,8 @@ TRANSLATED = (
     "chapters/07_linear_attention",
     "chapters/08_three_forms",
     "chapters/09_fixed_state_memory",
+    "chapters/10_gates",
+    "chapters/11_delta_rule",
     "chapters/12_gated_deltanet",
     "chapters/14_kda",
     "chapters/15_mla",

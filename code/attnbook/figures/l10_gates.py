@@ -16,7 +16,9 @@ from attnlab.gated import (
     retnet_gate,
     softplus_decay_gate,
 )
+from attnlab.i18n import tr
 
+from ..demos.associative_memory import expected_crosstalk
 from ..demos.state_memory import (
     FORGET_ALPHAS,
     FORGET_DIM,
@@ -40,9 +42,37 @@ from ..plotting import (
 def alpha_label(alpha: float) -> str:
     """0.9375 → "0.9375 (horizon 16)", 1.0 → "1 (no decay)"."""
     if alpha == 1.0:
-        return "1 (no decay)"
-    return (
-        f"{alpha:g} (horizon {effective_horizon(math.log(alpha)).item():.0f})"
+        return tr("1 (no decay)")
+    return tr(
+        "{alpha:g} (horizon {horizon:.0f})",
+        alpha=alpha,
+        horizon=effective_horizon(math.log(alpha)).item(),
+    )
+
+
+def forgetting_alt(alpha: float, length: int) -> str:
+    """The alt text of a frame of the forgetting panel (decay ``alpha``, ``length`` pairs)."""
+    return tr(
+        "Relative recall error of each of {length} pairs against recency on a log axis, "
+        "for decay {decay}, with the fading-only curve and the no-decay curve in grey near "
+        "{additive:.1f}; {recalled} pairs stay below {threshold}.",
+        length=length,
+        decay=alpha_label(alpha),
+        additive=expected_crosstalk(length, FORGET_DIM),
+        recalled=recalled_pairs(alpha, length),
+        threshold=RECALL_THRESHOLD,
+    )
+
+
+def gate_kinds_alt() -> str:
+    """The alt text of the three-gates figure (``draw_gate_kinds`` at its defaults)."""
+    return tr(
+        "Three heat maps of memory horizon over 48 time steps (x) and 16 key channels (y), "
+        "on a log colour scale from 1 to 1000 tokens. RetNet: one uniform colour, the same "
+        "horizon everywhere. Mamba-2: vertical stripes, every channel shares the horizon of "
+        "its step, with one dark column at step 30 where the gate nearly resets the state. "
+        "GLA: a patchwork that varies along both axes, short horizons in the top rows (low "
+        "channel index) and long ones in the bottom rows."
     )
 
 
@@ -71,7 +101,7 @@ def draw_forgetting(
         additive,
         color="#999999",
         linewidth=1.2,
-        label="no decay (α = 1)",
+        label=tr("no decay (α = 1)"),
     )
     if alpha != 1.0:
         fading = (1 - pair_weights(alpha, length).flip(0)).numpy()
@@ -81,14 +111,14 @@ def draw_forgetting(
             color=PALETTE[1],
             linestyle="--",
             linewidth=1.5,
-            label="fading alone: 1 − α^(age)",
+            label=tr("fading alone: 1 − α^(age)"),
         )
         ax.plot(
             rank,
             errors[FORGET_ALPHAS.index(alpha)].flip(0).numpy(),
             color=PALETTE[0],
             linewidth=2.2,
-            label=f"decay α = {alpha:g}",
+            label=tr("decay α = {alpha:g}", alpha=alpha),
         )
         horizon = effective_horizon(math.log(alpha)).item()
     if (
@@ -100,7 +130,7 @@ def draw_forgetting(
         ax.text(
             horizon / 1.06 if right else horizon * 1.06,
             0.06,
-            f"horizon\n1/(1−α) = {horizon:.0f}",
+            tr("horizon\n1/(1−α) = {horizon:.0f}", horizon=horizon),
             fontsize=SMALL_TEXT_PT,
             ha="right" if right else "left",
             color=PALETTE[1],
@@ -118,10 +148,16 @@ def draw_forgetting(
     ax.set_ylim(0, max(2.6, float(additive.max()) * 1.05))
     style_axes(
         ax,
-        "recency: 1 = the newest pair (log scale)",
-        "relative error ‖Sᵀk − v‖ / ‖v‖",
-        f"{length} pairs into one {FORGET_DIM} × {FORGET_DIM} state: "
-        f"{recalled_pairs(alpha, length)} read back with error < {RECALL_THRESHOLD}",
+        tr("recency: 1 = the newest pair (log scale)"),
+        tr("relative error ‖Sᵀk − v‖ / ‖v‖"),
+        tr(
+            "{length} pairs into one {d} × {d} state: {recalled} read back with "
+            "error < {threshold}",
+            length=length,
+            d=FORGET_DIM,
+            recalled=recalled_pairs(alpha, length),
+            threshold=RECALL_THRESHOLD,
+        ),
     )
     ax.legend(loc="upper left", fontsize=SMALL_TEXT_PT)
 
@@ -151,9 +187,9 @@ def draw_gate_kinds(
     ] + torch.randn(c, t, generator=gen, dtype=torch.float64)
     gla = F.logsigmoid(logits) / GLA_GATE_NORMALIZER  # [C, T]
     panels = [
-        ("RetNet:\nfixed, per head", retnet.expand(c, t)),
-        ("Mamba-2:\nper step", mamba.expand(c, t)),
-        ("GLA: per step\nand channel", gla),
+        (tr("RetNet:\nfixed, per head"), retnet.expand(c, t)),
+        (tr("Mamba-2:\nper step"), mamba.expand(c, t)),
+        (tr("GLA: per step\nand channel"), gla),
     ]
     axes = fig.subplots(1, 3, sharey=True)
     norm = LogNorm(vmin=1, vmax=1000)
@@ -168,14 +204,14 @@ def draw_gate_kinds(
         )
         ax.grid(False)
         ax.set_title(title)
-        ax.set_xlabel("time step t (token)")
-    axes[0].set_ylabel("key channel (index)")
+        ax.set_xlabel(tr("time step t (token)"))
+    axes[0].set_ylabel(tr("key channel (index)"))
     axes[0].yaxis.set_major_locator(
         MaxNLocator(integer=True)
     )  # whole channels
     fig.colorbar(
         image,
         ax=list(axes),
-        label="horizon 1/(1−α) (tokens, log scale)",
+        label=tr("horizon 1/(1−α) (tokens, log scale)"),
         shrink=0.9,
     )
