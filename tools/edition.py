@@ -41,6 +41,7 @@ TRANSLATED = (
     "chapters/05b_transformer_block",
     "chapters/06_kv_cache",
     "chapters/07_linear_attention",
+    "chapters/17_who_can_recall",
 )
 #: Where the Chinese edition lives, relative to the English site's root.
 ZH_PREFIX = "zh"
