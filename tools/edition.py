@@ -42,6 +42,7 @@ TRANSLATED = (
     "chapters/06_kv_cache",
     "chapters/07_linear_attention",
     "chapters/17_who_can_recall",
+    "chapters/18_cost_of_a_token",
 )
 #: Where the Chinese edition lives, relative to the English site's root.
 ZH_PREFIX = "zh"
