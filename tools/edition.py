@@ -50,6 +50,8 @@ TRANSLATED = (
     "chapters/15_mla",
     "chapters/16_hybrid_stack",
     "chapters/16b_real_hybrids",
+    "chapters/17_who_can_recall",
+    "chapters/18_cost_of_a_token",
     "chapters/19_sophia_nano",
     "notation",
     "calculator",

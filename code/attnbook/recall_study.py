@@ -15,8 +15,10 @@ Its sentences are made here, chosen by the data (:func:`study_facts`, :func:`com
 
 from __future__ import annotations
 
+import functools
 import json
 import math
+import re
 import statistics
 import time
 from collections import defaultdict
@@ -28,6 +30,7 @@ import torch
 
 from attnlab.checks import check_positive_int
 from attnlab.configs import ModelConfig
+from attnlab.i18n import tr
 from attnlab.kinds import KINDS
 from attnlab.model import HybridLM
 from attnlab.tasks import IGNORE, mqar_batch, mqar_eval_set, mqar_value_range
@@ -380,10 +383,11 @@ MIXER_ORDER = (
 
 
 def mixer_name(label: str) -> str:
-    """The display name of a mixer label ("kda→attn" → "hybrid KDA→attention")."""
+    """The display name of a mixer label ("kda→attn" → "hybrid KDA→attention"), in the
+    reader's language."""
     if label in KINDS:
-        return KINDS[label].label
-    return HYBRID_NAMES.get(label, label)
+        return tr(KINDS[label].label)
+    return tr(HYBRID_NAMES[label]) if label in HYBRID_NAMES else label
 
 
 def mixers_in(rows: Sequence[dict]) -> list[str]:
@@ -394,6 +398,30 @@ def mixers_in(rows: Sequence[dict]) -> list[str]:
 
 
 # --------------------------------------------------------------------------- sentences
+#: A space that Chinese typesetting drops: between two Chinese characters, or next to
+#: full-width punctuation (a mixer's name put into a Chinese sentence, "线性注意力 领先"). English
+#: text has none of these characters, so it is left as it is.
+_CJK_SPACE = re.compile(
+    r"(?<=[\u4e00-\u9fff]) (?=[\u4e00-\u9fff])"
+    r"|(?<=[\u3000-\u303f\uff00-\uffef]) | (?=[\u3000-\u303f\uff00-\uffef])"
+)
+
+
+def tidy_spacing(text: str) -> str:
+    """``text`` without the spaces Chinese typesetting drops (English text is unchanged)."""
+    return _CJK_SPACE.sub("", text)
+
+
+def _tidied(facts: Callable[..., dict[str, str]]) -> Callable[..., dict[str, str]]:
+    """``facts`` with :func:`tidy_spacing` applied to every sentence it writes."""
+
+    @functools.wraps(facts)
+    def tidied(*args: object, **kwargs: object) -> dict[str, str]:
+        return {key: tidy_spacing(text) for key, text in facts(*args, **kwargs).items()}
+
+    return tidied
+
+
 def percent(x: float) -> str:
     """0.9873 -> "98.7 %"."""
     return f"{100 * x:.1f} %"
@@ -402,8 +430,13 @@ def percent(x: float) -> str:
 def spread(cell: CellSummary) -> str:
     """A cell's mean and seed range: "87.0 % (seeds 75.3–98.0 %)"."""
     if len(cell.accuracies) == 1:
-        return f"{percent(cell.mean)} (one seed)"
-    return f"{percent(cell.mean)} (seeds {100 * cell.low:.1f}–{100 * cell.high:.1f} %)"
+        return tr("{mean} (one seed)", mean=percent(cell.mean))
+    return tr(
+        "{mean} (seeds {low:.1f}–{high:.1f} %)",
+        mean=percent(cell.mean),
+        low=100 * cell.low,
+        high=100 * cell.high,
+    )
 
 
 def gap_text(a: CellSummary, b: CellSummary) -> str:
@@ -411,8 +444,8 @@ def gap_text(a: CellSummary, b: CellSummary) -> str:
     # ints: never "-0"
     mean, low, high = (round(100 * x) for x in paired_gap(a, b))
     if len(a.seeds) == 1 or len(b.seeds) == 1:
-        return f"{mean} points (one seed)"
-    return f"{mean} points (seeds {low} to {high})"
+        return tr("{mean} points (one seed)", mean=mean)
+    return tr("{mean} points (seeds {low} to {high})", mean=mean, low=low, high=high)
 
 
 def copies_from_context(cell: CellSummary) -> bool:
@@ -426,15 +459,22 @@ def failure_text(cell: CellSummary) -> str:
     """What a mixer answered (test set, means over seeds) and what that says about its misses."""
     value = statistics.fmean(cell.values)
     in_context = statistics.fmean(cell.in_context)
-    numbers = (
-        f"{percent(cell.mean)} right, {percent(cell.wrong_in_context)} another value "
-        f"of the same context, {percent(1 - in_context)} any other token"
+    numbers = tr(
+        "{right} right, {copied} another value of the same context, {other} any other token",
+        right=percent(cell.mean),
+        copied=percent(cell.wrong_in_context),
+        other=percent(1 - in_context),
     )
     if value < 0.9:
-        return f"{numbers}: it has not even learned what an answer looks like"
+        return tr(
+            "{numbers}: it has not even learned what an answer looks like", numbers=numbers
+        )
     if copies_from_context(cell):
-        return f"{numbers}: it copies from the context, but not always the right pair"
-    return f"{numbers}: most of its misses are not values of this context"
+        return tr(
+            "{numbers}: it copies from the context, but not always the right pair",
+            numbers=numbers,
+        )
+    return tr("{numbers}: most of its misses are not values of this context", numbers=numbers)
 
 
 def live_comparison(
@@ -532,7 +572,7 @@ def accuracy_table(summary: dict[tuple[str, int], CellSummary]) -> str:
         return f"| {mixer_name(mixer)} | " + " | ".join(cells) + " |"
 
     header = (
-        "| mixer | "
+        f"| {tr('mixer')} | "
         + " | ".join(f"N/d = {ratio[n]:g}" for n in ns)
         + " |\n|---|"
         + "---|" * len(ns)
@@ -540,6 +580,7 @@ def accuracy_table(summary: dict[tuple[str, int], CellSummary]) -> str:
     return header + "\n" + "\n".join(row(m) for m in mixers)
 
 
+@_tidied
 def study_facts(
     study: dict, summary: dict[tuple[str, int], CellSummary]
 ) -> dict[str, str]:
@@ -552,7 +593,7 @@ def study_facts(
     mixers, ns = _mixers_and_ns(summary)
     head_dim, n_models = config["head_dim"], len(study["rows"])
     seeds = sorted({s for c in summary.values() for s in c.seeds})
-    lrs = " and ".join(f"{lr:g}" for lr in grid["lrs"])
+    lrs = tr(" and ").join(f"{lr:g}" for lr in grid["lrs"])
     planned = math.prod(
         len(grid[k]) for k in ("mixers", "n_pairs", "lrs", "seeds")
     )
@@ -560,42 +601,57 @@ def study_facts(
     chosen = [c.lr for c in summary.values()]
     return {
         "l17_study_models": f"{n_models}",
-        "l17_study_grid": (
-            f"{len(mixers)} mixers × {len(ns)} values of N "
-            f"({', '.join(map(str, ns))}) × {len(grid['lrs'])} learning "
-            f"rates ({lrs}) × seeds {', '.join(map(str, seeds))}"
+        "l17_study_grid": tr(
+            "{mixers} mixers × {n_ns} values of N ({ns}) × {n_lrs} learning rates ({lrs}) "
+            "× seeds {seeds}",
+            mixers=len(mixers),
+            n_ns=len(ns),
+            ns=", ".join(map(str, ns)),
+            n_lrs=len(grid["lrs"]),
+            lrs=lrs,
+            seeds=", ".join(map(str, seeds)),
         ),
-        "l17_study_seeds": " or ".join(
+        "l17_study_seeds": tr(" or ").join(
             map(str, sorted({len(c.seeds) for c in summary.values()}))
         ),
         "l17_study_steps": f"{config['steps']}",
-        "l17_study_sizes": (
-            f"{config['val_size']} validation and "
-            f"{config['test_size']} test sequences"
+        "l17_study_sizes": tr(
+            "{val} validation and {test} test sequences",
+            val=config["val_size"],
+            test=config["test_size"],
         ),
         "l17_study_cpu": f"{meta['cpu_seconds_all_cells'] / 60:.0f}",
-        "l17_study_machine": (
-            f"{meta['machine']['cpu']}, PyTorch "
-            f"{meta['machine']['torch'].split('+')[0]}, one thread"
+        "l17_study_machine": tr(
+            "{cpu}, PyTorch {torch}, one thread",
+            cpu=meta["machine"]["cpu"],
+            torch=meta["machine"]["torch"].split("+")[0],
         ),
-        "l17_study_commit": " and ".join(f"`{c}`" for c in commits),
+        "l17_study_commit": tr(" and ").join(f"`{c}`" for c in commits),
         "l17_study_date": meta["started"][:10],
         "l17_study_complete": (
             ""
             if meta.get("complete")
-            else f" The run was stopped after {n_models} of the {planned} "
-            f"planned models (N up to {max(grid['n_pairs'])}); the page "
-            "shows every (mixer, N) that had finished all its learning "
-            "rates, over the seeds that had."
+            else tr(
+                " The run was stopped after {done} of the {planned} planned models (N up to "
+                "{n_max}); the page shows every (mixer, N) that had finished all its learning "
+                "rates, over the seeds that had.",
+                done=n_models,
+                planned=planned,
+                n_max=max(grid["n_pairs"]),
+            )
         ),
         "l17_ns": ", ".join(map(str, ns)),
         "l17_ratio_max": f"{max(ns) / head_dim:g}",
         "l17_ratios": ", ".join(f"{n / head_dim:g}" for n in ns),
         "l17_table": accuracy_table(summary),
-        "l17_lr_choice": ", ".join(
-            f"{lr:g} for {chosen.count(lr)}" for lr in sorted(set(chosen))
-        )
-        + f" of the {len(summary)} (mixer, N) cells",
+        "l17_lr_choice": tr(
+            "{choices} of the {cells} (mixer, N) cells",
+            choices=tr(", ").join(
+                tr("{lr:g} for {count}", lr=lr, count=chosen.count(lr))
+                for lr in sorted(set(chosen))
+            ),
+            cells=len(summary),
+        ),
     }
 
 
@@ -605,10 +661,13 @@ def _order_claim(a: CellSummary, b: CellSummary) -> str:
     mean, low, high = paired_gap(a, b)
     first, second = (a, b) if mean >= 0 else (b, a)
     every = low > 0 or high < 0
-    return (
-        f"{mixer_name(first.mixer)} ahead of {mixer_name(second.mixer)} by "
-        f"{gap_text(first, second)}"
-        + ("" if every else ", though not on every seed")
+    names = {"first": mixer_name(first.mixer), "second": mixer_name(second.mixer)}
+    if every:
+        return tr("{first} ahead of {second} by {gap}", **names, gap=gap_text(first, second))
+    return tr(
+        "{first} ahead of {second} by {gap}, though not on every seed",
+        **names,
+        gap=gap_text(first, second),
     )
 
 
@@ -616,16 +675,19 @@ def _fall_text(n_falling: int) -> str:
     """How many fixed-state mixers lost accuracy from the smallest N to the
     largest, as the middle of a sentence."""
     if n_falling == len(FIXED_STATE):
-        return (
-            "all four fixed-state models were less accurate at the largest "
-            "*N* than at the smallest"
+        return tr(
+            "all four fixed-state models were less accurate at the largest *N* than at the "
+            "smallest"
         )
-    return (
-        f"{n_falling} of the {len(FIXED_STATE)} fixed-state models were "
-        "less accurate at the largest *N* than at the smallest"
+    return tr(
+        "{k} of the {n} fixed-state models were less accurate at the largest *N* than at the "
+        "smallest",
+        k=n_falling,
+        n=len(FIXED_STATE),
     )
 
 
+@_tidied
 def comparison_facts(
     study: dict, summary: dict[tuple[str, int], CellSummary]
 ) -> dict[str, str]:
@@ -654,8 +716,12 @@ def comparison_facts(
     )
 
     def claims(a: str, b: str) -> str:
-        return "; ".join(
-            f"at N/d = {n / head_dim:g}, {_order_claim(at[n][a], at[n][b])}"
+        return tr("; ").join(
+            tr(
+                "at N/d = {ratio:g}, {claim}",
+                ratio=n / head_dim,
+                claim=_order_claim(at[n][a], at[n][b]),
+            )
             for n in ns
         )
 
@@ -669,23 +735,27 @@ def comparison_facts(
     return {
         "l17_attn_min": percent(attn_min),
         "l17_attn_claim": (
-            f"never fell below {percent(attn_min)} on any seed at any *N*: "
-            "its cache keeps every pair"
+            tr(
+                "never fell below {p} on any seed at any *N*: its cache keeps every pair",
+                p=percent(attn_min),
+            )
             if attn_min >= 0.95
-            else f"fell as low as {percent(attn_min)} on one seed and *N*"
+            else tr("fell as low as {p} on one seed and *N*", p=percent(attn_min))
         ),
         "l17_best_fixed_lo": (
             f"{mixer_name(best[n_lo].mixer)} {spread(best[n_lo])}"
         ),
         "l17_fall": fall[0].upper() + fall[1:],
         "l17_fall_short": fall,
-        "l17_max_spread": (
-            f"{100 * (widest.high - widest.low):.0f} percentage points "
-            f"({mixer_name(widest.mixer)} at *N* = {widest.n_pairs})"
+        "l17_max_spread": tr(
+            "{points:.0f} percentage points ({mixer} at *N* = {n})",
+            points=100 * (widest.high - widest.low),
+            mixer=mixer_name(widest.mixer),
+            n=widest.n_pairs,
         ),
         "l17_ratio_lo": f"{n_lo / head_dim:g}",
         "l17_ratio_hi": f"{n_hi / head_dim:g}",
-        "l17_fixed_hi": "; ".join(
+        "l17_fixed_hi": tr("; ").join(
             f"{mixer_name(m)} {spread(at[n_hi][m])}"
             for m in FIXED_STATE
             if m in at[n_hi]
@@ -698,27 +768,36 @@ def comparison_facts(
         "l17_hybrid_order": claims("attn→kda", "kda→attn"),
         "l17_kda_hybrid": spread(at[n_hi]["attn→kda"]),
         "l17_delta_answer": (
-            "So the delta rule's better use of the state showed up here: "
-            "DeltaNet beat linear attention on every seed at every *N*"
+            tr(
+                "So the delta rule's better use of the state showed up here: DeltaNet beat "
+                "linear attention on every seed at every *N*"
+            )
             if len(delta_wins) == len(ns)
-            else "So the question the lesson opened with — does the delta "
-            "rule use the state better than plain addition? — gets no clear "
-            "answer from this toy: DeltaNet beat linear attention on every "
-            f"seed at {len(delta_wins)} of the {len(ns)} values of *N*. "
-            f"With a state of {head_dim} × {head_dim} and at most "
-            f"{study['config']['steps']} steps the seeds spread more than "
-            "the two rules differ; the literature's comparisons use larger "
-            "models trained far longer"
+            else tr(
+                "So the question the lesson opened with — does the delta rule use the state "
+                "better than plain addition? — gets no clear answer from this toy: DeltaNet "
+                "beat linear attention on every seed at {wins} of the {n_ns} values of *N*. "
+                "With a state of {d} × {d} and at most {steps} steps the seeds spread more "
+                "than the two rules differ; the literature's comparisons use larger models "
+                "trained far longer",
+                wins=len(delta_wins),
+                n_ns=len(ns),
+                d=head_dim,
+                steps=study["config"]["steps"],
+            )
         ),
         "l17_order_verdict": (
-            "In the study the order mattered: attention first was ahead at "
-            "every *N* on average"
+            tr(
+                "In the study the order mattered: attention first was ahead at every *N* on "
+                "average"
+            )
             if all(g > 0 for g in hybrid_gaps)
-            else "In the study the order did not favour one side at every *N*"
+            else tr("In the study the order did not favour one side at every *N*")
         ),
     }
 
 
+@_tidied
 def failure_facts(
     study: dict, summary: dict[tuple[str, int], CellSummary]
 ) -> dict[str, str]:
@@ -735,38 +814,50 @@ def failure_facts(
     failing = all(c.mean < 0.9 for c in cells.values())
     return {
         "l17_fail_where": (
-            "the smallest *N* at which every fixed-state model stayed below "
-            "90 %"
+            tr("the smallest *N* at which every fixed-state model stayed below 90 %")
             if failing
-            else "the largest *N* of the study"
+            else tr("the largest *N* of the study")
         ),
         "l17_n_fail": f"{n_fail}",
         "l17_ratio_fail": f"{n_fail / head_dim:g}",
         "l17_chance_fail": percent(1 / n_fail),
         "l17_failure": "\n".join(
-            f"- {mixer_name(m)}: {failure_text(c)}." for m, c in cells.items()
+            tr("- {mixer}: {answers}.", mixer=mixer_name(m), answers=failure_text(c))
+            for m, c in cells.items()
         ),
         "l17_failure_verdict": (
-            "So these models do not answer at random: each has learned that "
-            "the answer is one of the values it has seen, and what fails is "
-            "finding *which* one — the lookup that a crowded state blurs."
+            tr(
+                "So these models do not answer at random: each has learned that the answer is "
+                "one of the values it has seen, and what fails is finding *which* one — the "
+                "lookup that a crowded state blurs."
+            )
             if every
-            else f"{len(copiers)} of the {len(FIXED_STATE)} mostly miss by "
-            "copying another value of the context; the others miss with "
-            "tokens that are not in the context."
+            else tr(
+                "{k} of the {n} mostly miss by copying another value of the context; the "
+                "others miss with tokens that are not in the context.",
+                k=len(copiers),
+                n=len(FIXED_STATE),
+            )
         ),
         "l17_failure_bullet": (
-            f"A failing model is not answering at random: at *N* = {n_fail} "
-            "every fixed-state model mostly missed by copying another value "
-            "of its context."
+            tr(
+                "A failing model is not answering at random: at *N* = {n} every fixed-state "
+                "model mostly missed by copying another value of its context.",
+                n=n_fail,
+            )
             if every
-            else f"At *N* = {n_fail}, {len(copiers)} of the "
-            f"{len(FIXED_STATE)} fixed-state models mostly missed by copying "
-            "another value of their context."
+            else tr(
+                "At *N* = {n}, {k} of the {total} fixed-state models mostly missed by copying "
+                "another value of their context.",
+                n=n_fail,
+                k=len(copiers),
+                total=len(FIXED_STATE),
+            )
         ),
     }
 
 
+@_tidied
 def live_facts(
     rows: Sequence[dict],
     study: dict,
@@ -789,36 +880,46 @@ def live_facts(
         c.mixer: c.mean for c in ranking(summary, n_live) if c.mixer in live
     }
     swaps = discordant_pairs(live, study_means)
+    against = {
+        "below": "{mixer} {live} against {study} (below the seed range)",
+        "within": "{mixer} {live} against {study} (inside the seed range)",
+        "above": "{mixer} {live} against {study} (above the seed range)",
+    }
     return {
         "l17_live_same": (
-            f"all {len(rows)} models got exactly the accuracies stored in "
-            "the study"
+            tr("all {n} models got exactly the accuracies stored in the study", n=len(rows))
             if len(same) == len(rows)
-            else f"{len(same)} of the {len(rows)} models got exactly the "
-            "accuracies stored in the study; the others differ, as a "
-            "different CPU or PyTorch build can round differently"
+            else tr(
+                "{k} of the {n} models got exactly the accuracies stored in the study; the "
+                "others differ, as a different CPU or PyTorch build can round differently",
+                k=len(same),
+                n=len(rows),
+            )
         ),
-        "l17_live_ranking": "; ".join(
+        "l17_live_ranking": tr("; ").join(
             f"{mixer_name(m)} {percent(a)}"
             for m, a in sorted(live.items(), key=lambda x: -x[1])
         ),
-        "l17_live_vs_study": "; ".join(
-            f"{mixer_name(m)} {percent(a)} against "
-            f"{spread(summary[m, n_live])} "
-            f"({'inside' if where[m] == 'within' else where[m]} the seed "
-            "range)"
+        "l17_live_vs_study": tr("; ").join(
+            tr(
+                against[where[m]],
+                mixer=mixer_name(m),
+                live=percent(a),
+                study=spread(summary[m, n_live]),
+            )
             for m, a in live.items()
         ),
         "l17_live_order": (
-            "orders every pair of these mixers as the study's means over "
-            "seeds do"
+            tr("orders every pair of these mixers as the study's means over seeds do")
             if not swaps
-            else f"orders {len(swaps)} of the "
-            f"{len(live) * (len(live) - 1) // 2} pairs of mixers differently "
-            "from the study's means ("
-            + "; ".join(
-                f"{mixer_name(a)} and {mixer_name(b)}" for a, b in swaps
+            else tr(
+                "orders {k} of the {n} pairs of mixers differently from the study's means "
+                "({pairs})",
+                k=len(swaps),
+                n=len(live) * (len(live) - 1) // 2,
+                pairs=tr("; ").join(
+                    tr("{a} and {b}", a=mixer_name(a), b=mixer_name(b)) for a, b in swaps
+                ),
             )
-            + ")"
         ),
     }

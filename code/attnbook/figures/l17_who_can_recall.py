@@ -17,15 +17,18 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch, Rectangle
 from matplotlib.ticker import MaxNLocator
 
+from attnlab.i18n import tr
 from attnlab.tasks import IGNORE, mqar_batch
 
 from ..plotting import PALETTE, SMALL_TEXT_PT, style_axes
 from ..recall_study import (
+    HYBRID_NAMES,
     MIXER_ORDER,
     CellSummary,
     mixer_name,
     mixers_in,
     percent,
+    tidy_spacing,
 )
 
 #: One fixed colour per mixer (Okabe–Ito), so every figure of the lesson agrees.
@@ -94,6 +97,21 @@ def _pick_n(rows: list[dict], n_pairs: int | None) -> int:
 
 def _colour(label: str, index: int) -> str:
     return MIXER_COLOURS.get(label, PALETTE[index % len(PALETTE)])
+
+
+#: A hybrid's name on two lines, for a narrow tick label.
+HYBRID_TICKS = {
+    "kda→attn": "hybrid\nKDA→attention",
+    "attn→kda": "hybrid\nattention→KDA",
+    "linear→attn": "hybrid\nlinear→attention",
+    "attn→linear": "hybrid\nattention→linear",
+}
+assert {k: v.replace("\n", " ") for k, v in HYBRID_TICKS.items()} == HYBRID_NAMES
+
+
+def _tick_label(mixer: str) -> str:
+    """A mixer's name for a tick label, in the reader's language (a hybrid's on two lines)."""
+    return tr(HYBRID_TICKS[mixer]) if mixer in HYBRID_TICKS else mixer_name(mixer)
 
 
 # ------------------------------------------------------------------------------ the task
@@ -186,7 +204,7 @@ def draw_mqar_sequence(
     ax.text(
         -0.2,
         y_in + 0.45,
-        "input",
+        tr("input"),
         ha="right",
         va="center",
         fontsize=SMALL_TEXT_PT,
@@ -194,7 +212,7 @@ def draw_mqar_sequence(
     ax.text(
         -0.2,
         y_out + 0.45,
-        "target",
+        tr("target"),
         ha="right",
         va="center",
         fontsize=SMALL_TEXT_PT,
@@ -217,7 +235,7 @@ def draw_mqar_sequence(
     ax.text(
         n_pairs,
         y_out - 0.45,
-        f"context: {n_pairs} key–value pairs",
+        tr("context: {n} key–value pairs", n=n_pairs),
         ha="center",
         va="top",
         fontsize=SMALL_TEXT_PT,
@@ -225,7 +243,7 @@ def draw_mqar_sequence(
     ax.text(
         half + n_pairs,
         y_out - 0.45,
-        "queries: scored at the green targets",
+        tr("queries: scored at the green targets"),
         ha="center",
         va="top",
         fontsize=SMALL_TEXT_PT,
@@ -233,10 +251,10 @@ def draw_mqar_sequence(
     handles = [
         Patch(facecolor=ROLE_COLOURS[r], edgecolor="black", label=label)
         for r, label in [
-            ("key", "key"),
-            ("value", "value"),
-            ("query", "query key"),
-            ("answer", "target: scored by the loss"),
+            ("key", tr("key")),
+            ("value", tr("value")),
+            ("query", tr("query key")),
+            ("answer", tr("target: scored by the loss")),
         ]
     ]
     ax.legend(
@@ -300,7 +318,7 @@ def draw_study(fig: Figure, summary: dict, head_dim: int) -> None:
         color="0.3",
         linestyle="--",
         linewidth=1,
-        label="1/N: a random value of the context",
+        label=tr("1/N: a random value of the context"),
     )
     ax.set_xscale("log", base=2)
     ax.set_xticks(
@@ -309,7 +327,7 @@ def draw_study(fig: Figure, summary: dict, head_dim: int) -> None:
     ax.minorticks_off()
     ax.set_ylim(0, 104)
     style_axes(
-        ax, f"N / head_dim   (head_dim = {head_dim})", "test accuracy (%)"
+        ax, f"N / head_dim   (head_dim = {head_dim})", tr("test accuracy (%)")
     )
     ax.legend(
         loc="upper center",
@@ -319,10 +337,12 @@ def draw_study(fig: Figure, summary: dict, head_dim: int) -> None:
     )
 
 
+#: The three kinds of answer: key, legend label (a function: written in the reader's language),
+#: colour.
 ANSWER_KINDS = (
-    ("right", "right value", PALETTE[2]),
-    ("wrong_in_context", "another value of this context", PALETTE[1]),
-    ("other", "any other token", "0.75"),
+    ("right", lambda: tr("right value"), PALETTE[2]),
+    ("wrong_in_context", lambda: tr("another value of this context"), PALETTE[1]),
+    ("other", lambda: tr("any other token"), "0.75"),
 )
 
 
@@ -332,19 +352,23 @@ def study_alt(summary: dict, head_dim: int) -> str:
     summary = _check_summary(summary)
     ns = sorted({n for _, n in summary})
     mixers = [m for m in MIXER_ORDER if any(k[0] == m for k in summary)]
-    lines = "; ".join(
-        f"{mixer_name(m)} from {percent(summary[m, ns[0]].mean)} to "
-        f"{percent(summary[m, ns[-1]].mean)}"
+    lines = tr("; ").join(
+        tr(
+            "{mixer} from {low} to {high}",
+            mixer=mixer_name(m),
+            low=percent(summary[m, ns[0]].mean),
+            high=percent(summary[m, ns[-1]].mean),
+        )
         for m in mixers
         if (m, ns[0]) in summary and (m, ns[-1]) in summary
     )
-    return (
-        "Line chart of the study's test accuracy against N/head_dim on a "
-        f"log axis ({', '.join(f'{n / head_dim:g}' for n in ns)}), one "
-        "line per mixer through the mean over seeds with a small dot per "
-        "seed, and a dashed line at 1/N. Means from the smallest to the "
-        f"largest N: {lines}."
-    )
+    return tidy_spacing(tr(
+        "Line chart of the study's test accuracy against N/head_dim on a log axis "
+        "({ratios}), one line per mixer through the mean over seeds with a small dot per "
+        "seed, and a dashed line at 1/N. Means from the smallest to the largest N: {lines}.",
+        ratios=", ".join(f"{n / head_dim:g}" for n in ns),
+        lines=lines,
+    ))
 
 
 def _cells_at(summary: object, n_pairs: int) -> list[CellSummary]:
@@ -380,7 +404,7 @@ def draw_answer_analysis(fig: Figure, summary: dict, n_pairs: int) -> None:
                 100 * parts[key],
                 left=100 * left,
                 color=colour,
-                label=label if row == 0 else None,
+                label=label() if row == 0 else None,
                 height=0.7,
             )
             left += parts[key]
@@ -391,10 +415,10 @@ def draw_answer_analysis(fig: Figure, summary: dict, n_pairs: int) -> None:
         color="0.2",
         linestyle="--",
         linewidth=1,
-        label="1/N: a random value of the context",
+        label=tr("1/N: a random value of the context"),
     )
     ax.set_xlim(0, 100)
-    style_axes(ax, "answers at the query positions (%)", "")
+    style_axes(ax, tr("answers at the query positions (%)"), "")
     ax.grid(axis="y", visible=False)
     ax.legend(
         loc="upper center",
@@ -407,17 +431,22 @@ def draw_answer_analysis(fig: Figure, summary: dict, n_pairs: int) -> None:
 def answer_analysis_alt(summary: dict, n_pairs: int) -> str:
     """Alt text of :func:`draw_answer_analysis`: each mixer's right answers
     and copies of another context value at ``n_pairs``."""
-    return (
-        "Stacked horizontal bars, one per mixer, of what the models "
-        f"answered at N = {n_pairs} (means over seeds): right value, "
-        "another value of the same context, any other token. "
-        + "; ".join(
-            f"{mixer_name(c.mixer)} {percent(c.mean)} right and "
-            f"{percent(c.wrong_in_context)} another context value"
+    return tidy_spacing(tr(
+        "Stacked horizontal bars, one per mixer, of what the models answered at N = {n} "
+        "(means over seeds): right value, another value of the same context, any other "
+        "token. {answers}. A dashed line marks 1/N = {chance}.",
+        n=n_pairs,
+        answers=tr("; ").join(
+            tr(
+                "{mixer} {right} right and {copied} another context value",
+                mixer=mixer_name(c.mixer),
+                right=percent(c.mean),
+                copied=percent(c.wrong_in_context),
+            )
             for c in _cells_at(summary, n_pairs)
-        )
-        + f". A dashed line marks 1/N = {percent(1 / n_pairs)}."
-    )
+        ),
+        chance=percent(1 / n_pairs),
+    ))
 
 
 # ------------------------------------------------------------------------------ the live run
@@ -453,20 +482,20 @@ def draw_live_vs_study(
                 markersize=5,
                 capsize=4,
                 zorder=3,
-                label="study: mean, seed range" if i == 0 else None,
+                label=tr("study: mean, seed range") if i == 0 else None,
             )
     ax.axhline(100 / n, color="0.3", linestyle="--", linewidth=1, label="1/N")
     ax.set_xticks(
         range(len(mixers)),
-        [mixer_name(m).replace("hybrid ", "hybrid\n") for m in mixers],
+        [_tick_label(m) for m in mixers],
         rotation=30,
         ha="right",
     )
     ax.set_ylim(0, 119)
-    style_axes(ax, "", "test accuracy (%)")
+    style_axes(ax, "", tr("test accuracy (%)"))
     ax.grid(axis="x", visible=False)
     handles, labels = ax.get_legend_handles_labels()
-    bar = Patch(facecolor="0.6", label="this run (bar)")
+    bar = Patch(facecolor="0.6", label=tr("this run (bar)"))
     ax.legend(
         [bar, *handles],
         [bar.get_label(), *labels],
@@ -481,15 +510,27 @@ def live_vs_study_alt(rows: Sequence[dict]) -> str:
     """Alt text of :func:`draw_live_vs_study`: this run's accuracy per
     mixer."""
     rows = _check_rows(rows)
-    return (
-        "Bar chart of this run's test accuracy per mixer at "
-        f"N = {rows[0]['n_pairs']}: "
-        + "; ".join(
+    return tidy_spacing(tr(
+        "Bar chart of this run's test accuracy per mixer at N = {n}: {accuracies}. Over each "
+        "bar a black dot with whiskers gives the study's mean and seed range at the same N; "
+        "a dashed line marks 1/N.",
+        n=rows[0]["n_pairs"],
+        accuracies=tr("; ").join(
             f"{mixer_name(r['mixer'])} {percent(r['accuracy'])}" for r in rows
-        )
-        + ". Over each bar a black dot with whiskers gives the study's mean "
-        "and seed range at the same N; a dashed line marks 1/N."
-    )
+        ),
+    ))
+
+
+def training_curves_alt(mixer: str, n_pairs: int) -> str:
+    """Alt text of a frame of :func:`draw_training_curves`: ``mixer`` in colour, a run at
+    ``n_pairs``."""
+    return tidy_spacing(tr(
+        "Line plot of validation accuracy in percent against optimiser steps for {mixer} in "
+        "this run at N = {n}, in colour, with the other mixers of the run in grey and a dashed "
+        "line at the 1/N level.",
+        mixer=mixer_name(mixer),
+        n=n_pairs,
+    ))
 
 
 def draw_training_curves(
@@ -527,8 +568,13 @@ def draw_training_curves(
     ax.set_ylim(0, 105)
     ax.set_yticks(range(0, 101, 25))
     ax.xaxis.set_major_locator(MaxNLocator(4, steps=[1, 2, 5, 10]))
-    style_axes(ax, "optimiser steps", "validation accuracy (%)")
+    style_axes(ax, tr("optimiser steps"), tr("validation accuracy (%)"))
     # the title names the coloured line (no legend needed); y=1.0 fixes its place
     ax.set_title(
-        f"{mixer_name(mixer)} (colour), the others (grey), N = {n}", y=1.0
+        tr(
+            "{mixer} (colour), the others (grey), N = {n}",
+            mixer=mixer_name(mixer),
+            n=n,
+        ),
+        y=1.0,
     )

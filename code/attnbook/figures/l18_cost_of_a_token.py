@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from matplotlib.figure import Figure
 
 from attnlab.configs import SOPHIA_NANO
+from attnlab.i18n import tr
 
 from ..decode_cost import CostData, find_crossing
 from ..demos.decoding import stack_cost
@@ -17,6 +18,77 @@ ATTN_COLOUR, KDA_COLOUR, CROSS_COLOUR = PALETTE[1], PALETTE[0], PALETTE[7]
 
 QUANTITIES = ("time", "memory")
 SCOPES = ("one layer", "3:1 stack")
+
+#: The lesson's two head configurations, as the notebook names its measurements (a measured
+#: ``CostData.label`` starts with one of them).
+HEAD_CONFIGS = ("Sophia-nano heads", "Sophia heads")
+
+
+def option_name(value: str) -> str:
+    """A slider value of the lesson (a head configuration, a quantity or a scope) in the
+    reader's language."""
+    names = {
+        "Sophia-nano heads": lambda: tr("Sophia-nano heads"),
+        "Sophia heads": lambda: tr("Sophia heads"),
+        "time": lambda: tr("time"),
+        "memory": lambda: tr("memory"),
+        "one layer": lambda: tr("one layer"),
+        "3:1 stack": lambda: tr("3:1 stack"),
+    }
+    return names[value]() if value in names else value
+
+
+def heads_label(label: str) -> str:
+    """A measurement's label ("Sophia heads (16 × 96)") in the reader's language."""
+    for name in HEAD_CONFIGS:
+        if label.startswith(name):
+            return option_name(name) + label[len(name) :]
+    return label
+
+
+def one_layer_time_alt(data: CostData, rounds: int) -> str:
+    """Alt text of the one-layer time figure of ``data`` (measured in ``rounds`` rounds)."""
+    cross = find_crossing(data)
+    if cross.status == "inside":
+        return tr(
+            "Log-log plot of measured time per token against context length for one layer "
+            "with Sophia's heads: the attention read rises with the context, the KDA step is a "
+            "flat line, each with a shaded band from the fastest to the slowest of {rounds} "
+            "rounds; a grey span marks where they cross, between {low:,} and {high:,} tokens.",
+            rounds=rounds,
+            low=cross.low or data.contexts[0],
+            high=cross.high,
+        )
+    return tr(
+        "Log-log plot of measured time per token against context length for one layer with "
+        "Sophia's heads: the attention read rises with the context, the KDA step is a flat "
+        "line, each with a shaded band from the fastest to the slowest of {rounds} rounds; no "
+        "crossing is marked, because the measurements do not place one inside the measured "
+        "range.",
+        rounds=rounds,
+    )
+
+
+def one_layer_memory_alt() -> str:
+    """Alt text of the one-layer memory figure."""
+    return tr(
+        "Log-log plot of decoding memory against context length for one layer with Sophia's "
+        "heads: the KV cache grows linearly, the KDA state is flat and far below it at every "
+        "measured context."
+    )
+
+
+def costs_alt(heads: str, quantity: str, scope: str) -> str:
+    """Alt text of a frame of the lesson's panel."""
+    return tr(
+        "Log-log plot of measured {quantity} per token against context for {heads}, {scope}: "
+        "the attention side grows with the context, the fixed-state side stays flat or grows "
+        "more slowly; for time, bands from the fastest to the slowest round and a grey span "
+        "where the measurements place a crossing, if they do.",
+        quantity=option_name(quantity),
+        heads=option_name(heads),
+        scope=option_name(scope),
+    )
 
 
 def context_label(tokens: float) -> str:
@@ -102,12 +174,16 @@ def draw_costs(
     contexts = list(data.contexts)
     n_layers = len(tuple(pattern))
     if scope == "one layer":
-        names = ("softmax attention (KV cache)", "KDA (fixed state)")
+        names = (tr("softmax attention (KV cache)"), tr("KDA (fixed state)"))
     else:
         n_rec = n_layers - sum(k in ("attn", "mla") for k in pattern)
         names = (
-            f"{n_layers} attention layers",
-            f"hybrid: {n_rec} KDA + {n_layers - n_rec} attn",
+            tr("{n} attention layers", n=n_layers),
+            tr(
+                "hybrid: {n_rec} KDA + {n_global} attn",
+                n_rec=n_rec,
+                n_global=n_layers - n_rec,
+            ),
         )
     ax.plot(
         contexts, grow, "o-", color=ATTN_COLOUR, label=names[0], markersize=4
@@ -149,7 +225,11 @@ def draw_costs(
                 color=CROSS_COLOUR,
                 alpha=0.12,
                 linewidth=0,
-                label=f"crossing: {context_label(start)}–{context_label(crossing.high)}",
+                label=tr(
+                    "crossing: {low}–{high}",
+                    low=context_label(start),
+                    high=context_label(crossing.high),
+                ),
             )
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
@@ -161,13 +241,19 @@ def draw_costs(
         ],
     )
     ax.minorticks_off()  # minor log ticks cost most of a frame's rendering time
-    what = "time per token" if quantity == "time" else "decoding memory"
-    style_axes(
-        ax, "context length T (tokens, log scale)", f"{what} ({unit}, log)"
+    ylabel = (
+        tr("time per token ({unit}, log)", unit=tr(unit))
+        if quantity == "time"
+        else tr("decoding memory ({unit}, log)", unit=unit)
     )
+    style_axes(ax, tr("context length T (tokens, log scale)"), ylabel)
     ratio = grow[-1] / flat[-1]
     ax.set_title(
-        f"{data.label}: at {context_label(contexts[-1])} the cache side costs "
-        f"{ratio:,.1f}×"
+        tr(
+            "{label}: at {context} the cache side costs {ratio:,.1f}×",
+            label=heads_label(data.label),
+            context=context_label(contexts[-1]),
+            ratio=ratio,
+        )
     )
     ax.legend(loc="upper left", fontsize=SMALL_TEXT_PT)
