@@ -41,6 +41,7 @@ TRANSLATED = (
     "chapters/05b_transformer_block",
     "chapters/06_kv_cache",
     "chapters/07_linear_attention",
+    "chapters/13_chunkwise_delta_rule",
 )
 #: Where the Chinese edition lives, relative to the English site's root.
 ZH_PREFIX = "zh"
