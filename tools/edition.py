@@ -42,6 +42,7 @@ TRANSLATED = (
     "chapters/06_kv_cache",
     "chapters/07_linear_attention",
     "chapters/13_chunkwise_delta_rule",
+    "chapters/20_the_map",
 )
 #: Where the Chinese edition lives, relative to the English site's root.
 ZH_PREFIX = "zh"
