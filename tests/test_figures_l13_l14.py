@@ -377,6 +377,35 @@ def test_a_bf16_solve_loses_more_than_storing_in_bf16_and_fp32_almost_nothing():
         assert gpu.solve_error(torch.float32, 16, 32, seed) < 1e-5
 
 
+# ---------------------------------------------------------------- Lesson 13: the Chinese edition
+def test_lesson13_figures_and_alt_text_speak_chinese_with_the_same_numbers():
+    from attnlab.i18n import language
+
+    with language("zh_CN"):
+        fig = new_figure(6.4, 6)
+        l13.draw_chunk_split(fig, chunk_size=16)
+        assert fig.axes[0].get_title() == "C = 16：8 次 16 × 16 求解"
+        assert "256 个串行步" in fig.axes[1].get_title()
+        alt = l13.chunk_split_alt(16)
+        assert alt.startswith("上方：一个 128 × 128 的下三角") and "块大小 16 的柱子" in alt
+    # outside the block: English again, word for word what the notebook used to write
+    assert l13.chunk_split_alt(16) == (
+        "Top: a 128-by-128 lower triangle with 8 diagonal block(s) of size 16 coloured by the "
+        "size of beta k_i^T k_j and the rest grey. Bottom: stacked bars of kFLOP per token for "
+        "chunk sizes 1 to 128: constant work with the state at the bottom, intra-chunk work on "
+        "top growing with the chunk size, the recurrent total as a dashed line at the height of "
+        "the state work, and the bar for chunk size 16 highlighted."
+    )
+    sizes = {1: 0.05, 64: 0.01, 256: 0.02}
+    assert l13.measured_times_alt([256, 4096], [0.2, 4.0], [0.1, 0.5], sizes, 256) == (
+        "Two log-scale plots of measured time. Left: time per sequence against sequence length "
+        "256, 4,096 for the recurrent and the chunkwise delta rule; the speed-ups written at "
+        "each length are 2.0x, 8.0x. Right: chunkwise time at 256 tokens against chunk size "
+        "from 1 to 256, slowest at chunk size 1 and fastest at 64, with the recurrent time "
+        "dashed."
+    )
+
+
 # ---------------------------------------------------------------- Lesson 14: the Chinese edition
 def test_lesson14_figures_and_alt_text_speak_chinese_with_the_same_numbers():
     from attnlab.i18n import language

@@ -114,3 +114,35 @@ def test_transition_functions_reject_bad_input():
         kda_wy_transitions(k, g=g, beta=beta, include_start=1)
     with pytest.raises(ValueError, match="beta"):
         kda_transition_products(k, g=g, beta=beta[..., :2])
+
+
+# ---------------------------------------------------------------- the Chinese edition
+def test_every_word_of_the_map_has_a_chinese_translation():
+    """The tables' names, traits and costs go through ``figs.words`` (tr of a variable, which the
+    catalog test cannot see): each one with English words in it has a translation."""
+    import re
+
+    from attnlab.i18n import catalog
+
+    chinese = catalog("zh_CN")
+    kept_english = {"RetNet", "Mamba2", "GLA", "DeltaNet", "Gated DeltaNet", "KDA", "MLA"}
+    texts = {t for a in MECHANISMS.values()
+             for t in (a.name, a.forget, a.correct, a.gate, a.training, a.decoding)}
+    wordy = {t for t in texts - kept_english if re.search(r"[a-z]{2,}", t)}
+    assert wordy and not sorted(wordy - set(chinese))
+
+
+def test_lesson20_figures_and_alt_text_speak_chinese():
+    from attnlab.i18n import language
+
+    with language("zh_CN"):
+        fig = new_figure(6.4, 4.8)
+        figs.draw_memory_by_architecture(fig, 4096)
+        ax = fig.axes[0]
+        assert ax.get_title().startswith("T = 4,096 个 Token，Sophia 的头维度（16 × 96）")
+        assert [t.get_text() for t in ax.get_yticklabels()][:2] == ["softmax 注意力", "线性注意力"]
+        assert "“KDA”的一个头" in figs.architecture_alt("KDA")
+    assert figs.architecture_alt("KDA").startswith("Top: a heat map of what one head of KDA")
+    assert figs.memory_by_architecture_alt(32768) == (
+        "Horizontal bars of one layer's memory for the nine mechanisms at 32768 tokens, "
+        "log scale.")

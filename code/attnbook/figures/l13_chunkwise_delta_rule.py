@@ -20,6 +20,7 @@ from matplotlib.ticker import (
 
 from attnlab.checks import check_int_in
 from attnlab.delta import ut_transform
+from attnlab.i18n import current_language, tr
 
 from ..costs import delta_rule_cost
 from ..demos.chunk_kda import CHUNK_PICTURE_LENGTH, toy_chunk
@@ -69,9 +70,9 @@ def draw_wy_identity(
     heatmap(
         axes[0],
         product,
-        xlabel="column",
-        ylabel="row (key channel)",
-        title=f"{c} factors\n(I − β k kᵀ) multiplied",
+        xlabel=tr("column"),
+        ylabel=tr("row (key channel)"),
+        title=tr("{c} factors\n(I − β k kᵀ) multiplied", c=c),
         cmap=DIVERGING_CMAP,
         vmin=-limit,
         vmax=limit,
@@ -79,9 +80,9 @@ def draw_wy_identity(
     heatmap(
         axes[1],
         low_rank,
-        xlabel="column",
+        xlabel=tr("column"),
         ylabel="",
-        title=f"I − Kᵀ W, one solve\nmax |diff| {error:.0e}",
+        title=tr("I − Kᵀ W, one solve\nmax |diff| {error:.0e}", error=error),
         cmap=DIVERGING_CMAP,
         vmin=-limit,
         vmax=limit,
@@ -89,9 +90,9 @@ def draw_wy_identity(
     heatmap(
         axes[2],
         w[0, 0],
-        xlabel="key channel",
-        ylabel="row i (token)",
-        title=f"W: {c} × {d},\nall it needs",
+        xlabel=tr("key channel"),
+        ylabel=tr("row i (token)"),
+        title=tr("W: {c} × {d},\nall it needs", c=c, d=d),
         cmap=DIVERGING_CMAP,
         vmin=-limit,
         vmax=limit,
@@ -99,7 +100,7 @@ def draw_wy_identity(
     fig.colorbar(
         axes[2].images[0],
         ax=list(axes),
-        label="matrix entry (unitless)",
+        label=tr("matrix entry (unitless)"),
         shrink=0.8,
     )
     axes[2].set_aspect("equal")
@@ -178,10 +179,28 @@ def _scale_in_upper_triangle(ax) -> None:
     ax.text(
         (left + right) / 2,
         top - gap,
-        "|β_i k_iᵀ k_j| inside a chunk",
+        tr("|β_i k_iᵀ k_j| inside a chunk"),
         ha="center",
         va="bottom",
         fontsize=SMALL_TEXT_PT,
+    )
+
+
+def chunk_split_alt(chunk_size: int) -> str:
+    """The alt text of a frame of the chunk-size panel (``draw_chunk_split``) at ``chunk_size``."""
+    c = check_int_in("chunk_size", chunk_size, 1, 4096)
+    return tr(
+        "Top: a {t}-by-{t} lower triangle with {n} diagonal block(s) of size {c} "
+        "coloured by the size of beta k_i^T k_j and the rest grey. Bottom: stacked bars of "
+        "kFLOP per token for chunk sizes {first} to {last}: constant work with the state at "
+        "the bottom, intra-chunk work on top growing with the chunk size, the recurrent "
+        "total as a dashed line at the height of the state work, and the bar for chunk "
+        "size {c} highlighted.",
+        t=CHUNK_PICTURE_LENGTH,
+        n=-(-CHUNK_PICTURE_LENGTH // c),
+        c=c,
+        first=CHUNK_SIZES[0],
+        last=CHUNK_SIZES[-1],
     )
 
 
@@ -220,13 +239,16 @@ def draw_chunk_split(
     ax_mat.set_xticks([])
     ax_mat.set_yticks([])
     ax_mat.set_xlabel(
-        f"earlier token j = 1…{t_pic} (grey: via the state)", loc="left"
+        tr("earlier token j = 1…{t} (grey: via the state)", t=t_pic), loc="left"
     )
-    ax_mat.set_ylabel(f"token i = 1…{t_pic}")
+    ax_mat.set_ylabel(tr("token i = 1…{t}", t=t_pic))
     if c >= t_pic:
-        title_at_top(ax_mat, f"C = {c}: one {t_pic} × {t_pic} solve")
+        title_at_top(ax_mat, tr("C = {c}: one {t} × {t} solve", c=c, t=t_pic))
     else:
-        title_at_top(ax_mat, f"C = {c}: {-(-t_pic // c)} solves of {c} × {c}")
+        title_at_top(
+            ax_mat,
+            tr("C = {c}: {n} solves of {c} × {c}", c=c, n=-(-t_pic // c)),
+        )
 
     sizes = sorted({*CHUNK_SIZES, c})
     cost = {s: delta_rule_cost("chunk", t, d, s) for s in sizes}
@@ -259,18 +281,52 @@ def draw_chunk_split(
     text_legend(
         ax_flops,
         [
-            ("■ inside chunks (intra)", PALETTE[2]),
-            ("■ with the state (inter)", PALETTE[0]),
-            ("– – recurrent form, all work", PALETTE[5]),
+            (tr("■ inside chunks (intra)"), PALETTE[2]),
+            (tr("■ with the state (inter)"), PALETTE[0]),
+            (tr("– – recurrent form, all work"), PALETTE[5]),
         ],
     )
     chosen = cost[c]
     ratio = chosen.intra_flops / chosen.inter_flops
-    style_axes(ax_flops, "chunk size C (tokens)", "kFLOP per token, head")
+    style_axes(ax_flops, tr("chunk size C (tokens)"), tr("kFLOP per token, head"))
+    if current_language() != "en":
+        # Chinese glyphs reach lower than Latin ones: lift the label to keep it in the frame
+        ax_flops.xaxis.labelpad -= 1.5
     title_at_top(
         ax_flops,
-        f"d = {d}: intra / inter = {ratio:.2f}; T = {t:,} takes\n"
-        f"{chosen.sequential_steps:,} sequential steps (recurrent: {t:,})",
+        tr(
+            "d = {d}: intra / inter = {ratio:.2f}; T = {t:,} takes\n"
+            "{steps:,} sequential steps (recurrent: {t:,})",
+            d=d,
+            ratio=ratio,
+            t=t,
+            steps=chosen.sequential_steps,
+        ),
+    )
+
+
+def measured_times_alt(
+    lengths: Sequence[int],
+    recurrent_seconds: Sequence[float],
+    chunk_seconds: Sequence[float],
+    size_seconds: Mapping[int, float],
+    size_length: int,
+) -> str:
+    """The alt text of ``draw_measured_times`` with the same arguments, with its numbers."""
+    return tr(
+        "Two log-scale plots of measured time. Left: time per sequence against sequence "
+        "length {lengths} for the recurrent and the chunkwise delta rule; the speed-ups "
+        "written at each length are {speedups}. Right: chunkwise time at {t:,} tokens "
+        "against chunk size from 1 to 256, slowest at chunk size {slowest} and fastest at "
+        "{fastest}, with the recurrent time dashed.",
+        lengths=", ".join(f"{t:,}" for t in lengths),
+        speedups=", ".join(
+            f"{r / c:.1f}x"
+            for r, c in zip(recurrent_seconds, chunk_seconds, strict=True)
+        ),
+        t=size_length,
+        slowest=max(size_seconds, key=size_seconds.get),
+        fastest=min(size_seconds, key=size_seconds.get),
     )
 
 
@@ -323,14 +379,14 @@ def draw_measured_times(
         [s * 1e3 for s in recurrent_seconds],
         marker="s",
         color=PALETTE[5],
-        label="recurrent",
+        label=tr("recurrent"),
     )
     ax_t.plot(
         lengths,
         [s * 1e3 for s in chunk_seconds],
         marker="^",
         color=PALETTE[2],
-        label=f"chunkwise, C = {chunk_size}",
+        label=tr("chunkwise, C = {c}", c=chunk_size),
     )
     for t, r, c in zip(
         lengths, recurrent_seconds, chunk_seconds, strict=True
@@ -350,16 +406,16 @@ def draw_measured_times(
     ax_t.set_xticks(list(lengths), [f"{t:,}" for t in lengths])
     style_axes(
         ax_t,
-        "sequence length T (tokens)",
-        "time per sequence (ms)",
-        "speed-up of chunkwise over recurrent",
+        tr("sequence length T (tokens)"),
+        tr("time per sequence (ms)"),
+        tr("speed-up of chunkwise over recurrent"),
     )
     ax_c.plot(
         sizes,
         [size_seconds[s] * 1e3 for s in sizes],
         marker="^",
         color=PALETTE[2],
-        label="chunkwise",
+        label=tr("chunkwise"),
     )
     recurrent_here = recurrent_seconds[list(lengths).index(size_length)]
     ax_c.axhline(
@@ -367,15 +423,15 @@ def draw_measured_times(
         color=PALETTE[5],
         linestyle="--",
         linewidth=1.2,
-        label="recurrent",
+        label=tr("recurrent"),
     )
     _log2_axis(ax_c, sizes)
     best = min(sizes, key=lambda s: size_seconds[s])
     style_axes(
         ax_c,
-        "chunk size C (tokens)",
-        "time per sequence (ms)",
-        f"T = {size_length:,}: fastest at C = {best}",
+        tr("chunk size C (tokens)"),
+        tr("time per sequence (ms)"),
+        tr("T = {t:,}: fastest at C = {c}", t=size_length, c=best),
     )
     for ax in (ax_t, ax_c):
         ax.set_yscale("log")
@@ -388,9 +444,19 @@ def draw_measured_times(
             )
         ax.yaxis.set_minor_locator(NullLocator())
         ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _pos: f"{y:g}"))
-        ax.legend(loc="best", fontsize=SMALL_TEXT_PT)
+        # Chinese labels are narrower: "best" would put them in the upper left, over the
+        # speed-ups written above the recurrent line; the lower right stays clear of both lines
+        chinese_times = ax is ax_t and current_language() != "en"
+        ax.legend(
+            loc="lower right" if chinese_times else "best", fontsize=SMALL_TEXT_PT
+        )
     fig.suptitle(
-        f"Delta rule, {n_heads} heads of d = {head_dim}, float32, {threads} CPU "
-        "thread,\nmeasured when this page was built",
+        tr(
+            "Delta rule, {n} heads of d = {d}, float32, {threads} CPU "
+            "thread,\nmeasured when this page was built",
+            n=n_heads,
+            d=head_dim,
+            threads=threads,
+        ),
         fontsize=SMALL_TEXT_PT,
     )

@@ -12,6 +12,7 @@ from matplotlib.colors import to_rgba
 from matplotlib.figure import Figure
 
 from attnlab.configs import SOPHIA, ModelConfig
+from attnlab.i18n import tr
 from attnlab.kinds import KINDS
 from attnlab.memory import BYTES_PER_ELEMENT, format_bytes
 
@@ -56,6 +57,32 @@ def plain_rule(rule: str) -> str:
     text = re.sub(r"([_^])(\{[^{}]*\}|.)", script, text)
     text = re.sub(r"([;,])(?=\S)", r"\1 ", text)
     return text.replace("-", " − ").replace("=", " = ").replace("+", " + ")
+
+
+def words(text: str) -> str:
+    """A mechanism's name, or a trait or cost of ``MECHANISMS`` (the map's tables), in the
+    reader's language. Names such as "KDA" and formulas such as "O(d²)" have no translation
+    and come back as they are."""
+    return tr(text)
+
+
+def architecture_alt(arch: str) -> str:
+    """The alt text of a frame of the mechanism panel (``draw_architecture``)."""
+    return tr(
+        "Top: a heat map of what one head of {arch} holds after 16 random tokens. Below: "
+        "log-log plot of one layer's memory against context length with Sophia's head "
+        "dims, {arch} highlighted among the nine mechanisms.",
+        arch=words(arch),
+    )
+
+
+def memory_by_architecture_alt(context: int) -> str:
+    """The alt text of a frame of the memory-by-mechanism panel at ``context`` tokens."""
+    return tr(
+        "Horizontal bars of one layer's memory for the nine mechanisms at {context} "
+        "tokens, log scale.",
+        context=context,
+    )
 
 
 def _log_ticks(
@@ -113,16 +140,16 @@ def draw_architecture(
         picture,
         vmin=-lim,
         vmax=lim,
-        xlabel="cached numbers per token" if grows else "value channel",
-        ylabel="token" if grows else "key channel",
+        xlabel=tr("cached numbers per token") if grows else tr("value channel"),
+        ylabel=tr("token") if grows else tr("key channel"),
         cmap="PuOr",
-        colorbar_label="entry (random inputs)",
+        colorbar_label=tr("entry (random inputs)"),
     )
     # y=1.0 fixes the title's place: matplotlib otherwise measures the tick labels to place it
     left.set_title(
-        "cache after 16 tokens (grows)"
+        tr("cache after 16 tokens (grows)")
         if grows
-        else "state after 16 tokens (fixed)",
+        else tr("state after 16 tokens (fixed)"),
         y=1.0,
     )
     contexts = list(MAP_CONTEXTS)
@@ -139,7 +166,7 @@ def draw_architecture(
         color=ATTN_COLOUR,
         lw=2,
         zorder=3,
-        label=arch,
+        label=words(arch),
     )
     right.set_xscale("log", base=2)
     right.set_xticks(contexts, [context_label(c) for c in contexts])
@@ -148,10 +175,10 @@ def draw_architecture(
     left.set_xticks([0, picture.shape[1] - 1])
     left.set_yticks([0, picture.shape[0] - 1])
     style_axes(
-        right, "context T (tokens)", "one layer's memory (MiB, bf16, log)"
+        right, tr("context T (tokens)"), tr("one layer's memory (MiB, bf16, log)")
     )
     right.legend(loc="upper left")
-    fig.suptitle(f"{arch}:  {plain_rule(info.rule)}", fontsize=12)
+    fig.suptitle(f"{words(arch)}:  {plain_rule(info.rule)}", fontsize=12)
 
 
 def draw_memory_by_architecture(
@@ -178,7 +205,7 @@ def draw_memory_by_architecture(
         for n in names
     ]
     ax.barh(range(len(names)), n_bytes, color=colours)
-    ax.set_yticks(range(len(names)), names)
+    ax.set_yticks(range(len(names)), [words(n) for n in names])
     ax.tick_params(axis="y", length=0)
     ax.invert_yaxis()
     _log_ticks(
@@ -195,13 +222,18 @@ def draw_memory_by_architecture(
             label.set(
                 x=b / 1.15, ha="right", color=text_colour_on(to_rgba(colour))
             )
-    style_axes(ax, "bytes one layer keeps (bf16, log scale)", "")
+    style_axes(ax, tr("bytes one layer keeps (bf16, log scale)"), "")
     # the bars are categories: only the byte scale needs lines
     ax.grid(axis="y", visible=False)
     # a fixed place: matplotlib otherwise measures the ticks to place it
     ax.set_title(
-        f"T = {context:,} tokens, {config.name}'s head dims "
-        f"({config.n_heads} × {config.head_dim}):\norange grows with T, "
-        "blue is fixed",
+        tr(
+            "T = {context:,} tokens, {name}'s head dims ({heads} × {dim}):\n"
+            "orange grows with T, blue is fixed",
+            context=context,
+            name=config.name,
+            heads=config.n_heads,
+            dim=config.head_dim,
+        ),
         y=1.0,
     )
