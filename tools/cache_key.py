@@ -1,7 +1,9 @@
 """Empty the notebook execution cache when the package under code/ has changed.
 
 Jupyter Book's cache keys a notebook on its own code cells only, so a change to ``attnlab`` would
-leave stale outputs. ``make book`` calls this first: it hashes every file under code/ and, when
+leave stale outputs, and so would a change to its Chinese messages (``.po``: the figures are drawn
+in both languages when the notebook runs). ``make book`` calls this first: it hashes every
+``.py`` and ``.po`` file under code/ and, when
 the hash differs from the one stored at the last build, removes ``_build/.jupyter_cache`` and
 Sphinx's saved environment ``_build/.doctrees`` (without the second, Sphinx sees no changed
 source, reads no notebook and so executes none: the old pages would stay).
@@ -20,7 +22,7 @@ STAMP = ROOT / "_build" / ".code-hash"
 
 def code_hash() -> str:
     digest = hashlib.sha256()
-    for path in sorted((ROOT / "code").rglob("*.py")):
+    for path in sorted(p for p in (ROOT / "code").rglob("*") if p.suffix in (".py", ".po")):
         digest.update(path.relative_to(ROOT).as_posix().encode())
         digest.update(path.read_bytes())
     return digest.hexdigest()
