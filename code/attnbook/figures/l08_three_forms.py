@@ -200,7 +200,8 @@ def draw_form_times(
         ax.axvline(crossing, color="#777777", linestyle=":", linewidth=1)
         ax.annotate(
             tr("trends cross\nnear T ≈ {t:,.0f}", t=float(f"{crossing:.2g}")),
-            (crossing, ax.get_ylim()[0]),
+            (crossing, 0),
+            xycoords=ax.get_xaxis_transform(),  # x in data, y at the axes' bottom (any scale)
             textcoords="offset points",
             xytext=(-6, 8),
             ha="right",
