@@ -114,7 +114,7 @@ def test_a_translated_page_keeps_every_number_of_its_english_page(page):
     assert not missing, f"{page}: numbers of the English page missing in Chinese: {missing[:20]}"
 
 
-LESSON_PAGES = [p for p in TRANSLATED if p.startswith("chapters/0")]
+LESSON_PAGES = [p for p in TRANSLATED if re.match(r"chapters/\d", p)]
 
 
 @pytest.mark.parametrize("page", LESSON_PAGES)
@@ -128,13 +128,6 @@ def test_a_translated_lessons_figures_and_sliders_speak_chinese(page):
     english_labels = [x for x in chinese.labels if x.strip() and not CJK.search(x)
                       and re.search(r"[a-z]{3}", x)]
     assert not english_labels, f"{page}: slider labels still English: {english_labels[:3]}"
-
-
-def test_an_untranslated_page_says_so_in_chinese():
-    untranslated = [p for p in ("chapters/15_mla", "chapters/20_the_map") if p not in TRANSLATED]
-    for page in untranslated:
-        html = (HTML / "zh" / f"{page}.html").read_text(encoding="utf-8")
-        assert "本页尚未译成中文" in html and 'lang="zh-CN"' in html
 
 
 @pytest.mark.parametrize("query", ["KV缓存", "黑板", "递推状态", "注意力"])

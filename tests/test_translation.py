@@ -270,3 +270,36 @@ def test_the_chinese_download_of_a_lesson_is_written_in_chinese(page):
     assert 'set_language("zh_CN")' in "".join(language_cell["source"])
     title = "".join(nb["cells"][0]["source"]).splitlines()[0]
     assert re.match(r"# 第 \d+\w? 课 · ", title), title
+
+
+def test_every_page_of_the_book_is_translated():
+    """Every page of the table of contents has its Chinese page (the Chinese edition is whole)."""
+    import yaml
+
+    def pages(entries):
+        for entry in entries:
+            if "file" in entry:
+                yield entry["file"]
+            yield from pages(entry.get("chapters", []) + entry.get("sections", []))
+            for part in entry.get("parts", []):
+                yield from pages(part.get("chapters", []))
+
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
+    book = {toc["root"], *pages(toc.get("parts", []) + toc.get("chapters", []))}
+    assert book - set(TRANSLATED) == set(), "pages with no Chinese page"
+
+
+def test_a_page_not_yet_translated_says_so_on_the_chinese_site():
+    """A new English page, before its translation: the Chinese site shows it with a note."""
+    from types import SimpleNamespace
+
+    from edition import add_edition_switch
+
+    app = SimpleNamespace(builder=SimpleNamespace(format="html", name="html"),
+                          config=SimpleNamespace(language="zh_CN"))
+    context = {"body": "<p>English text</p>"}
+    add_edition_switch(app, "chapters/99_new_lesson", "page.html", context, doctree=object())
+    assert "本页尚未译成中文" in context["body"] and "English text" in context["body"]
+    context = {"body": "<p>中文</p>"}
+    add_edition_switch(app, "chapters/01_token_embeddings", "page.html", context, doctree=object())
+    assert "本页尚未译成中文" not in context["body"]
