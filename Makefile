@@ -85,3 +85,6 @@ chromium:
 	@fc-list 2>/dev/null | grep -q "Noto Sans CJK" || { command -v apt-get >/dev/null && \
 	  (apt-get update -qq && apt-get install -y -qq fonts-noto-cjk >/dev/null) ; } || \
 	  { echo "Install a CJK font (apt-get install fonts-noto-cjk): screenshots show the glossary"; exit 1; }
+	@fc-list 2>/dev/null | grep -q "Noto Color Emoji" || { command -v apt-get >/dev/null && \
+	  (apt-get update -qq && apt-get install -y -qq fonts-noto-color-emoji >/dev/null) ; } || \
+	  { echo "Install an emoji font (apt-get install fonts-noto-color-emoji): the benchmark's ✅/❌ print in the PDFs"; exit 1; }
