@@ -226,9 +226,18 @@ def test_every_message_a_translated_lessons_code_writes_is_translated():
     chinese = catalog("zh_CN")
 
     def messages(source: str) -> set[str]:
-        return {node.args[0].value for node in ast.walk(ast.parse(source))
-                if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "tr"
-                and node.args and isinstance(node.args[0], ast.Constant)}
+        """The messages of ``tr("…")`` calls, and the labels of ``labels={…: "…"}`` (a slider
+        panel's control labels, which it shows through ``tr``)."""
+        found = set()
+        for node in ast.walk(ast.parse(source)):
+            if (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "tr"
+                    and node.args and isinstance(node.args[0], ast.Constant)):
+                found.add(node.args[0].value)
+            if (isinstance(node, ast.keyword) and node.arg == "labels"
+                    and isinstance(node.value, ast.Dict)):
+                found |= {v.value for v in node.value.values
+                          if isinstance(v, ast.Constant) and isinstance(v.value, str)}
+        return found
 
     lessons = sorted(p.stem[1:] for p in PACKAGE.glob("l[0-9]*.po"))
     assert lessons

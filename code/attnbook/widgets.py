@@ -334,7 +334,8 @@ def slider_panel(
 
     ``draw(fig, **values)`` draws onto ``fig`` (cleared before each call). ``alt`` is the frames'
     alt text, or a function of the values that returns it; ``labels`` are the controls' labels,
-    each a text or a function that writes it. ``draw``, ``alt``, ``labels`` and ``formats`` are
+    each an English message (shown through ``tr``, so in the page's language) or a function
+    that writes it. ``draw``, ``alt``, ``labels`` and ``formats`` are
     called once per language the book is built in (``attnlab.i18n``), so their text may use
     ``tr``. ``defaults`` picks each slider's first
     position (else the first value); that frame is always rendered, so even a page that never
@@ -357,7 +358,7 @@ def slider_panel(
         Control(
             name,
             list(values),
-            labels.get(name, name),
+            _label(labels.get(name, name)),
             defaults.get(name, list(values)[0] if len(values) else None),
             formats.get(name, _format_value),
         )
@@ -451,6 +452,12 @@ def _nested_stack(
     stack = widgets.Stack(pages, selected_index=slider.index)
     widgets.jslink((slider, "index"), (stack, "selected_index"))
     return stack
+
+
+def _label(text: LocalText) -> LocalText:
+    """A control's label: a function that writes it in the current language (a plain string
+    is a message for ``tr``)."""
+    return text if callable(text) else lambda: tr(text)
 
 
 def _make_control(control: Control, labels: list[str]) -> widgets.ValueWidget:
