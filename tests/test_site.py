@@ -466,10 +466,12 @@ def test_no_code_block_scrolls_sideways_at_1280_px(browser, base_url, rel):
 PHONE_WIDE_EQUATIONS = 1
 
 
-@pytest.mark.parametrize("rel", LESSONS)
-def test_at_most_one_display_equation_scrolls_sideways_on_a_phone(browser, base_url, rel):
-    """On a 390-px phone, with every fold opened, a lesson's display equations fit the text
-    column (long ones are stacked), except at most :data:`PHONE_WIDE_EQUATIONS`."""
+@pytest.mark.parametrize("rel", LESSONS + [f"zh/{rel}" for rel in LESSONS
+                                           if f"zh/{rel}" in PAGES])
+def test_a_lesson_fits_a_phone(browser, base_url, rel):
+    """On a 390-px phone, with every fold opened, the page never scrolls sideways (long inline
+    names break), and its display equations fit the text column (long ones are stacked), except
+    at most :data:`PHONE_WIDE_EQUATIONS`, which scroll inside their own box. Both editions."""
     page = browser.new_page(viewport={"width": 390, "height": 844}, device_scale_factor=2)
     try:
         page.goto(f"{base_url}/{rel}", wait_until="load")
@@ -483,7 +485,9 @@ def test_at_most_one_display_equation_scrolls_sideways_on_a_phone(browser, base_
             ".map(m => `${Math.round(m.querySelector('mjx-math').getBoundingClientRect().width)}"
             " > ${m.clientWidth} px: ` + (m.getAttribute('aria-label') || m.textContent)"
             ".slice(0, 60))")
+        page_width = page.evaluate("() => document.documentElement.scrollWidth")
     finally:
         page.close()
+    assert page_width <= 390, f"{rel}: the page is {page_width} px wide on a 390-px phone"
     assert len(wide) <= PHONE_WIDE_EQUATIONS, (
         f"{rel}: {len(wide)} display equations scroll sideways at 390 px: {wide}")

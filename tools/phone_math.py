@@ -1,6 +1,6 @@
 """Which display equations of a lesson scroll sideways on a 390-px phone, without a new build.
 
-``tests/test_site.py::test_at_most_one_display_equation_scrolls_sideways_on_a_phone`` checks
+``tests/test_site.py::test_a_lesson_fits_a_phone`` checks
 the built site; rebuilding the book to try a stacked layout takes minutes. This script measures
 the notebooks' current equations in the site's own page: it opens an already built lesson page
 (for the theme's CSS, fonts and offline MathJax) in headless Chromium at 390 x 844 px, replaces
