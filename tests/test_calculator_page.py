@@ -2,7 +2,8 @@
 Chromium: every preset gives the package's bytes, a bad config is refused with the package's
 message, every control has a label, the page reads on a 390-px phone without sideways scrolling,
 and no other page loads the calculator's scripts. (tests/test_calculator_parity.py compares the
-script with the package on thousands of inputs without a build.)"""
+script with the package on thousands of inputs without a build.) The Chinese edition's calculator
+(zh/calculator.html), the same script with its words in Chinese, is held to the same checks."""
 
 from __future__ import annotations
 
@@ -18,6 +19,8 @@ from test_site import HTML, PAGES, open_page
 pytestmark = pytest.mark.site
 
 PAGE = "calculator.html"
+#: The calculator in each edition, and how each says that a config was refused
+EDITIONS = {PAGE: "Refused ({error}): {message}", f"zh/{PAGE}": "已拒绝（{error}）：{message}"}
 
 
 def preset_texts(page) -> dict[str, str]:
@@ -32,8 +35,9 @@ def shown_bytes(page) -> dict[str, list[int]]:
         ".map(c => Number(c.dataset.bytes))]))")
 
 
-def test_every_preset_shows_the_packages_bytes(browser, base_url):
-    page, log = open_page(browser, f"{base_url}/{PAGE}")
+@pytest.mark.parametrize("calculator", EDITIONS)
+def test_every_preset_shows_the_packages_bytes(browser, base_url, calculator):
+    page, log = open_page(browser, f"{base_url}/{calculator}")
     try:
         texts = preset_texts(page)
         assert set(configs.PUBLISHED) <= set(texts)
@@ -58,15 +62,16 @@ def test_every_preset_shows_the_packages_bytes(browser, base_url):
     assert not log["errors"] and not log["failed"] and not log["external"], log
 
 
-def test_a_bad_config_is_refused_with_the_packages_message(browser, base_url):
-    page, log = open_page(browser, f"{base_url}/{PAGE}")
+@pytest.mark.parametrize("calculator", EDITIONS)
+def test_a_bad_config_is_refused_with_the_packages_message(browser, base_url, calculator):
+    page, log = open_page(browser, f"{base_url}/{calculator}")
     try:
         bad = {**configs.LLAMA3_8B_CONFIG, "hidden_size": 4096.0}
         page.fill("#calc-config", json.dumps(bad))
         shown = page.text_content("#calc-result .calc-error")
         with pytest.raises(TypeError) as error:
             architecture_from_config(bad, params_total=10**9)
-        assert shown == f"Refused (TypeError): {error.value}"
+        assert shown == EDITIONS[calculator].format(error="TypeError", message=error.value)
         page.fill("#calc-config", json.dumps({**bad, "model_type": "gpt2"}))
         assert "model_type 'gpt2' is not one" in page.text_content("#calc-result .calc-error")
     finally:
@@ -74,8 +79,10 @@ def test_a_bad_config_is_refused_with_the_packages_message(browser, base_url):
     assert not log["errors"], log
 
 
-def test_every_control_has_a_label_and_the_types_read_are_the_packages(browser, base_url):
-    page, _ = open_page(browser, f"{base_url}/{PAGE}")
+@pytest.mark.parametrize("calculator", EDITIONS)
+def test_every_control_has_a_label_and_the_types_read_are_the_packages(
+        browser, base_url, calculator):
+    page, _ = open_page(browser, f"{base_url}/{calculator}")
     try:
         unlabelled = page.evaluate(
             "() => [...document.querySelectorAll('#attnlab-calculator input, "
@@ -89,10 +96,11 @@ def test_every_control_has_a_label_and_the_types_read_are_the_packages(browser, 
         page.close()
 
 
-def test_the_page_reads_on_a_390_px_phone(browser, base_url):
+@pytest.mark.parametrize("calculator", EDITIONS)
+def test_the_page_reads_on_a_390_px_phone(browser, base_url, calculator):
     page = browser.new_page(viewport={"width": 390, "height": 844})
     try:
-        page.goto(f"{base_url}/{PAGE}", wait_until="load")
+        page.goto(f"{base_url}/{calculator}", wait_until="load")
         for name in ("Jamba 1.5 Mini", "Kimi-Linear-48B-A3B", "google/gemma-3-27b-it"):
             page.click(f'.calc-preset[data-preset="{name}"]')
             sideways = page.evaluate(
@@ -109,8 +117,8 @@ def test_the_page_reads_on_a_390_px_phone(browser, base_url):
 
 
 def test_no_other_page_loads_the_calculator():
-    assert PAGE in PAGES
-    loading = [rel for rel in PAGES if rel != PAGE and re.search(
+    assert set(EDITIONS) <= set(PAGES)
+    loading = [rel for rel in PAGES if rel not in EDITIONS and re.search(
         r"<script[^>]*\ssrc=\"[^\"]*calculator(_presets)?\.js",
         (HTML / rel).read_text(encoding="utf-8"))]
     assert not loading

@@ -5,7 +5,8 @@ import json
 import pytest
 import torch
 from attnbook import notebook
-from attnbook.notebook import glue_md, mb_mib, ms, num, sci, vec
+from attnbook.notebook import glue_md, mb_mib, millions, ms, num, sci, vec
+from attnlab.i18n import language
 from IPython.display import Markdown
 
 
@@ -43,6 +44,22 @@ def test_sci_typesets_the_exponent(x, text):
     assert sci(x) == text
 
 
+@pytest.mark.parametrize(("n", "digits", "english", "chinese"), [
+    (18_874_368, 1, "18.9 million", "1890 万"), (9_437_184, 1, "9.4 million", "940 万"),
+    (528_482_304, 0, "528 million", "5.28 亿"), (2_621_440, 1, "2.6 million", "260 万"),
+    (1_234_567_890, 0, "1,235 million", "12.35 亿")])
+def test_millions_says_the_same_number_in_each_language(n, digits, english, chinese):
+    assert millions(n, digits) == english
+    with language("zh_CN"):
+        assert millions(n, digits) == chinese
+
+
+@pytest.mark.parametrize("digits", [-1, 1.5, True])
+def test_millions_rejects_a_bad_number_of_digits(digits):
+    with pytest.raises(ValueError, match="^digits: expected a whole number"):
+        millions(1e6, digits)
+
+
 def test_vec_rounds_to_two_decimals_without_negative_zero():
     assert vec([1, -0.5, -0.001]) == "(1.00, −0.50, 0.00)"
     assert vec(torch.tensor([0.25, 2.0])) == "(0.25, 2.00)"
@@ -52,7 +69,7 @@ def test_ms_shows_milliseconds():
     assert ms(0.001234) == "1.234 ms"
 
 
-@pytest.mark.parametrize("fn", [mb_mib, sci, ms])
+@pytest.mark.parametrize("fn", [mb_mib, millions, sci, ms])
 @pytest.mark.parametrize("bad", ["1", float("nan"), True])
 def test_number_formatters_reject_non_numbers(fn, bad):
     with pytest.raises(ValueError, match="expected a"):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import sys
+from fractions import Fraction
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import quote, urljoin
@@ -22,9 +23,28 @@ pytestmark = pytest.mark.site
 ROOT = Path(__file__).resolve().parents[1]
 HTML = ROOT / "_build" / "html"
 sys.path.insert(0, str(ROOT / "tools"))
-from edition import TRANSLATED  # noqa: E402
+from edition import ENGLISH_PARTS, TRANSLATED  # noqa: E402
 
 CJK = re.compile(r"[\u4e00-\u9fff]")
+#: A word a translation would have translated; a name (Sophia, DeltaNet, Kimi-Linear-48B-A3B)
+#: starts with a capital letter or a digit and stays as it is
+ENGLISH_WORD = re.compile(r"(?<![\w-])[a-z]{3,}\b")
+#: Pages whose body stays English by design, so that their Chinese is their headings and the
+#: prose around them: the bibliography (entries as published) and ``ENGLISH_PARTS``
+ENGLISH_BODY = {"references", *ENGLISH_PARTS}
+#: An element Sphinx marks as not translated from the catalog (``translation_progress_classes``)
+#: and its content: a message with no translation, one Sphinx could not use (a heading's
+#: translation that parses as a list), or text the catalog does not hold (a table glued in the
+#: reader's language, a formula)
+UNTRANSLATED = re.compile(
+    r'<(\w+)[^>]*class="[^"]*(?<![\w-])untranslated(?![\w-])[^>]*>(.*?)</\1>', re.S)
+MATH_OR_TAG = re.compile(r"\\\(.*?\\\)|\\\[.*?\\\]|<[^>]*>", re.S)
+
+
+def shown_in_english(html: str) -> list[str]:
+    """The text of each element of ``html`` left untranslated that reads as English."""
+    texts = [MATH_OR_TAG.sub(" ", content) for _, content in UNTRANSLATED.findall(html)]
+    return [t.strip()[:60] for t in texts if not CJK.search(t) and ENGLISH_WORD.search(t)]
 #: Numbers as the prose writes them: 1,234.5, 0.95, and 18.9 in "18.9M" (not the 16 of bf16)
 NUMBER = re.compile(r"(?<![\w.,])(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?![\d,.]?\d)")
 
@@ -39,9 +59,11 @@ class _Page(HTMLParser):
         self.text: list[str] = []
         self.alts: list[str] = []
         self.labels: list[str] = []
+        self.headings: list[str] = []
         self._article = 0
         self._skip = 0
         self._label = False
+        self._heading = False
 
     def handle_starttag(self, tag, attrs):
         a = dict(attrs)
@@ -58,6 +80,9 @@ class _Page(HTMLParser):
         if tag == "label" and self._article:
             self._label = True
             self.labels.append("")
+        if re.fullmatch(r"h[1-6]", tag) and self._article:
+            self._heading = True
+            self.headings.append("")
 
     def handle_endtag(self, tag):
         if tag == "article":
@@ -66,12 +91,16 @@ class _Page(HTMLParser):
             self._skip -= 1
         if tag == "label":
             self._label = False
+        if re.fullmatch(r"h[1-6]", tag):
+            self._heading = False
 
     def handle_data(self, data):
         if self._article and not self._skip:
             self.text.append(data)
             if self._label:
                 self.labels[-1] += data
+            if self._heading:
+                self.headings[-1] += data
 
 
 def parse(path: Path) -> _Page:
@@ -95,8 +124,13 @@ def test_a_translated_page_is_chinese_and_linked_both_ways(page):
     assert "本页尚未译成中文" not in html
     captions = re.findall(r'caption-text">([^<]*)', html)
     assert captions and all(CJK.search(c) for c in captions), f"part captions: {captions}"
-    text = " ".join(chinese.text)
-    assert len(CJK.findall(text)) > 200, f"{page}: little Chinese on the page"
+    english_headings = [h for h in chinese.headings if not CJK.search(h) and ENGLISH_WORD.search(h)]
+    assert not english_headings, f"{page}: headings still English: {english_headings[:3]}"
+    english = shown_in_english(html)
+    assert not english, f"{page}: messages shown in English: {english[:3]}"
+    if page not in ENGLISH_BODY:
+        text = " ".join(chinese.text)
+        assert len(CJK.findall(text)) > 200, f"{page}: little Chinese on the page"
 
 
 #: The reading time, counted in each language's own units (words or characters): its numbers
@@ -104,10 +138,22 @@ def test_a_translated_page_is_chinese_and_linked_both_ways(page):
 READING_TIME = re.compile(r"about \d+ minutes \(.*?solution|约 \d+ 分钟（.*?约 \d+ 分钟", re.S)
 
 
+#: A count in the unit each language writes large numbers in: "3.1 million" in English is
+#: "310 万" in Chinese, and both are the number 3100000
+LARGE = re.compile(r"(?<![\w.,])(\d+(?:\.\d+)?)\s*(million|billion|万|亿)")
+SCALE = {"million": 10**6, "billion": 10**9, "万": 10**4, "亿": 10**8}
+
+
+def in_full(number: str, unit: str) -> str:
+    """``number`` × ``unit`` written out, as exactly as its decimal digits allow."""
+    return str(round(Fraction(number) * SCALE[unit]))
+
+
 @pytest.mark.parametrize("page", TRANSLATED)
 def test_a_translated_page_keeps_every_number_of_its_english_page(page):
     def numbers(path: Path) -> set[str]:
-        return set(NUMBER.findall(READING_TIME.sub(" ", " ".join(parse(path).text))))
+        text = READING_TIME.sub(" ", " ".join(parse(path).text))
+        return set(NUMBER.findall(LARGE.sub(lambda m: in_full(m[1], m[2]), text)))
 
     english, chinese = numbers(HTML / f"{page}.html"), numbers(HTML / "zh" / f"{page}.html")
     missing = sorted(english - chinese)
@@ -125,8 +171,7 @@ def test_a_translated_lessons_figures_and_sliders_speak_chinese(page):
     assert not english_alts, f"{page}: alt texts still English: {english_alts[:2]}"
     assert not [a for a in english.alts if CJK.search(a) and "注意力" not in a], \
         f"{page}: the English page carries Chinese alt text"
-    english_labels = [x for x in chinese.labels if x.strip() and not CJK.search(x)
-                      and re.search(r"[a-z]{3}", x)]
+    english_labels = [x for x in chinese.labels if not CJK.search(x) and ENGLISH_WORD.search(x)]
     assert not english_labels, f"{page}: slider labels still English: {english_labels[:3]}"
 
 

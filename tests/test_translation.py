@@ -113,6 +113,18 @@ def test_translations_keep_roles_math_code_and_links():
     assert not lost, f"{len(lost)} translations lose a role, formula, code or link: {lost[:5]}"
 
 
+def test_every_translation_parses_as_text():
+    """Sphinx puts a translation in place of a paragraph or heading only if it parses as one:
+    a heading translated as "2. 全注意力 Sophia 的 KV 缓存" reads as a numbered list and the page
+    silently keeps the English (a list marker is escaped: "2\\. …")."""
+    from markdown_it import MarkdownIt
+
+    parser = MarkdownIt("commonmark")
+    not_text = [(page, str(m.string)[:40]) for page, m in all_translations()
+                if m.string != m.id and parser.parse(str(m.string))[0].type != "paragraph_open"]
+    assert not not_text, f"translations Sphinx would not use: {not_text[:5]}"
+
+
 def _is_punct(char: str) -> bool:
     return bool(char) and unicodedata.category(char).startswith(("P", "S"))
 

@@ -7,6 +7,7 @@ every lesson:
 - ``glue_md(key, text)``: glue ``text`` as Markdown, without displaying it;
 - ``num(value)``: a number as Markdown with thousands separators (1,234,567);
 - ``mb_mib(n)``: bytes in decimal and binary units, "6.19 MB (5.91 MiB)";
+- ``millions(n)``: a large count as the reader's language says it, "18.9 million" or "1890 万";
 - ``sci(x)``: scientific notation with a real exponent, "6.6 × 10⁵⁶";
 - ``vec(x)``: a short vector, "(1.00, −0.50)";
 - ``ms(seconds)``: seconds as milliseconds, "1.234 ms";
@@ -83,6 +84,22 @@ def mb_mib(n: int | float) -> str:
     (1 MB = 10⁶ B, 1 MiB = 2²⁰ B)."""
     n = _check_number("n", n)
     return f"{n / 1e6:,.2f} MB ({n / 2**20:,.2f} MiB)"
+
+
+def millions(n: int | float, digits: int = 1) -> str:
+    """A large count in the units the current language (``attnlab.i18n``) writes it in, rounded
+    to ``digits`` decimals of a million: English counts millions (``18_874_368`` → "18.9
+    million"), Chinese counts 万 (10⁴) and, from 10⁸, 亿 ("1890 万", and "5.28 亿" for 528
+    million): the same number, at the same precision, in either edition."""
+    n = _check_number("n", n)
+    if isinstance(digits, bool) or not isinstance(digits, int) or digits < 0:
+        raise ValueError(f"digits: expected a whole number >= 0, got {digits!r}")
+    if current_language() != "zh_CN":
+        return f"{n / 1e6:,.{digits}f} million"
+    rounded = round(n / 1e6, digits)
+    if abs(rounded) >= 100:
+        return f"{rounded / 100:.{digits + 2}f} 亿"
+    return f"{rounded * 100:.{max(digits - 2, 0)}f} 万"
 
 
 def sci(x: int | float, digits: int = 1) -> str:
