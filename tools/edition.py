@@ -12,6 +12,8 @@ same executed notebooks (``tools/build_edition.py``). This extension makes each 
   the notebook of the page being read. On a Chinese page a key glued per language
   (``key.zh_CN``, ``attnbook.notebook.glue_md``) is preferred: sentences chosen by code from
   data are chosen in the reader's language.
+* **Chinese around hidden code cells**: myst-nb writes its "Show code cell source" prompts in
+  English whatever the language; the Chinese pages say 显示代码 / 隐藏代码.
 * **A switch to the same page in the other edition**, at the top of every page, with
   ``<link rel="alternate" hreflang>`` for search engines; a Chinese page whose catalog is not yet
   translated says so above its English text.
@@ -242,6 +244,21 @@ UNTRANSLATED = ('<div class="admonition note attnlab-untranslated" lang="zh-CN">
                 "代码、数字和图与英文版相同。</p></div>")
 
 
+#: myst-nb's words around a hidden code cell (its summary's label and its show/hide prompts),
+#: which it writes in English whatever the page's language
+HIDDEN_CELL_LABEL = ('aria-label="Toggle hidden content"', 'aria-label="展开或收起隐藏的内容"')
+HIDDEN_CELL_PROMPT = re.compile(r'(admonition-title">)(Show|Hide) code cell (\w+)<')
+HIDDEN_CELL_WORDS = {"Show": "显示", "Hide": "隐藏", "source": "代码", "content": "整个代码单元",
+                     "output": "输出", "outputs": "输出"}
+
+
+def hidden_cells_in_chinese(body: str) -> str:
+    """``body`` with myst-nb's prompts around hidden code cells in Chinese ("显示代码")."""
+    body = body.replace(*HIDDEN_CELL_LABEL)
+    return HIDDEN_CELL_PROMPT.sub(
+        lambda m: f"{m[1]}{HIDDEN_CELL_WORDS[m[2]]}{HIDDEN_CELL_WORDS.get(m[3], m[3])}<", body)
+
+
 def other_edition_href(pagename: str, lang: str) -> str:
     """The relative URL of ``pagename`` in the other edition, from this edition's page."""
     depth = pagename.count("/")
@@ -268,6 +285,7 @@ def add_edition_switch(app: Sphinx, pagename: str, templatename: str, context: d
         body = context["body"]
         if lang != "en":  # the Chinese PDF (build_edition.py pdf) is beside the Chinese pages
             body = SHARED_FILE.sub(lambda m: f'href="{chinese_pdf_name(m.group(1))}"', body)
+            body = hidden_cells_in_chinese(body)
         context["body"] = f'<div class="attnlab-edition-bar">{switch}</div>{banner}' + body
     other = "zh-CN" if lang == "en" else "en"
     context["metatags"] = context.get("metatags", "") + \
