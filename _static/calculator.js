@@ -797,7 +797,15 @@
       "在 {memory} 内：没有上限（内存占满之前，所有缓存都已停止增长）。",
     "In {memory}: not even the fixed states fit.": "在 {memory} 内：连固定大小的状态都放不下。",
     "In {memory}: at most {tokens} tokens.": "在 {memory} 内：最多 {tokens} 个 Token。",
-    "Memory: expected a number such as 8 or 0.5.": "内存：应为一个数，例如 8 或 0.5。"
+    "Memory: expected a number such as 8 or 0.5.": "内存：应为一个数，例如 8 或 0.5。",
+    "{n} × {kind}": "{n} 层 {kind}",
+    // the kinds' labels (KINDS above); the others are names
+    "softmax attention": "softmax 注意力",
+    "sliding-window attention": "滑动窗口注意力",
+    "chunked attention": "分块注意力",
+    "linear attention": "线性注意力",
+    "lightning attention": "闪电注意力（lightning attention）",
+    "MLP only": "仅 MLP"
   };
   function say(text, values) {
     var lang = (root.document && root.document.documentElement.lang) || "";
@@ -859,7 +867,9 @@
     }
     out.appendChild(el("p", { class: "calc-summary" }, say("{name}: {layers} layers, {layout}.", {
       name: r.name + (r.name === String(r.modelType) ? "" : " (" + r.modelType + ")"),
-      layers: r.layers, layout: r.layout })));
+      layers: r.layers, layout: r.kinds.filter(function (k) { return k.kind !== "mlp"; })
+        .map(function (k) { return say("{n} × {kind}", { n: k.layers, kind: say(k.label) }); })
+        .join(" + ") })));
     var wrap = el("div", { class: "calc-table-wrap" });
     var table = el("table", { class: "calc-table" });
     table.appendChild(el("caption", {}, say("Kept for one sequence of {tokens} tokens, by layer kind",
@@ -872,7 +882,7 @@
     var body = table.appendChild(el("tbody"));
     r.kinds.forEach(function (k) {
       var row = el("tr", { "data-kind": k.kind });
-      row.appendChild(kindCell(k.label, k.layers));
+      row.appendChild(kindCell(say(k.label), k.layers));
       [k.cache, k.state, k.conv].forEach(function (n) { row.appendChild(bytesCell("td", n)); });
       row.appendChild(bytesCell("td", BigInt(k.cache) + BigInt(k.state) + BigInt(k.conv)));
       body.appendChild(row);
@@ -887,7 +897,7 @@
     notes.appendChild(el("li", {}, say("Each new token adds {bytes} of cache ({exact} B).",
       { bytes: formatBytes(r.perToken), exact: grouped(r.perToken) })));
     var stored = r.kinds.filter(function (k) { return k.state !== "0"; }).map(function (k) {
-      return say("{kind} states in {dtype}", { kind: k.label, dtype: k.stateDtype });
+      return say("{kind} states in {dtype}", { kind: say(k.label), dtype: k.stateDtype });
     });
     if (r.conv !== "0") stored.push(say("convolution inputs in {dtype}", { dtype: r.convDtype }));
     if (stored.length) {

@@ -116,6 +116,23 @@ def test_the_page_reads_on_a_390_px_phone(browser, base_url, calculator):
         page.close()
 
 
+def test_the_chinese_calculator_says_its_results_in_chinese(browser, base_url):
+    """Kinds, layout and notes in Chinese; only names (MLA, Mamba, softmax) stay as they are."""
+    page, log = open_page(browser, f"{base_url}/zh/{PAGE}")
+    try:
+        english = {}
+        for name in ("Jamba 1.5 Mini", "Kimi-Linear-48B-A3B", "google/gemma-3-27b-it"):
+            page.click(f'.calc-preset[data-preset="{name}"]')
+            shown = page.evaluate(
+                "() => [...document.querySelectorAll('.calc-summary, .calc-kind, .calc-count, "
+                ".calc-notes li')].map(e => e.textContent.replace(/^[^：]*：/, ''))")
+            english[name] = [t for t in shown if re.search(r"(?<![\w-])(?!softmax)[a-z]{3,}", t)]
+        assert not any(english.values()), english
+    finally:
+        page.close()
+    assert not log["errors"], log
+
+
 def test_no_other_page_loads_the_calculator():
     assert set(EDITIONS) <= set(PAGES)
     loading = [rel for rel in PAGES if rel not in EDITIONS and re.search(

@@ -133,7 +133,8 @@ def main(argv: list[str] | None = None) -> int:
     # one that parses as a list) is marked class="untranslated", which tests/test_site_zh.py finds
     chinese = {"language": LANG, "locale_dirs": [str(LOCALE)], "html_title": TITLE,
                "translation_progress_classes": "untranslated",
-               "html_last_updated_fmt": DATE_FORMAT,
+               "html_last_updated_fmt": DATE_FORMAT, "author": "本课程作者",
+               "togglebutton_hint": "点击展开", "togglebutton_hint_hide": "点击收起",
                "html_theme_options": {"extra_footer": FOOTER, "search_bar_text": "搜索本书……"}}
     if args.step == "pdf":
         return chinese_pdf(chinese)

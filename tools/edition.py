@@ -13,7 +13,9 @@ same executed notebooks (``tools/build_edition.py``). This extension makes each 
   (``key.zh_CN``, ``attnbook.notebook.glue_md``) is preferred: sentences chosen by code from
   data are chosen in the reader's language.
 * **Chinese around hidden code cells**: myst-nb writes its "Show code cell source" prompts in
-  English whatever the language; the Chinese pages say 显示代码 / 隐藏代码.
+  English whatever the language; the Chinese pages say 显示代码 / 隐藏代码. Emphasis in Chinese
+  text is marked with dots under the characters (着重号), not with slanted glyphs; a solution
+  names its exercise by the translated title, and titles sit in full-width brackets.
 * **A switch to the same page in the other edition**, at the top of every page, with
   ``<link rel="alternate" hreflang>`` for search engines; a Chinese page whose catalog is not yet
   translated says so above its English text.
@@ -196,6 +198,32 @@ class TranslateTocCaptions(SphinxTransform):
 
 # --- glue after translation -----------------------------------------------------------------
 
+class TranslateDisplayMath(SphinxTransform):
+    """Sphinx's i18n puts a display formula's translation in as a literal block ("::" and the
+    text), which the Markdown parser does not read, so the page would show "::" instead of the
+    formula. Put each translated formula (its words in ``\\text{…}``) in place first, before the
+    i18n transform (priority 20), which then finds nothing left to translate in it."""
+
+    default_priority = 15
+
+    def apply(self, **kwargs) -> None:
+        if edition_language(self.app) == "en":
+            return
+        from sphinx.locale import init
+        from sphinx.util.i18n import docname_to_domain
+
+        dirs = [str(Path(self.env.srcdir) / d) for d in self.config.locale_dirs]
+        domain = docname_to_domain(self.env.docname, self.config.gettext_compact)
+        catalog, found = init(dirs, self.config.language, domain)
+        if not found:
+            return
+        for node in self.document.findall(nodes.math_block):
+            formula = catalog.gettext(node.rawsource or node.astext())
+            if formula and formula != (node.rawsource or node.astext()):
+                node.rawsource = formula
+                node.children = [nodes.Text(formula)]
+
+
 _RENDERERS: dict[str, object] = {}
 
 
@@ -259,6 +287,40 @@ def hidden_cells_in_chinese(body: str) -> str:
         lambda m: f"{m[1]}{HIDDEN_CELL_WORDS[m[2]]}{HIDDEN_CELL_WORDS.get(m[3], m[3])}<", body)
 
 
+#: Emphasis (``<em>``) around Chinese text; the lesson's reading-time line, set in italics in
+#: English, is the one emphasis that is a by-line rather than a stress
+CHINESE_EMPHASIS = re.compile(r"<em>((?:(?!</em>).)*?[\u4e00-\u9fff](?:(?!</em>).)*?)</em>", re.S)
+READING_TIME_LINE = "阅读时间："
+
+
+def chinese_emphasis(body: str) -> str:
+    """``body`` with each ``<em>`` around Chinese text classed for Chinese typography
+    (``_static/custom.css``: dots under the characters, as Chinese fonts have no italic), and
+    the reading-time line set upright in a muted colour."""
+    def mark(m: re.Match) -> str:
+        kind = "attnlab-zh-byline" if m[1].startswith(READING_TIME_LINE) else "attnlab-zh-em"
+        return f'<em class="{kind}">{m[1]}</em>'
+    return CHINESE_EMPHASIS.sub(mark, body)
+
+
+#: An exercise's title as sphinx-exercise writes it ("练习 3.5 " then " (title)"), and a solution's
+#: link to its exercise, whose title sphinx-exercise takes from the English source
+EXERCISE_TITLE = re.compile(
+    r'(<div class="exercise[^"]*" id="([^"]+)">\s*<p class="admonition-title">'
+    r'<span class="caption-number">[^<]*?)\s*</span>\s*\(([^<]*)\)</p>')
+SOLUTION_LINK = re.compile(
+    r'(<a class="reference internal" href="#([^"]+)">[^<(]*?)\s*\([^<]*\)</a>')
+
+
+def exercise_titles_in_chinese(body: str) -> str:
+    """``body`` with each exercise's title in full-width brackets ("练习 3.5（动手实现：…）") and
+    each solution's link to its exercise carrying that translated title, not the English one."""
+    titles = {m[2]: m[3] for m in EXERCISE_TITLE.finditer(body)}
+    body = EXERCISE_TITLE.sub(lambda m: f"{m[1]}</span>（{m[3]}）</p>", body)
+    return SOLUTION_LINK.sub(
+        lambda m: f"{m[1]}（{titles[m[2]]}）</a>" if m[2] in titles else m[0], body)
+
+
 def other_edition_href(pagename: str, lang: str) -> str:
     """The relative URL of ``pagename`` in the other edition, from this edition's page."""
     depth = pagename.count("/")
@@ -285,7 +347,7 @@ def add_edition_switch(app: Sphinx, pagename: str, templatename: str, context: d
         body = context["body"]
         if lang != "en":  # the Chinese PDF (build_edition.py pdf) is beside the Chinese pages
             body = SHARED_FILE.sub(lambda m: f'href="{chinese_pdf_name(m.group(1))}"', body)
-            body = hidden_cells_in_chinese(body)
+            body = chinese_emphasis(exercise_titles_in_chinese(hidden_cells_in_chinese(body)))
         context["body"] = f'<div class="attnlab-edition-bar">{switch}</div>{banner}' + body
     other = "zh-CN" if lang == "en" else "en"
     context["metatags"] = context.get("metatags", "") + \
@@ -307,6 +369,7 @@ def setup(app: Sphinx) -> dict:
     app.add_transform(EnglishParts)
     app.add_transform(TranslatableSources)
     app.add_transform(TranslateTocCaptions)
+    app.add_transform(TranslateDisplayMath)
     app.connect("builder-inited", catalogs_exist)
     app.connect("doctree-read", keep_page_language)
     app.connect("html-page-context", add_edition_switch)

@@ -128,7 +128,7 @@ class CheckResult:
         verdict = tr("✓ passed") if self.ok else tr("✗ not yet")
         message = (
             tr("matches the package's reference in all {n} cases ({cases}).",
-               n=len(self.cases), cases="; ".join(tr(case) for case in self.cases))
+               n=len(self.cases), cases=tr("; ").join(tr(case) for case in self.cases))
             if self.ok and self.cases
             else tr(self.message)
         )
