@@ -15,7 +15,8 @@ same executed notebooks (``tools/build_edition.py``). This extension makes each 
 * **Chinese around hidden code cells**: myst-nb writes its "Show code cell source" prompts in
   English whatever the language; the Chinese pages say 显示代码 / 隐藏代码. Emphasis in Chinese
   text is marked with dots under the characters (着重号), not with slanted glyphs; a solution
-  names its exercise by the translated title, and titles sit in full-width brackets.
+  names its exercise by the translated title, and titles sit in full-width brackets; sizes in two
+  units read "704.6 MB（672.0 MiB）" and percentages "56%".
 * **A switch to the same page in the other edition**, at the top of every page, with
   ``<link rel="alternate" hreflang>`` for search engines; a Chinese page whose catalog is not yet
   translated says so above its English text.
@@ -321,6 +322,21 @@ def exercise_titles_in_chinese(body: str) -> str:
         lambda m: f"{m[1]}（{titles[m[2]]}）</a>" if m[2] in titles else m[0], body)
 
 
+#: What Chinese typography writes differently from the English text the code glues into a page:
+#: a size in two units takes full-width brackets, "704.6 MB（672.0 MiB）", and a percentage no
+#: space, "56%". Code, printed output and formulas are left as they are.
+VERBATIM = re.compile(r"(<pre\b.*?</pre>|<code\b.*?</code>|\\\(.*?\\\)|\\\[.*?\\\]|<[^>]*>)", re.S)
+BYTES_IN_TWO_UNITS = re.compile(r"(\d[\d,.]* [kMGTP]?B) \((\d[\d,.]* [KMGTP]iB)\)")
+SPACED_PERCENT = re.compile(r"(\d) %")
+
+
+def chinese_typography(body: str) -> str:
+    """``body`` with the text between tags (not code, output or math) set as Chinese writes it."""
+    def prose(part: str) -> str:
+        return SPACED_PERCENT.sub(r"\1%", BYTES_IN_TWO_UNITS.sub(r"\1（\2）", part))
+    return "".join(part if k % 2 else prose(part) for k, part in enumerate(VERBATIM.split(body)))
+
+
 def other_edition_href(pagename: str, lang: str) -> str:
     """The relative URL of ``pagename`` in the other edition, from this edition's page."""
     depth = pagename.count("/")
@@ -348,6 +364,7 @@ def add_edition_switch(app: Sphinx, pagename: str, templatename: str, context: d
         if lang != "en":  # the Chinese PDF (build_edition.py pdf) is beside the Chinese pages
             body = SHARED_FILE.sub(lambda m: f'href="{chinese_pdf_name(m.group(1))}"', body)
             body = chinese_emphasis(exercise_titles_in_chinese(hidden_cells_in_chinese(body)))
+            body = chinese_typography(body)
         context["body"] = f'<div class="attnlab-edition-bar">{switch}</div>{banner}' + body
     other = "zh-CN" if lang == "en" else "en"
     context["metatags"] = context.get("metatags", "") + \
